@@ -1,0 +1,177 @@
+//! Creation: zeros, ones, empty, full and their `_like` forms, arange, linspace, logspace, eye,
+//! tril/triu, one_hot.
+
+use crate::dtype::Scalar;
+use crate::shape::Shape;
+use crate::{bail, dispatch_all, DType, Element, Result, Tensor};
+
+impl Tensor {
+    /// A tensor of `shape` filled with `value` (`torch.full`).
+    ///
+    /// ```
+    /// use pyrite_core::{DType, Tensor};
+    /// let t = Tensor::full([2, 2], 1.5, DType::F64).unwrap();
+    /// assert_eq!(t.to_vec::<f64>().unwrap(), vec![1.5; 4]);
+    /// ```
+    pub fn full(shape: impl Into<Shape>, value: impl Into<Scalar>, dtype: DType) -> Result<Tensor> {
+        let v = value.into();
+        dispatch_all!(dtype, T => {
+            let x = T::from_scalar(v);
+            Tensor::build::<T>(shape.into(), |o| o.fill(x))
+        })
+    }
+
+    /// A tensor of zeros (`torch.zeros`).
+    pub fn zeros(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
+        Tensor::full(shape, 0, dtype)
+    }
+
+    /// A tensor of ones (`torch.ones`).
+    pub fn ones(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
+        Tensor::full(shape, 1, dtype)
+    }
+
+    /// A tensor whose contents are unspecified (`torch.empty`): reused memory is not cleared.
+    pub fn empty(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
+        let shape = shape.into();
+        if dtype == DType::Bool {
+            return Tensor::zeros(shape, dtype);
+        }
+        let buf = crate::alloc::CpuBuffer::new(shape.numel() * dtype.size_in_bytes())?;
+        Ok(Tensor::from_cpu_buffer(buf, shape, dtype))
+    }
+
+    /// `torch.zeros_like`.
+    pub fn zeros_like(&self) -> Result<Tensor> {
+        Tensor::zeros(self.shape(), self.dtype())
+    }
+    /// `torch.ones_like`.
+    pub fn ones_like(&self) -> Result<Tensor> {
+        Tensor::ones(self.shape(), self.dtype())
+    }
+    /// `torch.empty_like`.
+    pub fn empty_like(&self) -> Result<Tensor> {
+        Tensor::empty(self.shape(), self.dtype())
+    }
+    /// `torch.full_like`.
+    pub fn full_like(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        Tensor::full(self.shape(), value, self.dtype())
+    }
+
+    /// Values `start, start + step, ...` below `end` (`torch.arange`).
+    ///
+    /// ```
+    /// use pyrite_core::{DType, Tensor};
+    /// let t = Tensor::arange(0.0, 5.0, 2.0, DType::I64).unwrap();
+    /// assert_eq!(t.to_vec::<i64>().unwrap(), vec![0, 2, 4]);
+    /// ```
+    pub fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
+        if step == 0.0 {
+            bail!(Value, "arange: step must be nonzero");
+        }
+        if !start.is_finite() || !end.is_finite() {
+            bail!(Value, "arange: unsupported range: {start} -> {end}");
+        }
+        if (step > 0.0 && end < start) || (step < 0.0 && end > start) {
+            bail!(Value, "arange: upper bound and larger bound inconsistent with step sign");
+        }
+        let n = ((end - start) / step).ceil().max(0.0) as usize;
+        dispatch_all!(dtype, T => Tensor::build::<T>(Shape::from(n), |o| {
+            for (i, x) in o.iter_mut().enumerate() {
+                *x = T::from_f64(start + i as f64 * step);
+            }
+        }))
+    }
+
+    /// `steps` evenly spaced values from `start` to `end` inclusive (`torch.linspace`).
+    pub fn linspace(start: f64, end: f64, steps: usize, dtype: DType) -> Result<Tensor> {
+        let step = if steps > 1 { (end - start) / (steps - 1) as f64 } else { 0.0 };
+        let half = steps / 2;
+        dispatch_all!(dtype, T => Tensor::build::<T>(Shape::from(steps), |o| {
+            for (i, x) in o.iter_mut().enumerate() {
+                let v = if i < half { start + step * i as f64 } else { end - step * (steps - 1 - i) as f64 };
+                *x = T::from_f64(v);
+            }
+        }))
+    }
+
+    /// `base ** linspace(start, end, steps)` (`torch.logspace`).
+    pub fn logspace(start: f64, end: f64, steps: usize, base: f64, dtype: DType) -> Result<Tensor> {
+        let e = Tensor::linspace(start, end, steps, DType::F64)?;
+        let v: Vec<f64> = e.to_vec::<f64>()?.into_iter().map(|x| base.powf(x)).collect();
+        Tensor::from_vec(v, steps)?.to_dtype(dtype)
+    }
+
+    /// The `n x m` identity matrix (`torch.eye(n, m)`).
+    pub fn eye(n: usize, m: usize, dtype: DType) -> Result<Tensor> {
+        dispatch_all!(dtype, T => Tensor::build::<T>(Shape::from((n, m)), |o| {
+            o.fill(T::from_i64(0));
+            for i in 0..n.min(m) {
+                o[i * m + i] = T::from_i64(1);
+            }
+        }))
+    }
+
+    /// The lower triangle of the last two dims, zeroing above `diagonal` (`torch.tril`).
+    pub fn tril(&self, diagonal: isize) -> Result<Tensor> {
+        self.triangle(diagonal, true)
+    }
+
+    /// The upper triangle of the last two dims, zeroing below `diagonal` (`torch.triu`).
+    pub fn triu(&self, diagonal: isize) -> Result<Tensor> {
+        self.triangle(diagonal, false)
+    }
+
+    fn triangle(&self, diagonal: isize, lower: bool) -> Result<Tensor> {
+        let name = if lower { "tril" } else { "triu" };
+        if self.rank() < 2 {
+            bail!(Shape, "{name}: input tensor must have at least 2 dimensions");
+        }
+        let (r, c) = (self.dims()[self.rank() - 2], self.dims()[self.rank() - 1]);
+        let out = self.contiguous()?.deep_clone()?;
+        dispatch_all!(self.dtype(), T => out.with_storage_mut::<T, _>(|s, _| {
+            for (k, x) in s.iter_mut().enumerate() {
+                let j = (k % c) as isize;
+                let i = ((k / c) % r) as isize;
+                let keep = if lower { j - i <= diagonal } else { j - i >= diagonal };
+                if !keep {
+                    *x = T::from_i64(0);
+                }
+            }
+        }));
+        Ok(out)
+    }
+
+    /// One-hot encoding of an int64 tensor (`F.one_hot(t, num_classes)`); `num_classes = None`
+    /// uses `max + 1`. The result is int64 with a new last dim.
+    pub fn one_hot(&self, num_classes: Option<usize>) -> Result<Tensor> {
+        if self.dtype() != DType::I64 {
+            bail!(
+                DType,
+                "one_hot is only applicable to index tensor of type LongTensor, got {}",
+                self.dtype()
+            );
+        }
+        let v = self.to_vec::<i64>()?;
+        if v.iter().any(|&x| x < 0) {
+            bail!(Value, "one_hot: Class values must be non-negative.");
+        }
+        let max = v.iter().copied().max().map_or(0, |m| m as usize + 1);
+        let n = match num_classes {
+            Some(n) if n < max => bail!(Value, "one_hot: Class values must be smaller than num_classes."),
+            Some(n) => n,
+            None if v.is_empty() => {
+                bail!(Value, "one_hot: Can not infer total number of classes from empty tensor.")
+            }
+            None => max,
+        };
+        let mut dims = self.dims().to_vec();
+        dims.push(n);
+        Tensor::build::<i64>(Shape::from(dims), |o| {
+            o.fill(0);
+            for (i, &c) in v.iter().enumerate() {
+                o[i * n + c as usize] = 1;
+            }
+        })
+    }
+}

@@ -1,0 +1,59 @@
+//! Devices. [`Device::Cpu`] works today; [`Device::Cuda`] is part of the type so that code can
+//! name it, and every request for it returns a clear error until a CUDA backend lands.
+
+use crate::{bail, Result};
+use std::fmt;
+
+/// Where a tensor's storage lives (`torch.device`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Device {
+    /// Host memory.
+    #[default]
+    Cpu,
+    /// A CUDA GPU, by ordinal.
+    Cuda(usize),
+}
+
+impl Device {
+    /// Parses `"cpu"`, `"cuda"`, `"cuda:1"`.
+    pub fn parse(s: &str) -> Result<Device> {
+        match s {
+            "cpu" => Ok(Device::Cpu),
+            "cuda" => Ok(Device::Cuda(0)),
+            _ => match s.strip_prefix("cuda:").map(str::parse::<usize>) {
+                Some(Ok(i)) => Ok(Device::Cuda(i)),
+                _ => bail!(Value, "Expected one of cpu, cuda device type at start of device string: {s}"),
+            },
+        }
+    }
+
+    /// True for CUDA devices.
+    pub fn is_cuda(self) -> bool {
+        matches!(self, Device::Cuda(_))
+    }
+
+    /// Fails unless this device has a backend in this build.
+    pub fn check_available(self) -> Result<()> {
+        match self {
+            Device::Cpu => Ok(()),
+            Device::Cuda(i) => bail!(
+                Device,
+                "device cuda:{i} requested, but this build of Pyrite has no CUDA backend (torch.cuda.is_available() would be False)"
+            ),
+        }
+    }
+}
+
+/// `torch.cuda.is_available()`: false until a CUDA backend lands.
+pub fn cuda_is_available() -> bool {
+    false
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Device::Cpu => f.write_str("cpu"),
+            Device::Cuda(i) => write!(f, "cuda:{i}"),
+        }
+    }
+}

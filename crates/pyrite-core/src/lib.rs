@@ -1,0 +1,51 @@
+//! # pyrite-core
+//!
+//! The tensor core of Pyrite: runtime dtypes ([`DType`]), devices ([`Device`]), strided
+//! storage shared by views, CPU kernels, a caching allocator with PyTorch's memory API
+//! ([`memory`]), and seeded random numbers. The `pyrite` crate re-exports all of it.
+//!
+//! ```
+//! use pyrite_core::{DType, Tensor};
+//! let x = Tensor::arange(0.0, 6.0, 1.0, DType::F32)?.reshape([2, 3])?;
+//! let y = (&x * 2.0)?.relu()?;
+//! assert_eq!(y.dims(), &[2, 3]);
+//! # Ok::<(), pyrite_core::Error>(())
+//! ```
+
+// Kernels spell out constants to full precision and compare bools as numbers, as PyTorch does.
+#![allow(clippy::excessive_precision, clippy::bool_comparison, clippy::approx_constant)]
+
+pub mod alloc;
+pub mod autograd;
+mod create;
+pub mod device;
+pub mod dtype;
+pub mod error;
+pub mod layout;
+pub mod ops;
+pub mod shape;
+mod simd;
+pub mod storage;
+mod strided;
+mod tensor;
+pub mod threads;
+mod view;
+
+pub use half;
+
+pub use device::{cuda_is_available, Device};
+pub use dtype::{get_default_dtype, promote_types, set_default_dtype, DType, Element, FloatElement, Scalar};
+pub use error::{Error, ErrorKind, Result};
+pub use ops::binary::{result_type, BinaryOp, RoundingMode};
+pub use shape::{broadcast_shapes, Shape};
+pub use tensor::{NdArray, Tensor};
+pub use threads::{get_num_threads, set_num_threads};
+pub use view::{TensorIndex, ViewShape};
+
+/// PyTorch's memory-statistics API (`torch.cuda.memory_allocated` and friends), per device.
+pub mod memory {
+    pub use crate::alloc::{
+        empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated, memory_reserved,
+        memory_stats, memory_summary, reset_peak_memory_stats, set_cache_limit,
+    };
+}

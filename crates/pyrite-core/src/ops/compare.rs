@@ -1,0 +1,170 @@
+//! Comparisons and logic giving bool tensors: eq/ne/lt/le/gt/ge, logical and/or/xor/not,
+//! isnan/isinf/isfinite, `where`, isclose/allclose.
+
+use super::{map1, map2, map3, Out};
+use crate::dtype::Scalar;
+use crate::ops::binary::{result_type, scalar_tensor};
+use crate::shape::broadcast_shapes;
+use crate::{bail, dispatch_all, DType, Element, Result, Tensor};
+
+#[derive(Clone, Copy)]
+enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+fn compare(a: &Tensor, b: &Tensor, op: Cmp, name: &str) -> Result<Tensor> {
+    let shape = broadcast_shapes(a.dims(), b.dims(), name)?;
+    let dt = result_type(a, b);
+    let (a, b) = (a.to_dtype(dt)?, b.to_dtype(dt)?);
+    dispatch_all!(dt, T => match op {
+        Cmp::Eq => map2::<T, T, bool>(&a, &b, &shape, Out::New, name, |x, y| x == y),
+        Cmp::Ne => map2::<T, T, bool>(&a, &b, &shape, Out::New, name, |x, y| x != y),
+        Cmp::Lt => map2::<T, T, bool>(&a, &b, &shape, Out::New, name, |x, y| x < y),
+        Cmp::Le => map2::<T, T, bool>(&a, &b, &shape, Out::New, name, |x, y| x <= y),
+        Cmp::Gt => map2::<T, T, bool>(&a, &b, &shape, Out::New, name, |x, y| x > y),
+        Cmp::Ge => map2::<T, T, bool>(&a, &b, &shape, Out::New, name, |x, y| x >= y),
+    })
+}
+
+macro_rules! cmp_methods {
+    ($($name:ident, $scalar:ident, $op:ident, $sym:literal;)*) => {
+        impl Tensor {$(
+            #[doc = concat!("`torch.", stringify!($name), "`: `self ", $sym, " other` elementwise, as a bool tensor.")]
+            pub fn $name(&self, other: &Tensor) -> Result<Tensor> {
+                compare(self, other, Cmp::$op, stringify!($name))
+            }
+            #[doc = concat!("`self ", $sym, " scalar` elementwise, as a bool tensor.")]
+            pub fn $scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
+                compare(self, &scalar_tensor(other.into(), self.dtype())?, Cmp::$op, stringify!($name))
+            }
+        )*}
+    };
+}
+
+cmp_methods! {
+    eq, eq_scalar, Eq, "==";
+    ne, ne_scalar, Ne, "!=";
+    lt, lt_scalar, Lt, "<";
+    le, le_scalar, Le, "<=";
+    gt, gt_scalar, Gt, ">";
+    ge, ge_scalar, Ge, ">=";
+}
+
+fn truthy(t: &Tensor) -> Result<Tensor> {
+    t.to_dtype(DType::Bool)
+}
+
+impl Tensor {
+    /// `torch.logical_and`: both nonzero.
+    pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
+        let shape = broadcast_shapes(self.dims(), other.dims(), "logical_and")?;
+        map2::<bool, bool, bool>(&truthy(self)?, &truthy(other)?, &shape, Out::New, "logical_and", |x, y| {
+            x & y
+        })
+    }
+    /// `torch.logical_or`: either nonzero.
+    pub fn logical_or(&self, other: &Tensor) -> Result<Tensor> {
+        let shape = broadcast_shapes(self.dims(), other.dims(), "logical_or")?;
+        map2::<bool, bool, bool>(&truthy(self)?, &truthy(other)?, &shape, Out::New, "logical_or", |x, y| {
+            x | y
+        })
+    }
+    /// `torch.logical_xor`: exactly one nonzero.
+    pub fn logical_xor(&self, other: &Tensor) -> Result<Tensor> {
+        let shape = broadcast_shapes(self.dims(), other.dims(), "logical_xor")?;
+        map2::<bool, bool, bool>(&truthy(self)?, &truthy(other)?, &shape, Out::New, "logical_xor", |x, y| {
+            x ^ y
+        })
+    }
+    /// `torch.logical_not`: zero elements become true.
+    pub fn logical_not(&self) -> Result<Tensor> {
+        map1::<bool, bool>(&truthy(self)?, &self.shape().clone(), Out::New, "logical_not", |x| !x)
+    }
+
+    /// `torch.isnan`.
+    pub fn isnan(&self) -> Result<Tensor> {
+        self.float_test("isnan", |f| f.is_nan())
+    }
+    /// `torch.isinf`.
+    pub fn isinf(&self) -> Result<Tensor> {
+        self.float_test("isinf", |f| f.is_infinite())
+    }
+    /// `torch.isfinite`.
+    pub fn isfinite(&self) -> Result<Tensor> {
+        self.float_test("isfinite", |f| f.is_finite())
+    }
+
+    fn float_test(&self, name: &str, f: impl Fn(f64) -> bool + Sync + Send + Copy) -> Result<Tensor> {
+        let shape = self.shape().clone();
+        dispatch_all!(self.dtype(), T => map1::<T, bool>(self, &shape, Out::New, name, move |v: T| f(v.to_f64())))
+    }
+
+    /// `torch.where(condition, self, other)`: elements of `self` where `condition` is true, of
+    /// `other` elsewhere, broadcasting all three.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let c = Tensor::new([true, false]).unwrap();
+    /// let a = Tensor::new([1f32, 2.]).unwrap();
+    /// let b = Tensor::new([9f32]).unwrap();
+    /// assert_eq!(a.where_(&c, &b).unwrap().to_vec::<f32>().unwrap(), vec![1., 9.]);
+    /// ```
+    pub fn where_(&self, condition: &Tensor, other: &Tensor) -> Result<Tensor> {
+        where_impl(condition, self, other)
+    }
+
+    /// `torch.isclose(self, other, rtol, atol, equal_nan)`: `|a - b| <= atol + rtol * |b|`.
+    pub fn isclose(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
+        if self.dtype() != other.dtype() {
+            bail!(DType, "isclose: {} did not match {}", self.dtype(), other.dtype());
+        }
+        let shape = broadcast_shapes(self.dims(), other.dims(), "isclose")?;
+        dispatch_all!(self.dtype(), T => map2::<T, T, bool>(self, other, &shape, Out::New, "isclose", move |x: T, y: T| {
+            if x == y {
+                return true;
+            }
+            let (a, b) = (x.to_f64(), y.to_f64());
+            if a.is_nan() || b.is_nan() {
+                return equal_nan && a.is_nan() && b.is_nan();
+            }
+            if a.is_infinite() || b.is_infinite() {
+                return false;
+            }
+            (a - b).abs() <= atol + rtol * b.abs()
+        }))
+    }
+
+    /// `torch.allclose(self, other, rtol, atol, equal_nan)`.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let a = Tensor::new([1f64, 2.]).unwrap();
+    /// let b = Tensor::new([1f64, 2.0 + 1e-9]).unwrap();
+    /// assert!(a.allclose(&b, 1e-5, 1e-8, false).unwrap());
+    /// ```
+    pub fn allclose(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
+        let c = self.isclose(other, rtol, atol, equal_nan)?;
+        Ok(c.with_slice::<bool, bool>(|s| s.iter().all(|&v| v)))
+    }
+}
+
+/// `torch.where(condition, x, y)`.
+pub fn where_impl(condition: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    if condition.dtype() != DType::Bool {
+        bail!(
+            DType,
+            "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
+            condition.dtype()
+        );
+    }
+    let shape =
+        broadcast_shapes(broadcast_shapes(condition.dims(), x.dims(), "where")?.dims(), y.dims(), "where")?;
+    let dt = result_type(x, y);
+    let (x, y) = (x.to_dtype(dt)?, y.to_dtype(dt)?);
+    dispatch_all!(dt, T => map3::<bool, T, T, T>(condition, &x, &y, &shape, Out::New, "where", |c, a, b| if c { a } else { b }))
+}

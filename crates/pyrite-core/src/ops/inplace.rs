@@ -1,0 +1,103 @@
+//! In-place ops (`add_`, `mul_`, `fill_`, `masked_fill_`, ...). They write through the
+//! tensor's storage, so every view of it sees the change, and bump its version counter.
+
+use super::binary::{binary, scalar_tensor, BinaryOp};
+use super::{map2, Out};
+use crate::dtype::Scalar;
+use crate::shape::broadcast_shapes;
+use crate::{bail, dispatch_all, DType, Element, Result, Tensor};
+
+macro_rules! inplace_binary {
+    ($($name:ident, $scalar:ident, $op:ident;)*) => {
+        impl Tensor {$(
+            #[doc = concat!("In-place `", stringify!($op), "`: `other` broadcasts to this tensor's shape and the result must be castable to its dtype.")]
+            pub fn $name(&self, other: &Tensor) -> Result<&Tensor> {
+                binary(self, other, BinaryOp::$op, Out::Into(self))?;
+                Ok(self)
+            }
+            #[doc = concat!("In-place `", stringify!($op), "` with a scalar.")]
+            pub fn $scalar(&self, other: impl Into<Scalar>) -> Result<&Tensor> {
+                binary(self, &scalar_tensor(other.into(), self.dtype())?, BinaryOp::$op, Out::Into(self))?;
+                Ok(self)
+            }
+        )*}
+    };
+}
+
+inplace_binary! {
+    add_, add_scalar_, Add;
+    sub_, sub_scalar_, Sub;
+    mul_, mul_scalar_, Mul;
+    div_, div_scalar_, Div;
+    pow_, pow_scalar_, Pow;
+}
+
+impl Tensor {
+    /// Sets every element to `value` (`t.fill_(value)`).
+    ///
+    /// ```
+    /// use pyrite_core::{DType, Tensor};
+    /// let t = Tensor::zeros([2, 3], DType::F32).unwrap();
+    /// t.narrow(1, 1, 2).unwrap().fill_(7.0).unwrap(); // writes through the view
+    /// assert_eq!(t.to_vec::<f32>().unwrap(), vec![0., 7., 7., 0., 7., 7.]);
+    /// ```
+    pub fn fill_(&self, value: impl Into<Scalar>) -> Result<&Tensor> {
+        let v = value.into();
+        let s = dispatch_all!(self.dtype(), T => Tensor::scalar::<T>(T::from_scalar(v))?);
+        self.copy_(&s)
+    }
+
+    /// Sets every element to zero (`t.zero_()`).
+    pub fn zero_(&self) -> Result<&Tensor> {
+        self.fill_(0)
+    }
+
+    /// In-place clamp (`t.clamp_(min, max)`).
+    pub fn clamp_(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<&Tensor> {
+        self.clamp_impl(min, max, Out::Into(self))?;
+        Ok(self)
+    }
+
+    /// In-place ReLU (`t.relu_()`).
+    pub fn relu_(&self) -> Result<&Tensor> {
+        self.clamp_(Some(Scalar::Int(0)), None)
+    }
+
+    /// Sets elements where `mask` (bool, broadcast to this shape) is true to `value`
+    /// (`t.masked_fill_(mask, value)`).
+    pub fn masked_fill_(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<&Tensor> {
+        if mask.dtype() != DType::Bool {
+            bail!(
+                DType,
+                "masked_fill_ only supports boolean masks, but got mask with dtype {}",
+                mask.dtype()
+            );
+        }
+        let shape = broadcast_shapes(self.dims(), mask.dims(), "masked_fill_")?;
+        if shape.dims() != self.dims() {
+            bail!(
+                Shape,
+                "masked_fill_: the mask of shape {} cannot be broadcast to the tensor's shape {}",
+                mask.shape(),
+                self.shape()
+            );
+        }
+        let v = value.into();
+        if self.dtype().is_integral() && matches!(v, Scalar::Float(f) if f.fract() != 0.0) {
+            bail!(DType, "masked_fill_: value cannot be converted to type {} without overflow", self.dtype());
+        }
+        dispatch_all!(self.dtype(), T => {
+            let fill = T::from_scalar(v);
+            map2::<T, bool, T>(self, mask, &shape, Out::Into(self), "masked_fill_", move |x, m| if m { fill } else { x })?;
+        });
+        Ok(self)
+    }
+
+    /// `torch.masked_fill`: a copy with elements where `mask` is true set to `value`.
+    pub fn masked_fill(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
+        let shape = broadcast_shapes(self.dims(), mask.dims(), "masked_fill")?;
+        let out = self.broadcast_to(shape.dims())?.deep_clone()?;
+        out.masked_fill_(mask, value)?;
+        Ok(out)
+    }
+}

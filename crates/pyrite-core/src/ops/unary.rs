@@ -1,0 +1,481 @@
+//! Unary pointwise ops: math functions (which promote integers to the default float dtype),
+//! activations, rounding, clamp, lerp, nan_to_num.
+
+use super::{map1, map3, Out};
+use crate::dtype::Scalar;
+use crate::ops::binary::scalar_tensor;
+use crate::shape::broadcast_shapes;
+use crate::{bail, dispatch_all, get_default_dtype, DType, Element, Result, Tensor};
+use half::{bf16, f16};
+
+/// Math on f32 and f64 beyond what std offers, with one name per function.
+pub(crate) trait MathExt: Copy {
+    fn erf_(self) -> Self;
+    fn erfinv_(self) -> Self;
+}
+
+impl MathExt for f64 {
+    fn erf_(self) -> f64 {
+        libm::erf(self)
+    }
+    fn erfinv_(self) -> f64 {
+        erfinv_f64(self)
+    }
+}
+impl MathExt for f32 {
+    fn erf_(self) -> f32 {
+        libm::erff(self)
+    }
+    fn erfinv_(self) -> f32 {
+        erfinv_f64(self as f64) as f32
+    }
+}
+
+/// Inverse error function: Giles' single-precision approximation refined by two Newton steps.
+fn erfinv_f64(y: f64) -> f64 {
+    if y.is_nan() || !(-1.0..=1.0).contains(&y) {
+        return f64::NAN;
+    }
+    if y == 1.0 {
+        return f64::INFINITY;
+    }
+    if y == -1.0 {
+        return f64::NEG_INFINITY;
+    }
+    let mut w = -((1.0 - y) * (1.0 + y)).ln();
+    let mut x = if w < 5.0 {
+        w -= 2.5;
+        let mut p = 2.810_226_36e-08;
+        for c in [
+            3.432_739_39e-07,
+            -3.523_387_7e-06,
+            -4.391_506_54e-06,
+            0.000_218_580_87,
+            -0.001_253_725_03,
+            -0.004_177_681_64,
+            0.246_640_727,
+            1.501_409_41,
+        ] {
+            p = c + p * w;
+        }
+        p * y
+    } else {
+        w = w.sqrt() - 3.0;
+        let mut p = -0.000_200_214_257;
+        for c in [
+            0.000_100_950_558,
+            0.001_349_343_22,
+            -0.003_673_428_44,
+            0.005_739_507_73,
+            -0.007_622_461_3,
+            0.009_438_870_47,
+            1.001_674_06,
+            2.832_976_82,
+        ] {
+            p = c + p * w;
+        }
+        p * y
+    };
+    // Newton: x -= (erf(x) - y) / (2/sqrt(pi) * exp(-x^2))
+    for _ in 0..2 {
+        let err = libm::erf(x) - y;
+        x -= err / (std::f64::consts::FRAC_2_SQRT_PI * (-x * x).exp());
+    }
+    x
+}
+
+/// Applies a float function, choosing the f32 or f64 body by dtype; integer and bool inputs
+/// are first converted to the default float dtype; f16 and bf16 compute in f32.
+fn float_unary(
+    x: &Tensor,
+    out: Out<'_>,
+    name: &str,
+    f32op: impl Fn(f32) -> f32 + Sync + Send + Copy,
+    f64op: impl Fn(f64) -> f64 + Sync + Send + Copy,
+) -> Result<Tensor> {
+    x.device().check_available()?;
+    let x = if x.dtype().is_floating_point() { x.clone() } else { x.to_dtype(get_default_dtype())? };
+    let shape = x.shape().clone();
+    if let Out::Into(o) = out {
+        if o.dtype() != x.dtype() {
+            let r = float_unary(&x, Out::New, name, f32op, f64op)?;
+            if !o.dtype().is_floating_point() {
+                bail!(
+                    DType,
+                    "{name}: result type {} can't be cast to the desired output type {}",
+                    x.dtype(),
+                    o.dtype()
+                );
+            }
+            o.copy_(&r)?;
+            return Ok(o.clone());
+        }
+    }
+    match x.dtype() {
+        DType::F32 => map1::<f32, f32>(&x, &shape, out, name, f32op),
+        DType::F64 => map1::<f64, f64>(&x, &shape, out, name, f64op),
+        DType::F16 => map1::<f16, f16>(&x, &shape, out, name, move |v| f16::from_f32(f32op(v.to_f32()))),
+        DType::BF16 => map1::<bf16, bf16>(&x, &shape, out, name, move |v| bf16::from_f32(f32op(v.to_f32()))),
+        _ => unreachable!(),
+    }
+}
+
+/// Writes the same body for f32 and f64.
+macro_rules! float_op {
+    ($x:expr, $out:expr, $name:expr, |$v:ident| $body:expr) => {
+        float_unary($x, $out, $name, move |$v: f32| -> f32 { $body }, move |$v: f64| -> f64 { $body })
+    };
+}
+
+#[inline(always)]
+fn sigmoid32(v: f32) -> f32 {
+    1.0 / (1.0 + crate::simd::expf(-v))
+}
+
+macro_rules! float_methods {
+    ($($name:ident, $out:ident, $doc:literal, |$v:ident| $body:expr;)*) => {
+        impl Tensor {$(
+            #[doc = concat!("`torch.", stringify!($name), "`: ", $doc, ". Integer inputs give the default float dtype.")]
+            pub fn $name(&self) -> Result<Tensor> {
+                float_op!(self, Out::New, stringify!($name), |$v| $body)
+            }
+            #[doc = concat!("`torch.", stringify!($name), "(self, out=out)`.")]
+            pub fn $out(&self, out: &Tensor) -> Result<Tensor> {
+                float_op!(self, Out::Into(out), stringify!($name), |$v| $body)
+            }
+        )*}
+    };
+}
+
+float_methods! {
+    sqrt, sqrt_out, "square root", |v| v.sqrt();
+    rsqrt, rsqrt_out, "reciprocal square root", |v| 1.0 / v.sqrt();
+    exp2, exp2_out, "2 to the power of each element", |v| v.exp2();
+    log, log_out, "natural logarithm", |v| v.ln();
+    log2, log2_out, "base-2 logarithm", |v| v.log2();
+    log10, log10_out, "base-10 logarithm", |v| v.log10();
+    log1p, log1p_out, "`log(1 + x)`, accurate near zero", |v| v.ln_1p();
+    expm1, expm1_out, "`exp(x) - 1`, accurate near zero", |v| v.exp_m1();
+    sin, sin_out, "sine", |v| v.sin();
+    cos, cos_out, "cosine", |v| v.cos();
+    tan, tan_out, "tangent", |v| v.tan();
+    asin, asin_out, "arc sine", |v| v.asin();
+    acos, acos_out, "arc cosine", |v| v.acos();
+    atan, atan_out, "arc tangent", |v| v.atan();
+    sinh, sinh_out, "hyperbolic sine", |v| v.sinh();
+    cosh, cosh_out, "hyperbolic cosine", |v| v.cosh();
+    tanh, tanh_out, "hyperbolic tangent", |v| v.tanh();
+    erf, erf_out, "error function", |v| v.erf_();
+    erfinv, erfinv_out, "inverse error function", |v| v.erfinv_();
+    reciprocal, reciprocal_out, "`1 / x`", |v| 1.0 / v;
+    frac, frac_out, "fractional part, `x - trunc(x)`", |v| v - v.trunc();
+    mish, mish_out, "Mish activation, `x * tanh(softplus(x))`", |v| v * (if v > 20.0 { v } else { v.exp().ln_1p() }).tanh();
+}
+
+impl Tensor {
+    /// `torch.exp`: e to the power of each element. Integer inputs give the default float dtype.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let y = Tensor::new([0f32, 1.]).unwrap().exp().unwrap();
+    /// assert!((y.to_vec::<f32>().unwrap()[1] - std::f32::consts::E).abs() < 1e-6);
+    /// ```
+    pub fn exp(&self) -> Result<Tensor> {
+        self.exp_impl(Out::New)
+    }
+
+    /// `torch.exp(self, out=out)`.
+    pub fn exp_out(&self, out: &Tensor) -> Result<Tensor> {
+        self.exp_impl(Out::Into(out))
+    }
+
+    fn exp_impl(&self, out: Out<'_>) -> Result<Tensor> {
+        let contiguous_out = match out {
+            Out::New => true,
+            Out::Into(o) => o.is_contiguous() && o.dtype() == DType::F32 && o.dims() == self.dims(),
+        };
+        if self.dtype() == DType::F32 && self.is_contiguous() && contiguous_out {
+            // Vectorised path; computes exactly what the generic path computes.
+            let n = self.numel();
+            let x = match out {
+                Out::Into(o) if self.same_storage(o) && self.layout() != o.layout() => self.deep_clone()?,
+                _ => self.clone(),
+            };
+            let run = |dst: *mut f32| {
+                let g = x.storage().read();
+                let src = unsafe { (g.cpu().as_ptr() as *const f32).add(x.storage_offset()) } as usize;
+                let dst = dst as usize;
+                crate::threads::parallel_for(n, super::GRAIN, |a, b| unsafe {
+                    crate::simd::exp_f32((src as *const f32).add(a), (dst as *mut f32).add(a), b - a)
+                });
+            };
+            return match out {
+                Out::New => {
+                    let mut buf = crate::alloc::CpuBuffer::new(n * 4)?;
+                    run(buf.as_mut_ptr() as *mut f32);
+                    Ok(Tensor::from_cpu_buffer(buf, self.shape().clone(), DType::F32))
+                }
+                Out::Into(o) => {
+                    if o.same_storage(&x) {
+                        // exp_ on itself: elementwise in place through the write lock.
+                        let off = o.storage_offset();
+                        o.with_storage_mut::<f32, _>(|s, _| unsafe {
+                            let p = s.as_mut_ptr().add(off);
+                            crate::simd::exp_f32(p, p, n)
+                        });
+                    } else {
+                        let mut g = o.storage().write();
+                        let p = unsafe { (g.cpu_mut().as_mut_ptr() as *mut f32).add(o.storage_offset()) };
+                        run(p);
+                    }
+                    Ok(o.clone())
+                }
+            };
+        }
+        float_unary(self, out, "exp", crate::simd::expf, |v: f64| v.exp())
+    }
+
+    /// `torch.sigmoid`: `1 / (1 + exp(-x))`.
+    pub fn sigmoid(&self) -> Result<Tensor> {
+        float_unary(self, Out::New, "sigmoid", sigmoid32, |v: f64| 1.0 / (1.0 + (-v).exp()))
+    }
+
+    /// `torch.nn.functional.silu`: `x * sigmoid(x)`.
+    pub fn silu(&self) -> Result<Tensor> {
+        float_unary(self, Out::New, "silu", |v| v * sigmoid32(v), |v: f64| v / (1.0 + (-v).exp()))
+    }
+
+    /// `torch.nn.functional.gelu(x, approximate='none' | 'tanh')`.
+    pub fn gelu(&self, tanh_approximation: bool) -> Result<Tensor> {
+        if tanh_approximation {
+            float_op!(self, Out::New, "gelu", |v| {
+                let k = 0.797_884_560_802_865_4;
+                0.5 * v * (1.0 + (k * (v + 0.044715 * v * v * v)).tanh())
+            })
+        } else {
+            float_op!(self, Out::New, "gelu", |v| 0.5 * v * (1.0 + (v * 0.707_106_781_186_547_6).erf_()))
+        }
+    }
+
+    /// `torch.nn.functional.softplus(x, beta, threshold)`: `log(1 + exp(beta x)) / beta`, linear
+    /// above `threshold`.
+    pub fn softplus(&self, beta: f64, threshold: f64) -> Result<Tensor> {
+        let (b32, t32) = (beta as f32, threshold as f32);
+        float_unary(
+            self,
+            Out::New,
+            "softplus",
+            move |v| if v * b32 > t32 { v } else { (v * b32).exp().ln_1p() / b32 },
+            move |v| if v * beta > threshold { v } else { (v * beta).exp().ln_1p() / beta },
+        )
+    }
+
+    /// `torch.relu`: `max(x, 0)`, keeping the dtype; NaN stays NaN.
+    pub fn relu(&self) -> Result<Tensor> {
+        self.clamp(Some(Scalar::Int(0)), None)
+    }
+
+    /// `torch.neg`: `-x`. Fails for bool tensors, as in PyTorch.
+    pub fn neg(&self) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            bail!(
+                DType,
+                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+            );
+        }
+        self.mul_scalar(-1)
+    }
+
+    /// `torch.abs`, keeping the dtype.
+    pub fn abs(&self) -> Result<Tensor> {
+        keep_dtype(self, "abs", |v| if v < 0.0 { -v } else { v * 1.0 }, |v: i64| v.wrapping_abs())
+    }
+
+    /// `torch.sign`: -1, 0 or 1 (0 for NaN), keeping the dtype.
+    pub fn sign(&self) -> Result<Tensor> {
+        keep_dtype(self, "sign", |v| ((0.0 < v) as i32 - (v < 0.0) as i32) as f64, |v: i64| v.signum())
+    }
+
+    /// `torch.square`: `x * x`, keeping the dtype (bool squares to int64 as in PyTorch).
+    pub fn square(&self) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return self.to_dtype(DType::I64)?.square();
+        }
+        self.mul(self)
+    }
+
+    /// `torch.floor`; integers are returned unchanged.
+    pub fn floor(&self) -> Result<Tensor> {
+        keep_dtype(self, "floor", f64::floor, |v| v)
+    }
+    /// `torch.ceil`; integers are returned unchanged.
+    pub fn ceil(&self) -> Result<Tensor> {
+        keep_dtype(self, "ceil", f64::ceil, |v| v)
+    }
+    /// `torch.round`: round half to even; integers are returned unchanged.
+    pub fn round(&self) -> Result<Tensor> {
+        keep_dtype(self, "round", f64::round_ties_even, |v| v)
+    }
+    /// `torch.round(x, decimals=d)`.
+    pub fn round_decimals(&self, decimals: i32) -> Result<Tensor> {
+        let s = 10f64.powi(decimals);
+        keep_dtype(self, "round", move |v| (v * s).round_ties_even() / s, |v| v)
+    }
+    /// `torch.trunc`; integers are returned unchanged.
+    pub fn trunc(&self) -> Result<Tensor> {
+        keep_dtype(self, "trunc", f64::trunc, |v| v)
+    }
+
+    /// `torch.clamp(x, min, max)` with optional scalar bounds; NaN propagates and `min > max`
+    /// gives `max`, as in PyTorch. Float bounds on an integer tensor give a float result.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let t = Tensor::new([-2f32, 0.5, 3.]).unwrap();
+    /// let c = t.clamp(Some((-1.0).into()), Some(1.0.into())).unwrap();
+    /// assert_eq!(c.to_vec::<f32>().unwrap(), vec![-1., 0.5, 1.]);
+    /// ```
+    pub fn clamp(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+        self.clamp_impl(min, max, Out::New)
+    }
+
+    /// `torch.clamp(x, min, max, out=out)`.
+    pub fn clamp_out(&self, min: Option<Scalar>, max: Option<Scalar>, out: &Tensor) -> Result<Tensor> {
+        self.clamp_impl(min, max, Out::Into(out))
+    }
+
+    pub(crate) fn clamp_impl(
+        &self,
+        min: Option<Scalar>,
+        max: Option<Scalar>,
+        out: Out<'_>,
+    ) -> Result<Tensor> {
+        if min.is_none() && max.is_none() {
+            bail!(Value, "torch.clamp: At least one of 'min' or 'max' must not be None");
+        }
+        let mut dt = self.dtype();
+        for s in [min, max].into_iter().flatten() {
+            dt = s.promote_with(dt);
+        }
+        if dt == DType::Bool {
+            bail!(DType, "\"clamp\" not implemented for 'Bool'");
+        }
+        let x = self.to_dtype(dt)?;
+        let shape = x.shape().clone();
+        let outd = match out {
+            Out::Into(o) if o.dtype() != dt => {
+                let r = x.clamp_impl(min, max, Out::New)?;
+                o.copy_(&r)?;
+                return Ok(o.clone());
+            }
+            o => o,
+        };
+        dispatch_all!(dt, T => {
+            let lo = min.map(T::from_scalar);
+            let hi = max.map(T::from_scalar);
+            map1::<T, T>(&x, &shape, outd, "clamp", move |v: T| clamp_one(v, lo, hi))
+        })
+    }
+
+    /// `torch.clamp(x, min=tensor, max=tensor)` with broadcast tensor bounds.
+    pub fn clamp_tensor(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        match (min, max) {
+            (None, None) => bail!(Value, "torch.clamp: At least one of 'min' or 'max' must not be None"),
+            (Some(lo), None) => self.maximum(lo),
+            (None, Some(hi)) => self.minimum(hi),
+            (Some(lo), Some(hi)) => self.maximum(lo)?.minimum(hi),
+        }
+    }
+
+    /// `torch.lerp(self, end, weight)`: `self + weight * (end - self)`, computed as PyTorch does
+    /// for accuracy near `weight = 1`.
+    pub fn lerp(&self, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
+        let dt = crate::promote_types(self.dtype(), end.dtype());
+        if !dt.is_floating_point() {
+            bail!(DType, "lerp: expected floating-point tensors, got {} and {}", self.dtype(), end.dtype());
+        }
+        let shape = broadcast_shapes(
+            broadcast_shapes(self.dims(), end.dims(), "lerp")?.dims(),
+            weight.dims(),
+            "lerp",
+        )?;
+        let (a, b, w) = (self.to_dtype(dt)?, end.to_dtype(dt)?, weight.to_dtype(dt)?);
+        crate::dispatch_float!(dt, T => map3::<T, T, T, T>(&a, &b, &w, &shape, Out::New, "lerp", |s, e, w| {
+            let (s, e, w) = (s.to_f64(), e.to_f64(), w.to_f64());
+            T::from_f64(if w.abs() < 0.5 { s + w * (e - s) } else { e - (e - s) * (1.0 - w) })
+        }), _ => unreachable!())
+    }
+
+    /// `torch.lerp(self, end, weight)` with a scalar weight.
+    pub fn lerp_scalar(&self, end: &Tensor, weight: f64) -> Result<Tensor> {
+        let w = scalar_tensor(Scalar::Float(weight), self.dtype())?;
+        self.lerp(end, &w)
+    }
+
+    /// `torch.nan_to_num(x, nan, posinf, neginf)`: defaults are 0 and the dtype's largest and
+    /// smallest finite values. Integer tensors are returned unchanged.
+    pub fn nan_to_num(&self, nan: f64, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+        let shape = self.shape().clone();
+        crate::dispatch_float!(self.dtype(), T => {
+            let (mx, mn) = finite_range(T::DTYPE);
+            let pi = T::from_f64(posinf.unwrap_or(mx));
+            let ni = T::from_f64(neginf.unwrap_or(mn));
+            let nn = T::from_f64(nan);
+            map1::<T, T>(self, &shape, Out::New, "nan_to_num", move |v: T| {
+                let f = v.to_f64();
+                if f.is_nan() { nn } else if f == f64::INFINITY { pi } else if f == f64::NEG_INFINITY { ni } else { v }
+            })
+        }, _ => self.deep_clone())
+    }
+}
+
+/// Largest and smallest finite values of a float dtype.
+pub(crate) fn finite_range(dt: DType) -> (f64, f64) {
+    match dt {
+        DType::F16 => (f16::MAX.to_f64(), f16::MIN.to_f64()),
+        DType::BF16 => (bf16::MAX.to_f64(), bf16::MIN.to_f64()),
+        DType::F32 => (f32::MAX as f64, f32::MIN as f64),
+        _ => (f64::MAX, f64::MIN),
+    }
+}
+
+#[inline(always)]
+fn clamp_one<T: Element>(v: T, lo: Option<T>, hi: Option<T>) -> T {
+    #[allow(clippy::eq_op)]
+    if v != v {
+        return v; // NaN
+    }
+    let mut r = v;
+    if let Some(l) = lo {
+        if r < l {
+            r = l;
+        }
+    }
+    if let Some(h) = hi {
+        if r > h {
+            r = h;
+        }
+    }
+    r
+}
+
+/// A dtype-preserving op: the float body runs in f64 (exact for these ops), the integer body
+/// in i64.
+fn keep_dtype(
+    x: &Tensor,
+    name: &str,
+    ff: impl Fn(f64) -> f64 + Sync + Send + Copy,
+    fi: impl Fn(i64) -> i64 + Sync + Send + Copy,
+) -> Result<Tensor> {
+    let shape = x.shape().clone();
+    match x.dtype() {
+        DType::F32 => map1::<f32, f32>(x, &shape, Out::New, name, move |v| ff(v as f64) as f32),
+        DType::F64 => map1::<f64, f64>(x, &shape, Out::New, name, ff),
+        DType::F16 => map1::<f16, f16>(x, &shape, Out::New, name, move |v| f16::from_f64(ff(v.to_f64()))),
+        DType::BF16 => map1::<bf16, bf16>(x, &shape, Out::New, name, move |v| bf16::from_f64(ff(v.to_f64()))),
+        DType::Bool => x.deep_clone(),
+        _ => {
+            dispatch_all!(x.dtype(), T => map1::<T, T>(x, &shape, Out::New, name, move |v: T| T::from_i64(fi(v.to_i64()))))
+        }
+    }
+}

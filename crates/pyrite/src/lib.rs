@@ -1,0 +1,19 @@
+//! # Pyrite
+//!
+//! PyTorch's programming model in pure Rust. This facade re-exports the layers, named the way a
+//! PyTorch user expects: the tensor core today; `nn`, `optim`, `data` and more as they land.
+//!
+//! ```
+//! use pyrite::prelude::*;
+//! let a = Tensor::new([[1f32, 2.], [3., 4.]])?;
+//! let b = a.matmul(&a)?;
+//! assert_eq!(b.to_vec2::<f32>()?, vec![vec![7., 10.], vec![15., 22.]]);
+//! # Ok::<(), pyrite::Error>(())
+//! ```
+
+pub use pyrite_core::*;
+
+/// The names most programs need: `use pyrite::prelude::*;`.
+pub mod prelude {
+    pub use pyrite_core::{idx, DType, Device, Error, Result, Scalar, Shape, Tensor, TensorIndex};
+}
