@@ -86,7 +86,7 @@ impl Tensor {
     /// `steps` evenly spaced values from `start` to `end` inclusive (`torch.linspace`).
     pub fn linspace(start: f64, end: f64, steps: usize, dtype: DType) -> Result<Tensor> {
         let step = if steps > 1 { (end - start) / (steps - 1) as f64 } else { 0.0 };
-        let half = steps / 2;
+        let half = if steps == 1 { 1 } else { steps / 2 };
         dispatch_all!(dtype, T => Tensor::build::<T>(Shape::from(steps), |o| {
             for (i, x) in o.iter_mut().enumerate() {
                 let v = if i < half { start + step * i as f64 } else { end - step * (steps - 1 - i) as f64 };

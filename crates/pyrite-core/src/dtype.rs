@@ -66,6 +66,20 @@ impl DType {
         }
     }
 
+    /// PyTorch's C++ scalar-type name, used in "not implemented for 'Long'" messages.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            DType::Bool => "Bool",
+            DType::U8 => "Byte",
+            DType::I32 => "Int",
+            DType::I64 => "Long",
+            DType::F16 => "Half",
+            DType::BF16 => "BFloat16",
+            DType::F32 => "Float",
+            DType::F64 => "Double",
+        }
+    }
+
     /// Parses PyTorch's name (`"float32"`, `"torch.float32"`, `"float"`, `"long"`, ...).
     pub fn from_name(name: &str) -> Result<DType> {
         let n = name.strip_prefix("torch.").unwrap_or(name);

@@ -168,8 +168,14 @@ float_methods! {
     erf, erf_out, "error function", |v| v.erf_();
     erfinv, erfinv_out, "inverse error function", |v| v.erfinv_();
     reciprocal, reciprocal_out, "`1 / x`", |v| 1.0 / v;
-    frac, frac_out, "fractional part, `x - trunc(x)`", |v| v - v.trunc();
-    mish, mish_out, "Mish activation, `x * tanh(softplus(x))`", |v| v * (if v > 20.0 { v } else { v.exp().ln_1p() }).tanh();
+}
+
+/// Fails for non-float inputs, as PyTorch's activation kernels do ("not implemented for 'Long'").
+fn require_float(x: &Tensor, kernel: &str) -> Result<()> {
+    if !x.dtype().is_floating_point() {
+        bail!(DType, "\"{kernel}\" not implemented for '{}'", x.dtype().type_name());
+    }
+    Ok(())
 }
 
 impl Tensor {
@@ -235,6 +241,18 @@ impl Tensor {
         float_unary(self, out, "exp", crate::simd::expf, |v: f64| v.exp())
     }
 
+    /// `torch.frac`: fractional part, `x - trunc(x)` (floats only).
+    pub fn frac(&self) -> Result<Tensor> {
+        require_float(self, "frac_cpu")?;
+        float_op!(self, Out::New, "frac", |v| v - v.trunc())
+    }
+
+    /// `torch.nn.functional.mish`: `x * tanh(softplus(x))` (floats only).
+    pub fn mish(&self) -> Result<Tensor> {
+        require_float(self, "mish_cpu")?;
+        float_op!(self, Out::New, "mish", |v| v * (if v > 20.0 { v } else { v.exp().ln_1p() }).tanh())
+    }
+
     /// `torch.sigmoid`: `1 / (1 + exp(-x))`.
     pub fn sigmoid(&self) -> Result<Tensor> {
         float_unary(self, Out::New, "sigmoid", sigmoid32, |v: f64| 1.0 / (1.0 + (-v).exp()))
@@ -242,11 +260,13 @@ impl Tensor {
 
     /// `torch.nn.functional.silu`: `x * sigmoid(x)`.
     pub fn silu(&self) -> Result<Tensor> {
+        require_float(self, "silu_cpu")?;
         float_unary(self, Out::New, "silu", |v| v * sigmoid32(v), |v: f64| v / (1.0 + (-v).exp()))
     }
 
     /// `torch.nn.functional.gelu(x, approximate='none' | 'tanh')`.
     pub fn gelu(&self, tanh_approximation: bool) -> Result<Tensor> {
+        require_float(self, "GeluKernelImpl")?;
         if tanh_approximation {
             float_op!(self, Out::New, "gelu", |v| {
                 let k = 0.797_884_560_802_865_4;
@@ -260,6 +280,7 @@ impl Tensor {
     /// `torch.nn.functional.softplus(x, beta, threshold)`: `log(1 + exp(beta x)) / beta`, linear
     /// above `threshold`.
     pub fn softplus(&self, beta: f64, threshold: f64) -> Result<Tensor> {
+        require_float(self, "softplus_cpu")?;
         let (b32, t32) = (beta as f32, threshold as f32);
         float_unary(
             self,

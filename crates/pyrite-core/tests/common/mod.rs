@@ -42,7 +42,8 @@ impl Case {
         self.args.get(key).filter(|v| !v.is_null())
     }
     pub fn i(&self, key: &str) -> isize {
-        self.arg(key).as_i64().unwrap_or_else(|| panic!("case {}: arg {key} is not an int", self.name)) as isize
+        self.arg(key).as_i64().unwrap_or_else(|| panic!("case {}: arg {key} is not an int", self.name))
+            as isize
     }
     pub fn u(&self, key: &str) -> usize {
         self.i(key) as usize
@@ -104,7 +105,9 @@ fn apply_view(t: Tensor, step: &Value) -> Tensor {
         "transpose" => t.transpose(int(&s[1]), int(&s[2])),
         "permute" => t.permute(&s[1].as_array().unwrap().iter().map(int).collect::<Vec<_>>()),
         "slice" => t.slice(int(&s[1]), opt(&s[2]), opt(&s[3]), s[4].as_i64().unwrap_or(1) as isize),
-        "expand" => t.expand(s[1].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect::<Vec<i64>>()),
+        "expand" => {
+            t.expand(s[1].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect::<Vec<i64>>())
+        }
         other => panic!("unknown view step {other}"),
     }
     .unwrap_or_else(|e| panic!("view step {step}: {e}"))
@@ -113,7 +116,8 @@ fn apply_view(t: Tensor, step: &Value) -> Tensor {
 /// Loads every case of `reference/data/<family>.safetensors`.
 pub fn load(family: &str) -> Vec<Case> {
     let path = format!("{}/../../reference/data/{family}.safetensors", env!("CARGO_MANIFEST_DIR"));
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e} (run reference/gen_{family}.py)"));
+    let bytes =
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e} (run reference/gen_{family}.py)"));
     let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
     let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
     let md: &HashMap<String, String> = meta.metadata().as_ref().expect("metadata");
@@ -203,11 +207,18 @@ pub fn check_family(family: &str, run: impl Fn(&Case) -> Result<Vec<Tensor>>) {
         let got = run(c);
         match (&c.error, got) {
             (Some(_), Err(_)) => {}
-            (Some(msg), Ok(_)) => failures.push(format!("{} [{}]: PyTorch raised \"{msg}\" but Pyrite returned Ok", c.name, c.call)),
+            (Some(msg), Ok(_)) => failures
+                .push(format!("{} [{}]: PyTorch raised \"{msg}\" but Pyrite returned Ok", c.name, c.call)),
             (None, Err(e)) => failures.push(format!("{} [{}]: Pyrite error: {e}", c.name, c.call)),
             (None, Ok(outs)) => {
                 if outs.len() != c.outputs.len() {
-                    failures.push(format!("{} [{}]: {} outputs, expected {}", c.name, c.call, outs.len(), c.outputs.len()));
+                    failures.push(format!(
+                        "{} [{}]: {} outputs, expected {}",
+                        c.name,
+                        c.call,
+                        outs.len(),
+                        c.outputs.len()
+                    ));
                     continue;
                 }
                 for (k, (g, w)) in outs.iter().zip(&c.outputs).enumerate() {
