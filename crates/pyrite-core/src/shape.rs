@@ -27,7 +27,7 @@ impl Shape {
     }
     /// Row-major (C-contiguous) strides for this shape.
     pub fn contiguous_strides(&self) -> DimVec {
-        let mut s: DimVec = smallvec::smallvec![1; self.0.len()];
+        let mut s = DimVec::from_slice(&self.0);
         let mut acc = 1usize;
         for i in (0..self.0.len()).rev() {
             s[i] = acc;
@@ -161,6 +161,9 @@ impl From<(usize, usize, usize, usize, usize)> for Shape {
 
 /// PyTorch's broadcasting rule: the shape both `a` and `b` expand to.
 pub fn broadcast_shapes(a: &[usize], b: &[usize], op: &str) -> Result<Shape> {
+    if a == b {
+        return Ok(Shape(DimVec::from_slice(a)));
+    }
     let n = a.len().max(b.len());
     let mut out: DimVec = smallvec::smallvec![0; n];
     for i in 0..n {

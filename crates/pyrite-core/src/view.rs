@@ -152,7 +152,7 @@ impl From<Option<()>> for TensorIndex {
     }
 }
 
-/// Builds a `Vec<TensorIndex>` from PyTorch-like entries:
+/// Builds an array of [`TensorIndex`] from PyTorch-like entries:
 /// `idx![1.., .., None]` is `t[1:, :, None]`; `idx![...]` is an ellipsis.
 ///
 /// ```
@@ -163,7 +163,7 @@ impl From<Option<()>> for TensorIndex {
 /// ```
 #[macro_export]
 macro_rules! idx {
-    (@acc [$($done:expr,)*]) => { vec![$($done),*] };
+    (@acc [$($done:expr,)*]) => { [$($done),*] };
     (@acc [$($done:expr,)*] ... $(, $($rest:tt)*)?) => {
         $crate::idx!(@acc [$($done,)* $crate::TensorIndex::Ellipsis,] $($($rest)*)?)
     };

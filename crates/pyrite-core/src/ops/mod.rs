@@ -49,7 +49,7 @@ enum Guard<'a> {
 fn lock_all<'a, const N: usize>(
     out: Option<&'a StorageCell>,
     inputs: [&'a StorageCell; N],
-) -> (Vec<Guard<'a>>, Option<*mut u8>, [*const u8; N]) {
+) -> (smallvec::SmallVec<[Guard<'a>; 4]>, Option<*mut u8>, [*const u8; N]) {
     let mut cells: smallvec::SmallVec<[&'a StorageCell; 4]> = smallvec::SmallVec::new();
     if let Some(o) = out {
         cells.push(o);
@@ -60,7 +60,7 @@ fn lock_all<'a, const N: usize>(
         }
     }
     cells.sort_by_key(|c| *c as *const StorageCell as usize);
-    let mut guards = Vec::with_capacity(cells.len());
+    let mut guards: smallvec::SmallVec<[Guard<'a>; 4]> = smallvec::SmallVec::new();
     let mut ptrs: smallvec::SmallVec<[(usize, *const u8); 4]> = smallvec::SmallVec::new();
     let mut out_ptr = None;
     for c in cells {
@@ -152,6 +152,9 @@ pub(crate) fn map1<A: Element, R: Element>(
     f: impl Fn(A) -> R + Sync + Send,
 ) -> Result<Tensor> {
     debug_assert_eq!(a.dtype(), A::DTYPE);
+    if matches!(out, Out::New) && a.is_contiguous() && a.dims() == shape.dims() {
+        return map1_contiguous(a, f);
+    }
     let a = detach_overlap(a, out)?;
     let la = a.layout().expand(shape.dims(), op)?;
     let (mut fresh, target) = prepare_out::<R>(out, shape, op)?;
@@ -210,6 +213,14 @@ pub(crate) fn map2<A: Element, B: Element, R: Element>(
 ) -> Result<Tensor> {
     debug_assert_eq!(a.dtype(), A::DTYPE);
     debug_assert_eq!(b.dtype(), B::DTYPE);
+    if matches!(out, Out::New)
+        && a.is_contiguous()
+        && b.is_contiguous()
+        && a.dims() == shape.dims()
+        && (b.dims() == shape.dims() || b.numel() == 1)
+    {
+        return map2_contiguous(a, b, f);
+    }
     let a = detach_overlap(a, out)?;
     let b = detach_overlap(b, out)?;
     let la = a.layout().expand(shape.dims(), op)?;
@@ -320,6 +331,65 @@ pub(crate) fn map3<A: Element, B: Element, C: Element, R: Element>(
         Some(buf) => Tensor::from_cpu_buffer(buf, shape.clone(), R::DTYPE),
         None => target.unwrap(),
     })
+}
+
+/// `map1` for a contiguous input into a fresh tensor: no layout work, one read lock.
+fn map1_contiguous<A: Element, R: Element>(a: &Tensor, f: impl Fn(A) -> R + Sync + Send) -> Result<Tensor> {
+    let n = a.numel();
+    let mut buf = CpuBuffer::new(n * std::mem::size_of::<R>())?;
+    let po = SendPtr(buf.as_mut_ptr() as *mut R);
+    {
+        let g = a.storage().read();
+        // SAFETY: a contiguous layout covers `offset..offset + n` of its storage.
+        let pa = SendPtr(unsafe { (g.cpu().as_ptr() as *mut A).add(a.storage_offset()) });
+        crate::threads::parallel_for(n, GRAIN, |s, e| {
+            let (po, pa) = (po, pa);
+            // SAFETY: disjoint ranges of a fresh buffer of n elements; the input has n elements.
+            unsafe {
+                for i in s..e {
+                    *po.0.add(i) = f(*pa.0.add(i));
+                }
+            }
+        });
+    }
+    Ok(Tensor::from_cpu_buffer(buf, a.shape().clone(), R::DTYPE))
+}
+
+/// `map2` for contiguous inputs of the result's shape (or a one-element `b`) into a fresh tensor.
+fn map2_contiguous<A: Element, B: Element, R: Element>(
+    a: &Tensor,
+    b: &Tensor,
+    f: impl Fn(A, B) -> R + Sync + Send,
+) -> Result<Tensor> {
+    let n = a.numel();
+    let mut buf = CpuBuffer::new(n * std::mem::size_of::<R>())?;
+    let po = SendPtr(buf.as_mut_ptr() as *mut R);
+    {
+        let ga = a.storage().read();
+        let gb = if a.same_storage(b) { None } else { Some(b.storage().read()) };
+        let base_b = gb.as_ref().map_or(ga.cpu().as_ptr(), |g| g.cpu().as_ptr());
+        // SAFETY: contiguous layouts cover `offset..offset + numel` of their storages.
+        let pa = SendPtr(unsafe { (ga.cpu().as_ptr() as *mut A).add(a.storage_offset()) });
+        let pb = SendPtr(unsafe { (base_b as *mut B).add(b.storage_offset()) });
+        let scalar_b = b.numel() == 1 && n != 1;
+        crate::threads::parallel_for(n, GRAIN, |s, e| {
+            let (po, pa, pb) = (po, pa, pb);
+            // SAFETY: disjoint ranges of a fresh buffer; inputs hold n (or 1 for scalar b) elements.
+            unsafe {
+                if scalar_b {
+                    let bv = *pb.0;
+                    for i in s..e {
+                        *po.0.add(i) = f(*pa.0.add(i), bv);
+                    }
+                } else {
+                    for i in s..e {
+                        *po.0.add(i) = f(*pa.0.add(i), *pb.0.add(i));
+                    }
+                }
+            }
+        });
+    }
+    Ok(Tensor::from_cpu_buffer(buf, a.shape().clone(), R::DTYPE))
 }
 
 impl Tensor {

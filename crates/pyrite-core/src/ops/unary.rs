@@ -391,10 +391,15 @@ impl Tensor {
             }
             o => o,
         };
-        dispatch_all!(dt, T => {
-            let lo = min.map(T::from_scalar);
-            let hi = max.map(T::from_scalar);
-            map1::<T, T>(&x, &shape, outd, "clamp", move |v: T| clamp_one(v, lo, hi))
+        // Comparisons are false for NaN, so NaN passes through; min > max gives max.
+        dispatch_all!(dt, T => match (min.map(T::from_scalar), max.map(T::from_scalar)) {
+            (Some(lo), Some(hi)) => map1::<T, T>(&x, &shape, outd, "clamp", move |v: T| {
+                let r = if v < lo { lo } else { v };
+                if r > hi { hi } else { r }
+            }),
+            (Some(lo), None) => map1::<T, T>(&x, &shape, outd, "clamp", move |v: T| if v < lo { lo } else { v }),
+            (None, Some(hi)) => map1::<T, T>(&x, &shape, outd, "clamp", move |v: T| if v > hi { hi } else { v }),
+            (None, None) => unreachable!(),
         })
     }
 
@@ -458,26 +463,6 @@ pub(crate) fn finite_range(dt: DType) -> (f64, f64) {
         DType::F32 => (f32::MAX as f64, f32::MIN as f64),
         _ => (f64::MAX, f64::MIN),
     }
-}
-
-#[inline(always)]
-fn clamp_one<T: Element>(v: T, lo: Option<T>, hi: Option<T>) -> T {
-    #[allow(clippy::eq_op)]
-    if v != v {
-        return v; // NaN
-    }
-    let mut r = v;
-    if let Some(l) = lo {
-        if r < l {
-            r = l;
-        }
-    }
-    if let Some(h) = hi {
-        if r > h {
-            r = h;
-        }
-    }
-    r
 }
 
 /// A dtype-preserving op: the float body runs in f64 (exact for these ops), the integer body

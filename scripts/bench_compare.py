@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Runs Pyrite's and PyTorch's benchmarks side by side and prints Pyrite/PyTorch ratios.
+
+For each workload, PyTorch's run and Pyrite's run follow each other in the same process
+tree (same machine, same minute), so their ratio is meaningful even on a loaded machine.
+
+Usage:
+  python3 scripts/bench_compare.py [--only matmul,elementwise] [--threads 1,2] [--repeats 7]
+      [--torch-bench ../shared/reference/torch_bench.py] [--json out.jsonl]
+
+Ratios are printed as "speedup": > 1 means Pyrite is faster. For throughput metrics (GFLOP/s,
+GB/s, steps/s, samples/s, ...) speedup = pyrite / torch; for times (_us, _ms, _s) it is
+torch / pyrite. Requires: cargo build --release -p pyrite-bench, and torch installed.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release", "pyrite-bench")
+
+
+def run(cmd):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def higher_is_better(key):
+    k = key.lower()
+    if k.endswith("_spread") or k == "spread":
+        return None
+    if any(t in k for t in ("gflops", "gbs", "per_s", "_acc")):
+        return True
+    if k.endswith(("_us", "_ms", "_s", "_us_best", "_ms_best")):
+        return False
+    return None
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--only", default="")
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--repeats", default="7")
+    p.add_argument("--torch-bench", default=os.path.join(ROOT, "..", "shared", "reference", "torch_bench.py"))
+    p.add_argument("--json", default="", help="also append every raw record to this file")
+    a = p.parse_args()
+    if not os.path.exists(BIN):
+        sys.exit("build first: cargo build --release -p pyrite-bench")
+    ours = subprocess.run([BIN, "--list"], check=True, capture_output=True, text=True).stdout.split()
+    names = [n for n in a.only.split(",") if n] or ours
+    rows = []
+    for threads in a.threads.split(","):
+        for name in names:
+            if name not in ours:
+                print(f"# {name}: not implemented in pyrite-bench yet", file=sys.stderr)
+                continue
+            common = ["--only", name, "--threads", threads, "--repeats", a.repeats]
+            t = run([sys.executable, a.torch_bench] + common)[0]
+            r = run([BIN] + common)[0]
+            if a.json:
+                with open(a.json, "a") as f:
+                    f.write(json.dumps(t) + "\n" + json.dumps(r) + "\n")
+            for key, pv in r["results"].items():
+                tv = t["results"].get(key)
+                hib = higher_is_better(key)
+                if not isinstance(pv, (int, float)) or not isinstance(tv, (int, float)) or hib is None or key.endswith("_best"):
+                    continue
+                if pv == 0 or tv == 0:
+                    continue
+                speedup = pv / tv if hib else tv / pv
+                rows.append((name, threads, key, tv, pv, speedup))
+    print(f"{'workload':<12} {'thr':>3} {'metric':<28} {'pytorch':>11} {'pyrite':>11} {'speedup':>8}")
+    for name, threads, key, tv, pv, s in rows:
+        print(f"{name:<12} {threads:>3} {key:<28} {tv:>11.4g} {pv:>11.4g} {s:>7.2f}x")
+
+
+if __name__ == "__main__":
+    main()
