@@ -16,9 +16,10 @@
 
 use crate::{bail, Device, Result};
 use std::alloc::{alloc_zeroed as alloc, dealloc, Layout as AllocLayout};
+use std::cell::UnsafeCell;
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Alignment of every buffer: a cache line, and enough for AVX-512 loads.
 pub const ALIGN: usize = 64;
@@ -72,10 +73,55 @@ struct State {
     cache_hits: u64,
 }
 
-static STATE: Mutex<Option<State>> = Mutex::new(None);
+/// The allocator's state behind a small spin lock: critical sections are a few dozen
+/// instructions, and releasing is a plain store (a `Mutex` release is a read-modify-write),
+/// which matters on the path of every tensor allocation.
+struct SpinLock {
+    locked: AtomicBool,
+    state: UnsafeCell<Option<State>>,
+}
 
-fn state() -> MutexGuard<'static, Option<State>> {
-    let mut g = STATE.lock().unwrap_or_else(|e| e.into_inner());
+// SAFETY: `state` is only reached through `SpinGuard`, which holds `locked`.
+unsafe impl Sync for SpinLock {}
+
+struct SpinGuard(&'static SpinLock);
+
+impl std::ops::Deref for SpinGuard {
+    type Target = Option<State>;
+    fn deref(&self) -> &Option<State> {
+        // SAFETY: the guard holds the lock.
+        unsafe { &*self.0.state.get() }
+    }
+}
+impl std::ops::DerefMut for SpinGuard {
+    fn deref_mut(&mut self) -> &mut Option<State> {
+        // SAFETY: the guard holds the lock.
+        unsafe { &mut *self.0.state.get() }
+    }
+}
+impl Drop for SpinGuard {
+    fn drop(&mut self) {
+        self.0.locked.store(false, Ordering::Release);
+    }
+}
+
+static STATE: SpinLock = SpinLock { locked: AtomicBool::new(false), state: UnsafeCell::new(None) };
+
+fn lock() -> SpinGuard {
+    let mut spins = 0u32;
+    while STATE.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        spins += 1;
+        if spins < 64 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+    SpinGuard(&STATE)
+}
+
+fn state() -> SpinGuard {
+    let mut g = lock();
     if g.is_none() {
         let limit = std::env::var("PYRITE_CPU_CACHE_LIMIT_MB")
             .ok()

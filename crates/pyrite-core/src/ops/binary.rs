@@ -432,13 +432,25 @@ pub(crate) fn binary(a: &Tensor, b: &Tensor, op: BinaryOp, out: Out<'_>) -> Resu
             return Ok(o.clone());
         }
     }
-    let a = a.to_dtype(dt)?;
-    let b = b.to_dtype(dt)?;
+    // Convert only what needs converting (no handle clones on the hot path).
+    let (ca, cb);
+    let a = if a.dtype() == dt {
+        a
+    } else {
+        ca = a.to_dtype(dt)?;
+        &ca
+    };
+    let b = if b.dtype() == dt {
+        b
+    } else {
+        cb = b.to_dtype(dt)?;
+        &cb
+    };
     dispatch_all!(dt, T => {
         let f: fn(T, T) -> T = match op {
-            BinaryOp::Add => return map2::<T, T, T>(&a, &b, &shape, out, name, T::op_add),
-            BinaryOp::Sub => return map2::<T, T, T>(&a, &b, &shape, out, name, T::op_sub),
-            BinaryOp::Mul => return map2::<T, T, T>(&a, &b, &shape, out, name, T::op_mul),
+            BinaryOp::Add => return map2::<T, T, T>(a, b, &shape, out, name, T::op_add),
+            BinaryOp::Sub => return map2::<T, T, T>(a, b, &shape, out, name, T::op_sub),
+            BinaryOp::Mul => return map2::<T, T, T>(a, b, &shape, out, name, T::op_mul),
             BinaryOp::Div => T::op_div,
             BinaryOp::FloorDiv => T::op_floor_div,
             BinaryOp::TruncDiv => T::op_trunc_div,
@@ -450,7 +462,7 @@ pub(crate) fn binary(a: &Tensor, b: &Tensor, op: BinaryOp, out: Out<'_>) -> Resu
             BinaryOp::Atan2 => T::op_atan2,
         };
         // Less common ops share one instantiation through a function pointer.
-        map2::<T, T, T>(&a, &b, &shape, out, name, f)
+        map2::<T, T, T>(a, b, &shape, out, name, f)
     })
 }
 
