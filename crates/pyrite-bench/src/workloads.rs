@@ -12,26 +12,15 @@ pub fn all() -> Vec<(&'static str, Workload)> {
     vec![("elementwise", elementwise), ("overhead", overhead)]
 }
 
-/// Normal samples from a fixed seed (inputs only; their values do not affect timing).
-fn randn(shape: &[usize], seed: u64) -> Tensor {
-    let n: usize = shape.iter().product();
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    };
-    let v: Vec<f32> = (0..n)
-        .map(|_| ((-2.0 * next().ln()).sqrt() * (std::f64::consts::TAU * next()).cos()) as f32)
-        .collect();
-    Tensor::from_vec(v, shape).expect("input")
+fn randn(shape: &[usize]) -> Tensor {
+    Tensor::randn(shape, DType::F32).expect("input")
 }
 
 fn elementwise(args: &Args) -> Map<String, Value> {
     let n = 16 * 1024 * 1024;
-    let a = randn(&[n], 1);
-    let b = randn(&[n], 2);
+    pyrite::manual_seed(0);
+    let a = randn(&[n]);
+    let b = randn(&[n]);
     let c = Tensor::empty([n], DType::F32).unwrap();
     let fb = 4.0;
     let mut res = Map::new();
