@@ -9,7 +9,10 @@
 pub mod binary;
 pub mod cast;
 pub mod compare;
+pub mod index;
 pub mod inplace;
+pub mod join;
+pub mod sort;
 pub mod unary;
 
 use crate::layout::Layout;

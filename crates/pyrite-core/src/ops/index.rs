@@ -1,0 +1,1206 @@
+//! Indexing ops: `index_select`, `gather`, `take`, `masked_select`, `nonzero`, advanced indexing
+//! with tensor indices ([`Tensor::index_tensor`], PyTorch's `t[idx]`), and the scatter family
+//! (`scatter`, `scatter_add`, `scatter_reduce`, `index_add`, `index_copy`, `index_fill`,
+//! `index_put`, `masked_scatter`) with in-place forms that write through views.
+//!
+//! Index tensors are int64 (int32 where PyTorch accepts it). Every index is validated before
+//! anything is written, so a failing in-place op leaves its target untouched; an index out of
+//! range is an [`ErrorKind::Index`](crate::ErrorKind::Index) error such as "index 5 is out of
+//! bounds for dimension 0 with size 3".
+
+use super::binary::Arith;
+use super::GRAIN;
+use crate::dtype::Scalar;
+use crate::layout::Layout;
+use crate::shape::{broadcast_shapes, wrap_dim, DimVec, Shape};
+use crate::strided::Strided;
+use crate::threads::parallel_for;
+use crate::{bail, dispatch_all, DType, Element, Result, Tensor};
+
+#[derive(Clone, Copy)]
+struct SendPtr<T>(*mut T);
+// SAFETY: parallel kernels write disjoint elements from different threads.
+unsafe impl<T> Send for SendPtr<T> {}
+unsafe impl<T> Sync for SendPtr<T> {}
+
+/// The reduction of [`Tensor::scatter_reduce`] (PyTorch's `reduce=` strings).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reduce {
+    /// Plain `scatter`: the last write wins.
+    Assign,
+    Sum,
+    Prod,
+    Mean,
+    Amax,
+    Amin,
+}
+
+impl Reduce {
+    fn parse(s: &str) -> Result<Reduce> {
+        Ok(match s {
+            "sum" => Reduce::Sum,
+            "prod" => Reduce::Prod,
+            "mean" => Reduce::Mean,
+            "amax" | "max" => Reduce::Amax,
+            "amin" | "min" => Reduce::Amin,
+            other => {
+                bail!(Value, "reduce argument must be either sum, prod, mean, amax or amin, got {other}")
+            }
+        })
+    }
+}
+
+/// Which index dtypes an op accepts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum IndexDtypes {
+    I64,
+    I32OrI64,
+}
+
+/// Reads an index tensor's values in row-major order as i64.
+pub(crate) fn index_values(index: &Tensor, op: &str, accept_i32: bool) -> Result<Vec<i64>> {
+    index.device().check_available()?;
+    match index.dtype() {
+        DType::I64 => Ok(index.gather_elements::<i64>()),
+        DType::I32 if accept_i32 => Ok(index.with_slice::<i32, _>(|s| s.iter().map(|&v| v as i64).collect())),
+        dt if accept_i32 => bail!(DType, "{op}(): Expected dtype int32 or int64 for index, but got {dt}"),
+        dt => bail!(DType, "{op}(): Expected dtype int64 for index, but got {dt}"),
+    }
+}
+
+fn read_index(index: &Tensor, op: &str, which: IndexDtypes) -> Result<Vec<i64>> {
+    index_values(index, op, which == IndexDtypes::I32OrI64)
+}
+
+/// Checks every index against `size` and wraps negative ones when `negative_ok`.
+fn wrap_indices(idx: &mut [i64], size: usize, dim: usize, negative_ok: bool, op: &str) -> Result<()> {
+    let n = size as i64;
+    for v in idx.iter_mut() {
+        let x = *v;
+        if x >= n || x < -n || (x < 0 && !negative_ok) {
+            bail!(Index, "{op}index {x} is out of bounds for dimension {dim} with size {size}");
+        }
+        if x < 0 {
+            *v = x + n;
+        }
+    }
+    Ok(())
+}
+
+/// PyTorch's `assert_no_internal_overlap` for tensors written in place.
+pub(crate) fn check_no_internal_overlap(t: &Tensor, _op: &str) -> Result<()> {
+    if t.dims().iter().zip(t.stride()).any(|(&d, &s)| d > 1 && s == 0) {
+        bail!(
+            Value,
+            "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation."
+        );
+    }
+    Ok(())
+}
+
+/// `x` itself, or a private copy when it shares storage with `target` (so a kernel holding
+/// `target`'s write lock can still read it).
+fn detach_from(x: &Tensor, target: &Tensor) -> Result<Tensor> {
+    if x.same_storage(target) {
+        x.deep_clone()
+    } else {
+        Ok(x.clone())
+    }
+}
+
+/// The smallest value of `T` (identity of `amax`).
+fn lowest<T: Element>() -> T {
+    match T::DTYPE {
+        DType::Bool | DType::U8 => T::from_i64(0),
+        DType::I32 => T::from_i64(i32::MIN as i64),
+        DType::I64 => T::from_i64(i64::MIN),
+        _ => T::from_f64(f64::NEG_INFINITY),
+    }
+}
+
+/// The largest value of `T` (identity of `amin`).
+fn highest<T: Element>() -> T {
+    match T::DTYPE {
+        DType::Bool => T::from_i64(1),
+        DType::U8 => T::from_i64(255),
+        DType::I32 => T::from_i64(i32::MAX as i64),
+        DType::I64 => T::from_i64(i64::MAX),
+        _ => T::from_f64(f64::INFINITY),
+    }
+}
+
+/// A 0-d tensor of `dtype` holding `v` (converted like PyTorch's fill: floats truncate for ints).
+fn scalar_of(dtype: DType, v: Scalar) -> Result<Tensor> {
+    dispatch_all!(dtype, T => Tensor::scalar::<T>(T::from_scalar(v)))
+}
+
+/// Strides of `t` with the stride of `dim` set to 0 (0-d tensors give an empty list).
+fn strides_without(t: &Tensor, dim: usize) -> (DimVec, usize) {
+    let mut s: DimVec = t.stride().iter().copied().collect();
+    if s.is_empty() {
+        return (s, 0);
+    }
+    let sd = s[dim];
+    s[dim] = 0;
+    (s, sd)
+}
+
+fn gather_kernel<T: Element>(
+    src: &Tensor,
+    shape: &Shape,
+    idx: &[i64],
+    strides: &[usize],
+    sd: usize,
+) -> Result<Tensor> {
+    let g = src.storage().read();
+    let s = g.cpu().as_slice::<T>();
+    let it = Strided::new(shape.dims(), [strides], [src.storage_offset()]);
+    Tensor::build::<T>(shape.clone(), |out| {
+        let po = SendPtr(out.as_mut_ptr());
+        parallel_for(out.len(), GRAIN, |a, b| {
+            let po = po;
+            it.for_range(a, b, |cur, [o], len, [st]| {
+                for i in 0..len {
+                    let v = s[o + i * st + idx[cur + i] as usize * sd];
+                    // SAFETY: `cur + i < out.len()`, and ranges of different threads are disjoint.
+                    unsafe { *po.0.add(cur + i) = v };
+                }
+            });
+        });
+    })
+}
+
+/// Copies `n` blocks: block `j` of each outer row comes from `idx[j]` (contiguous `src`).
+fn index_select_contig<T: Element>(
+    src: &[T],
+    out: &mut [T],
+    outer: usize,
+    size: usize,
+    inner: usize,
+    idx: &[i64],
+) {
+    let n = idx.len();
+    let po = SendPtr(out.as_mut_ptr());
+    let grain = (GRAIN / (n * inner).max(1)).max(1);
+    parallel_for(outer, grain, |a, b| {
+        let po = po;
+        for o in a..b {
+            let sbase = o * size * inner;
+            let obase = o * n * inner;
+            for (j, &k) in idx.iter().enumerate() {
+                let s = &src[sbase + k as usize * inner..sbase + (k as usize + 1) * inner];
+                // SAFETY: each (o, j) block is written by exactly one thread and lies in `out`.
+                unsafe {
+                    let d = po.0.add(obase + j * inner);
+                    if inner == 1 {
+                        *d = s[0];
+                    } else {
+                        std::ptr::copy_nonoverlapping(s.as_ptr(), d, inner);
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// An index list prepared for advanced indexing (`t[i0, :, i2]`): which dims are indexed, the
+/// broadcast index values, and where the index dims land in the result.
+struct AdvIndex {
+    /// The indexed tensor (with size-1 dims added for 0-d bool masks).
+    src: Tensor,
+    /// Per indexed dim: the broadcast, wrapped index values in row-major order over `bshape`.
+    idx: Vec<Vec<i64>>,
+    /// The indexed dims of `src`, ascending.
+    dims: Vec<usize>,
+    /// The broadcast shape of the index tensors.
+    bshape: DimVec,
+    /// The dims of `src` that are not indexed, ascending.
+    rest: Vec<usize>,
+    /// How many of `rest` come before the index dims in the result (all index dims adjacent:
+    /// they stay in place; otherwise they go first).
+    before: usize,
+}
+
+impl AdvIndex {
+    fn new(t: &Tensor, indices: &[Option<Tensor>]) -> Result<Option<AdvIndex>> {
+        let mut src = t.clone();
+        let mut list: Vec<Option<Tensor>> = Vec::new();
+        let mut pos = 0usize;
+        for ix in indices {
+            match ix {
+                None => {
+                    list.push(None);
+                    pos += 1;
+                }
+                Some(x) => match x.dtype() {
+                    DType::I64 | DType::I32 => {
+                        list.push(Some(x.clone()));
+                        pos += 1;
+                    }
+                    DType::Bool | DType::U8 => {
+                        let m = x.to_dtype(DType::Bool)?;
+                        if m.rank() == 0 {
+                            if pos > src.rank() {
+                                bail!(Index, "too many indices for tensor of dimension {}", t.rank());
+                            }
+                            src = src.unsqueeze(pos as isize)?;
+                            let n = m.item::<bool>()? as usize;
+                            list.push(Some(Tensor::zeros([n], DType::I64)?));
+                            pos += 1;
+                            continue;
+                        }
+                        if pos + m.rank() > src.rank() {
+                            bail!(
+                                Index,
+                                "too many indices for tensor of dimension {} (got {})",
+                                t.rank(),
+                                pos + m.rank()
+                            );
+                        }
+                        for k in 0..m.rank() {
+                            if m.dims()[k] != src.dims()[pos + k] {
+                                bail!(
+                                    Index,
+                                    "The shape of the mask {} at index {k} does not match the shape of the indexed tensor {} at index {}",
+                                    m.shape(),
+                                    src.shape(),
+                                    pos + k
+                                );
+                            }
+                        }
+                        let nz = m.nonzero()?;
+                        for k in 0..m.rank() {
+                            list.push(Some(nz.select(1, k as isize)?));
+                        }
+                        pos += m.rank();
+                    }
+                    dt => bail!(
+                        Index,
+                        "tensors used as indices must be long, int, byte or bool tensors, got {dt}"
+                    ),
+                },
+            }
+        }
+        if pos > src.rank() {
+            bail!(Index, "too many indices for tensor of dimension {} (got {})", t.rank(), pos);
+        }
+        let defined: Vec<(usize, &Tensor)> =
+            list.iter().enumerate().filter_map(|(d, x)| x.as_ref().map(|x| (d, x))).collect();
+        if defined.is_empty() {
+            return Ok(None);
+        }
+        let mut bshape = Shape::default();
+        for (_, x) in &defined {
+            bshape = match broadcast_shapes(bshape.dims(), x.dims(), "index") {
+                Ok(s) => s,
+                Err(_) => bail!(
+                    Index,
+                    "shape mismatch: indexing tensors could not be broadcast together with shapes {}",
+                    defined.iter().map(|(_, x)| x.shape().to_string()).collect::<Vec<_>>().join(", ")
+                ),
+            };
+        }
+        let mut idx = Vec::with_capacity(defined.len());
+        let mut dims = Vec::with_capacity(defined.len());
+        for (d, x) in &defined {
+            let mut v = index_values(&x.broadcast_to(bshape.dims())?, "index", true)?;
+            wrap_indices(&mut v, src.dims()[*d], *d, true, "")?;
+            idx.push(v);
+            dims.push(*d);
+        }
+        let adjacent = dims[dims.len() - 1] - dims[0] + 1 == dims.len();
+        let rest: Vec<usize> = (0..src.rank()).filter(|d| !dims.contains(d)).collect();
+        let before = if adjacent { dims[0] } else { 0 };
+        Ok(Some(AdvIndex { src, idx, dims, bshape: bshape.0, rest, before }))
+    }
+
+    /// The shape of `src[indices]`.
+    fn result_shape(&self) -> Shape {
+        let sd = self.src.dims();
+        let mut out: DimVec = self.rest[..self.before].iter().map(|&d| sd[d]).collect();
+        out.extend_from_slice(&self.bshape);
+        out.extend(self.rest[self.before..].iter().map(|&d| sd[d]));
+        Shape(out)
+    }
+
+    /// Visits index positions `b0..b1` of the broadcast index shape. For each one, walks the
+    /// non-indexed dims of `src` together with `other` (a layout of the result's shape) and
+    /// calls `f(src_offset, other_offset, len, src_stride, other_stride)` per run.
+    fn walk(
+        &self,
+        other: &Layout,
+        b0: usize,
+        b1: usize,
+        mut f: impl FnMut(usize, usize, usize, usize, usize),
+    ) {
+        let sl = self.src.layout();
+        let nb = self.bshape.len();
+        let ost = other.strides();
+        let rest_shape: DimVec = self.rest.iter().map(|&d| sl.dims()[d]).collect();
+        let src_rest: DimVec = self.rest.iter().map(|&d| sl.strides()[d]).collect();
+        let mut other_rest: DimVec = ost[..self.before].iter().copied().collect();
+        other_rest.extend_from_slice(&ost[self.before + nb..]);
+        let other_b = &ost[self.before..self.before + nb];
+        let rest_n: usize = rest_shape.iter().product();
+        for b in b0..b1 {
+            let mut so = sl.offset();
+            for (j, &d) in self.dims.iter().enumerate() {
+                so += self.idx[j][b] as usize * sl.strides()[d];
+            }
+            let mut oo = other.offset();
+            let mut r = b;
+            for k in (0..nb).rev() {
+                oo += (r % self.bshape[k]) * other_b[k];
+                r /= self.bshape[k];
+            }
+            if rest_shape.is_empty() {
+                f(so, oo, 1, 0, 0);
+                continue;
+            }
+            Strided::new(&rest_shape, [&src_rest, &other_rest], [so, oo]).for_range(
+                0,
+                rest_n,
+                |_, [a, o], len, [sa, so2]| f(a, o, len, sa, so2),
+            );
+        }
+    }
+}
+
+impl Tensor {
+    // ------------------------------------------------------------------ reads
+
+    /// Elements along `dim` at the positions in `index` (1-D or 0-d, int64 or int32)
+    /// (`torch.index_select`). The result has `index.numel()` entries along `dim`.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let x = Tensor::new([[1f32, 2., 3.], [4., 5., 6.]])?;
+    /// let y = x.index_select(1, &Tensor::new([2i64, 0])?)?;
+    /// assert_eq!(y.to_vec2::<f32>()?, vec![vec![3., 1.], vec![6., 4.]]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn index_select(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
+        let d = wrap_dim(dim, self.rank())?;
+        if index.rank() > 1 {
+            bail!(Index, "index_select(): Index is supposed to be a vector");
+        }
+        let mut idx = read_index(index, "index_select", IndexDtypes::I32OrI64)?;
+        let size = if self.rank() == 0 { 1 } else { self.dims()[d] };
+        wrap_indices(&mut idx, size, d, false, "index_select(): ")?;
+        if self.rank() == 0 {
+            if idx.len() != 1 {
+                bail!(
+                    Index,
+                    "index_select(): Index to scalar can have only 1 value, got {} value(s)",
+                    idx.len()
+                );
+            }
+            return self.deep_clone();
+        }
+        let mut shape = self.shape().clone();
+        shape.0[d] = idx.len();
+        let outer: usize = self.dims()[..d].iter().product();
+        let inner: usize = self.dims()[d + 1..].iter().product();
+        if self.is_contiguous() {
+            return dispatch_all!(self.dtype(), T => self.with_slice::<T, _>(|s| {
+                Tensor::build::<T>(shape.clone(), |out| index_select_contig(s, out, outer, size, inner, &idx))
+            }));
+        }
+        // Strided input: gather with the index broadcast along the other dims.
+        let mut istrides: DimVec = smallvec::smallvec![0; self.rank()];
+        istrides[d] = 1;
+        let (sstrides, sd) = strides_without(self, d);
+        let full: Vec<i64> = {
+            let mut v = Vec::with_capacity(shape.numel());
+            Strided::new(shape.dims(), [&istrides[..]], [0]).for_range(
+                0,
+                shape.numel(),
+                |_, [o], len, [st]| {
+                    for i in 0..len {
+                        v.push(idx[o + i * st]);
+                    }
+                },
+            );
+            v
+        };
+        dispatch_all!(self.dtype(), T => gather_kernel::<T>(self, &shape, &full, &sstrides, sd))
+    }
+
+    /// Values along `dim` picked by `index` (`torch.gather`): `out[i][j] = self[index[i][j]][j]`
+    /// for `dim = 0`. `index` has the same rank as `self` and is no larger apart from `dim`;
+    /// the result has `index`'s shape. Negative indices are errors, as in PyTorch.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let x = Tensor::new([[1f32, 2.], [3., 4.]])?;
+    /// let y = x.gather(1, &Tensor::new([[0i64, 0], [1, 0]])?)?;
+    /// assert_eq!(y.to_vec2::<f32>()?, vec![vec![1., 1.], vec![4., 3.]]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn gather(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
+        let d = wrap_dim(dim, self.rank())?;
+        let mut idx = read_index(index, "gather", IndexDtypes::I32OrI64)?;
+        if index.numel() == 0 {
+            return Tensor::zeros(index.shape().clone(), self.dtype());
+        }
+        if index.rank() != self.rank() {
+            bail!(Shape, "gather(): Index tensor must have the same number of dimensions as input tensor");
+        }
+        for k in 0..self.rank() {
+            if k != d && index.dims()[k] > self.dims()[k] {
+                bail!(
+                    Shape,
+                    "gather(): Size does not match at dimension {k} expected index {} to be no larger than self {} apart from dimension {d}",
+                    index.shape(),
+                    self.shape()
+                );
+            }
+        }
+        let size = if self.rank() == 0 { 1 } else { self.dims()[d] };
+        wrap_indices(&mut idx, size, d, false, "gather(): ")?;
+        let (sstrides, sd) = strides_without(self, d);
+        dispatch_all!(self.dtype(), T => gather_kernel::<T>(self, index.shape(), &idx, &sstrides, sd))
+    }
+
+    /// The elements at flat (row-major) positions `index` of this tensor, in `index`'s shape
+    /// (`torch.take`); negative indices count from the end.
+    pub fn take(&self, index: &Tensor) -> Result<Tensor> {
+        if index.dtype() != DType::I64 {
+            bail!(DType, "take(): Expected a long tensor for index, but got {}", index.dtype());
+        }
+        let idx = read_index(index, "take", IndexDtypes::I64)?;
+        let n = self.numel() as i64;
+        for &v in &idx {
+            if v >= n || v < -n {
+                bail!(Index, "out of range: tried to access index {v} on a tensor of {n} elements.");
+            }
+        }
+        dispatch_all!(self.dtype(), T => self.with_slice::<T, _>(|s| {
+            Tensor::build::<T>(index.shape().clone(), |out| {
+                for (o, &v) in out.iter_mut().zip(&idx) {
+                    *o = s[if v < 0 { v + n } else { v } as usize];
+                }
+            })
+        }))
+    }
+
+    /// The elements where `mask` (bool, broadcast with `self`) is true, as a 1-D tensor in
+    /// row-major order (`torch.masked_select`).
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let x = Tensor::new([[1i64, 2], [3, 4]])?;
+    /// let m = Tensor::new([true, false])?;
+    /// assert_eq!(x.masked_select(&m)?.to_vec::<i64>()?, vec![1, 3]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn masked_select(&self, mask: &Tensor) -> Result<Tensor> {
+        if mask.dtype() != DType::Bool {
+            bail!(DType, "masked_select: expected BoolTensor for mask, got {}", mask.dtype());
+        }
+        let shape = broadcast_shapes(self.dims(), mask.dims(), "masked_select")?;
+        let x = self.broadcast_to(shape.dims())?;
+        let m = mask.broadcast_to(shape.dims())?.gather_elements::<bool>();
+        let count = m.iter().filter(|&&b| b).count();
+        dispatch_all!(self.dtype(), T => {
+            let v = x.gather_elements::<T>();
+            Tensor::build::<T>(Shape::from([count]), |out| {
+                let mut k = 0;
+                for (val, &b) in v.iter().zip(&m) {
+                    if b {
+                        out[k] = *val;
+                        k += 1;
+                    }
+                }
+            })
+        })
+    }
+
+    /// The indices of the non-zero elements as an int64 tensor of shape `[n, rank]`, in
+    /// row-major order (`torch.nonzero`; `torch.argwhere`). NaN counts as non-zero.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let x = Tensor::new([[0f32, 1.], [2., 0.]])?;
+    /// assert_eq!(x.nonzero()?.to_vec2::<i64>()?, vec![vec![0, 1], vec![1, 0]]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn nonzero(&self) -> Result<Tensor> {
+        self.device().check_available()?;
+        let flat: Vec<usize> = dispatch_all!(self.dtype(), T => self.with_slice::<T, _>(|s| {
+            let zero = T::default();
+            s.iter().enumerate().filter(|(_, v)| **v != zero).map(|(i, _)| i).collect()
+        }));
+        let r = self.rank();
+        let dims = self.dims();
+        Tensor::build::<i64>(Shape::from([flat.len(), r]), |out| {
+            for (row, &f) in flat.iter().enumerate() {
+                let mut rem = f;
+                for k in (0..r).rev() {
+                    out[row * r + k] = (rem % dims[k]) as i64;
+                    rem /= dims[k];
+                }
+            }
+        })
+    }
+
+    /// `torch.nonzero(t, as_tuple=True)`: one 1-D int64 tensor of indices per dim.
+    pub fn nonzero_tuple(&self) -> Result<Vec<Tensor>> {
+        let nz = self.nonzero()?;
+        if self.rank() == 0 {
+            return Ok(vec![Tensor::zeros([nz.dims()[0]], DType::I64)?]);
+        }
+        (0..self.rank()).map(|k| nz.select(1, k as isize)?.contiguous()).collect()
+    }
+
+    /// Advanced indexing with tensor indices: PyTorch's `t[i0, i1, ...]` where each entry is
+    /// an int64/int32 tensor, a bool (or uint8) mask, or `None` for a full slice `:`.
+    /// Index tensors broadcast together; negative indices count from the end. When the indexed
+    /// dims are adjacent the broadcast index dims replace them in place, otherwise they come
+    /// first (NumPy's rule). Always returns a new tensor.
+    ///
+    /// ```
+    /// use pyrite_core::{DType, Tensor};
+    /// let x = Tensor::arange(0.0, 12.0, 1.0, DType::F32)?.reshape([3, 4])?;
+    /// let rows = Tensor::new([2i64, 0])?;
+    /// let cols = Tensor::new([-1i64, 1])?;
+    /// // x[rows, cols]
+    /// let y = x.index_tensor(&[Some(rows), Some(cols)])?;
+    /// assert_eq!(y.to_vec::<f32>()?, vec![11., 1.]);
+    /// // x[x > 9]
+    /// let m = x.gt_scalar(9.0)?;
+    /// assert_eq!(x.index_tensor(&[Some(m)])?.to_vec::<f32>()?, vec![10., 11.]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn index_tensor(&self, indices: &[Option<Tensor>]) -> Result<Tensor> {
+        let adv = match AdvIndex::new(self, indices)? {
+            Some(a) => a,
+            None => return self.deep_clone(),
+        };
+        let shape = adv.result_shape();
+        let lo = Layout::contiguous(shape.clone());
+        let nb: usize = adv.bshape.iter().product();
+        let per = (shape.numel() / nb.max(1)).max(1);
+        dispatch_all!(self.dtype(), T => {
+            let g = adv.src.storage().read();
+            let s = g.cpu().as_slice::<T>();
+            Tensor::build::<T>(shape.clone(), |out| {
+                let po = SendPtr(out.as_mut_ptr());
+                parallel_for(nb, (GRAIN / per).max(1), |b0, b1| {
+                    let po = po;
+                    adv.walk(&lo, b0, b1, |so, oo, len, ss, os| {
+                        for i in 0..len {
+                            // SAFETY: each output element belongs to exactly one index position.
+                            unsafe { *po.0.add(oo + i * os) = s[so + i * ss] };
+                        }
+                    });
+                });
+            })
+        })
+    }
+
+    // ------------------------------------------------------------------ scatter family
+
+    fn scatter_impl(
+        &self,
+        dim: isize,
+        index: &Tensor,
+        src: Option<&Tensor>,
+        value: Option<Scalar>,
+        reduce: Reduce,
+        include_self: bool,
+        op: &str,
+    ) -> Result<()> {
+        let d = wrap_dim(dim, self.rank())?;
+        let mut idx = read_index(index, op, IndexDtypes::I32OrI64)?;
+        if let Some(s) = src {
+            if s.dtype() != self.dtype() {
+                bail!(
+                    DType,
+                    "{op}(): Expected self.dtype to be equal to src.dtype, got {} and {}",
+                    self.dtype(),
+                    s.dtype()
+                );
+            }
+        }
+        if index.numel() == 0 {
+            return Ok(());
+        }
+        if index.rank() != self.rank() {
+            bail!(Shape, "{op}(): Index tensor must have the same number of dimensions as self tensor");
+        }
+        if let Some(s) = src {
+            if s.rank() != index.rank() {
+                bail!(Shape, "{op}(): Index tensor must have the same number of dimensions as src tensor");
+            }
+        }
+        let bad = (0..self.rank()).any(|k| {
+            (k != d && index.dims()[k] > self.dims()[k]) || src.is_some_and(|s| index.dims()[k] > s.dims()[k])
+        });
+        if bad {
+            match src {
+                Some(s) => bail!(
+                    Shape,
+                    "{op}(): Expected index {} to be no larger than self {} apart from dimension {d} and to be no larger size than src {}",
+                    index.shape(),
+                    self.shape(),
+                    s.shape()
+                ),
+                None => bail!(
+                    Shape,
+                    "{op}(): Expected index {} to be no larger than self {} apart from dimension {d}",
+                    index.shape(),
+                    self.shape()
+                ),
+            }
+        }
+        if reduce == Reduce::Mean && self.dtype() == DType::Bool {
+            bail!(NotImplemented, "\"scatter_reduce\" with reduce='mean' is not implemented for 'Bool'");
+        }
+        check_no_internal_overlap(self, op)?;
+        let size = if self.rank() == 0 { 1 } else { self.dims()[d] };
+        wrap_indices(&mut idx, size, d, false, &format!("{op}(): "))?;
+        if reduce == Reduce::Mean && !self.is_contiguous() {
+            // Mean counts hits per element; work on a contiguous copy and write it back.
+            let tmp = self.deep_clone()?;
+            tmp.scatter_impl(dim, index, src, value, reduce, include_self, op)?;
+            self.copy_(&tmp)?;
+            return Ok(());
+        }
+        let (src, src_layout) = match (src, value) {
+            (Some(s), _) => {
+                // `src` may be larger than `index`: walk its leading corner.
+                let s = detach_from(s, self)?;
+                let mut l = s.layout().clone();
+                l.shape = index.shape().clone();
+                (s, l)
+            }
+            (None, Some(v)) => {
+                let s = scalar_of(self.dtype(), v)?;
+                let l = s.layout().expand(index.dims(), op)?;
+                (s, l)
+            }
+            (None, None) => unreachable!("scatter needs a source"),
+        };
+        let (tstrides, sd) = strides_without(self, d);
+        dispatch_all!(self.dtype(), T => {
+            let g = src.storage().read();
+            let sv = g.cpu().as_slice::<T>();
+            self.with_storage_mut::<T, _>(|buf, lay| {
+                let it = Strided::new(index.dims(), [&tstrides[..], src_layout.strides()], [lay.offset(), src_layout.offset()]);
+                let n = index.numel();
+                let visit = |f: &mut dyn FnMut(usize, T)| {
+                    it.for_range(0, n, |cur, [o, os], len, [st, sst]| {
+                        for i in 0..len {
+                            f(o + i * st + idx[cur + i] as usize * sd, sv[os + i * sst]);
+                        }
+                    });
+                };
+                scatter_apply::<T>(buf, lay, reduce, include_self, visit);
+            });
+        });
+        Ok(())
+    }
+
+    /// Writes `src` into this tensor in place at the positions `index` gives along `dim`
+    /// (`t.scatter_(dim, index, src)`): `self[index[i][j]][j] = src[i][j]` for `dim = 0`.
+    /// With repeated indices the last write wins.
+    pub fn scatter_(&self, dim: isize, index: &Tensor, src: &Tensor) -> Result<&Tensor> {
+        self.scatter_impl(dim, index, Some(src), None, Reduce::Assign, true, "scatter")?;
+        Ok(self)
+    }
+
+    /// Writes the scalar `value` in place at the positions `index` gives along `dim`
+    /// (`t.scatter_(dim, index, value)`).
+    pub fn scatter_value_(&self, dim: isize, index: &Tensor, value: impl Into<Scalar>) -> Result<&Tensor> {
+        self.scatter_impl(dim, index, None, Some(value.into()), Reduce::Assign, true, "scatter")?;
+        Ok(self)
+    }
+
+    /// Out-of-place [`Tensor::scatter_`] (`torch.scatter(self, dim, index, src)`).
+    ///
+    /// ```
+    /// use pyrite_core::{DType, Tensor};
+    /// let x = Tensor::zeros([2, 3], DType::F32)?;
+    /// let i = Tensor::new([[2i64, 0]])?;
+    /// let y = x.scatter(1, &i, &Tensor::new([[5f32, 6.]])?)?;
+    /// assert_eq!(y.to_vec2::<f32>()?, vec![vec![6., 0., 5.], vec![0., 0., 0.]]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn scatter(&self, dim: isize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        let out = self.deep_clone()?;
+        out.scatter_(dim, index, src)?;
+        Ok(out)
+    }
+
+    /// Out-of-place [`Tensor::scatter_value_`] (`torch.scatter(self, dim, index, value)`).
+    pub fn scatter_value(&self, dim: isize, index: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
+        let out = self.deep_clone()?;
+        out.scatter_value_(dim, index, value)?;
+        Ok(out)
+    }
+
+    /// Adds `src` into this tensor in place at the positions `index` gives along `dim`;
+    /// repeated indices accumulate (`t.scatter_add_(dim, index, src)`).
+    pub fn scatter_add_(&self, dim: isize, index: &Tensor, src: &Tensor) -> Result<&Tensor> {
+        self.scatter_impl(dim, index, Some(src), None, Reduce::Sum, true, "scatter_add")?;
+        Ok(self)
+    }
+
+    /// Out-of-place [`Tensor::scatter_add_`] (`torch.scatter_add`).
+    ///
+    /// ```
+    /// use pyrite_core::{DType, Tensor};
+    /// let x = Tensor::zeros([3], DType::F32)?;
+    /// let y = x.scatter_add(0, &Tensor::new([0i64, 2, 0])?, &Tensor::new([1f32, 2., 3.])?)?;
+    /// assert_eq!(y.to_vec::<f32>()?, vec![4., 0., 2.]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn scatter_add(&self, dim: isize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        let out = self.deep_clone()?;
+        out.scatter_add_(dim, index, src)?;
+        Ok(out)
+    }
+
+    /// Reduces `src` into this tensor in place at the positions `index` gives along `dim`
+    /// (`t.scatter_reduce_(dim, index, src, reduce, include_self=...)`). `reduce` is one of
+    /// `"sum"`, `"prod"`, `"mean"`, `"amax"`, `"amin"`; with `include_self = false` the
+    /// existing values of scattered-to elements do not take part. Integer means round down.
+    pub fn scatter_reduce_(
+        &self,
+        dim: isize,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<&Tensor> {
+        let r = Reduce::parse(reduce)?;
+        self.scatter_impl(dim, index, Some(src), None, r, include_self, "scatter_reduce")?;
+        Ok(self)
+    }
+
+    /// Out-of-place [`Tensor::scatter_reduce_`] (`torch.scatter_reduce`).
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let x = Tensor::new([1f32, 1.])?;
+    /// let i = Tensor::new([0i64, 0, 1])?;
+    /// let s = Tensor::new([3f32, 5., 2.])?;
+    /// assert_eq!(x.scatter_reduce(0, &i, &s, "amax", true)?.to_vec::<f32>()?, vec![5., 2.]);
+    /// assert_eq!(x.scatter_reduce(0, &i, &s, "mean", false)?.to_vec::<f32>()?, vec![4., 2.]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn scatter_reduce(
+        &self,
+        dim: isize,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        let out = self.deep_clone()?;
+        out.scatter_reduce_(dim, index, src, reduce, include_self)?;
+        Ok(out)
+    }
+
+    /// Checks `index` (1-D or 0-d) and `source` for the `index_*` family and returns the
+    /// wrapped dim and index values.
+    fn index_family_check(
+        &self,
+        dim: isize,
+        index: &Tensor,
+        source: Option<&Tensor>,
+        which: IndexDtypes,
+        negative_ok: bool,
+        op: &str,
+    ) -> Result<(usize, Vec<i64>)> {
+        let d = wrap_dim(dim, self.rank())?;
+        if index.rank() > 1 {
+            bail!(
+                Index,
+                "{op}(): Index is supposed to be a vector, but got dim: {} with type: {} and size: {}",
+                index.rank(),
+                index.dtype(),
+                index.shape()
+            );
+        }
+        if which == IndexDtypes::I64 && index.dtype() != DType::I64 {
+            bail!(DType, "{op}(): Expected a long tensor for index, but got {}", index.dtype());
+        }
+        let mut idx = read_index(index, op, which)?;
+        if let Some(s) = source {
+            if s.dtype() != self.dtype() {
+                bail!(
+                    DType,
+                    "{op}(): self and source expected to have the same dtype, but got (self) {} and (source) {}",
+                    self.dtype(),
+                    s.dtype()
+                );
+            }
+            let ok =
+                s.rank() == self.rank() && (0..self.rank()).all(|k| k == d || s.dims()[k] == self.dims()[k]);
+            if !ok {
+                bail!(
+                    Shape,
+                    "{op}(): source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = {} source.shape = {}",
+                    self.shape(),
+                    s.shape()
+                );
+            }
+            let n = if s.rank() == 0 { 1 } else { s.dims()[d] };
+            if idx.len() != n {
+                bail!(
+                    Shape,
+                    "{op}(): Number of indices ({}) should be equal to source.size(dim): ({n}), for dim: {d}",
+                    idx.len()
+                );
+            }
+        }
+        let size = if self.rank() == 0 { 1 } else { self.dims()[d] };
+        wrap_indices(&mut idx, size, d, negative_ok, &format!("{op}(): "))?;
+        check_no_internal_overlap(self, op)?;
+        Ok((d, idx))
+    }
+
+    /// Shared kernel of `index_add_` / `index_copy_` / `index_fill_`: for each `j`, combines
+    /// the slice `src.select(d, j)` (or the scalar) into `self.select(d, idx[j])`.
+    fn index_slices<T: Arith>(
+        &self,
+        d: usize,
+        idx: &[i64],
+        src: Option<&Tensor>,
+        f: impl Fn(T, T) -> T,
+    ) -> Result<()> {
+        let src = match src {
+            Some(s) => Some(detach_from(s, self)?),
+            None => None,
+        };
+        let g = src.as_ref().map(|s| s.storage().read());
+        let sv = g.as_ref().map(|g| g.cpu().as_slice::<T>());
+        let zero_d = self.rank() == 0;
+        self.with_storage_mut::<T, _>(|buf, lay| {
+            let tl = if zero_d { lay.clone() } else { lay.select(d, 0) };
+            let td = if zero_d { 0 } else { lay.strides()[d] };
+            let sl =
+                src.as_ref()
+                    .map(|s| if s.rank() == 0 { s.layout().clone() } else { s.layout().select(d, 0) });
+            let sdst = src.as_ref().map_or(0, |s| if s.rank() == 0 { 0 } else { s.stride()[d] });
+            let n = tl.numel();
+            for (j, &k) in idx.iter().enumerate() {
+                let toff = tl.offset() + k as usize * td;
+                match (&sl, sv) {
+                    (Some(sl), Some(sv)) => {
+                        let soff = sl.offset() + j * sdst;
+                        Strided::new(tl.dims(), [tl.strides(), sl.strides()], [toff, soff]).for_range(
+                            0,
+                            n,
+                            |_, [o, os], len, [st, sst]| {
+                                for i in 0..len {
+                                    let p = o + i * st;
+                                    buf[p] = f(buf[p], sv[os + i * sst]);
+                                }
+                            },
+                        );
+                    }
+                    _ => {
+                        Strided::new(tl.dims(), [tl.strides()], [toff]).for_range(
+                            0,
+                            n,
+                            |_, [o], len, [st]| {
+                                for i in 0..len {
+                                    let p = o + i * st;
+                                    buf[p] = f(buf[p], T::default());
+                                }
+                            },
+                        );
+                    }
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// Adds `alpha * source` into this tensor in place along `dim` at the positions in `index`
+    /// (1-D, int64 or int32); repeated indices accumulate (`t.index_add_(dim, index, source,
+    /// alpha=alpha)`).
+    pub fn index_add_(
+        &self,
+        dim: isize,
+        index: &Tensor,
+        source: &Tensor,
+        alpha: impl Into<Scalar>,
+    ) -> Result<&Tensor> {
+        let (d, idx) =
+            self.index_family_check(dim, index, Some(source), IndexDtypes::I32OrI64, false, "index_add_")?;
+        let alpha = alpha.into();
+        dispatch_all!(self.dtype(), T => {
+            let a = T::from_scalar(alpha);
+            let one = alpha == Scalar::Int(1) || alpha == Scalar::Float(1.0) || alpha == Scalar::Bool(true);
+            if one {
+                self.index_slices::<T>(d, &idx, Some(source), |x, s| T::op_add(x, s))?;
+            } else {
+                self.index_slices::<T>(d, &idx, Some(source), move |x, s| T::op_add(x, T::op_mul(a, s)))?;
+            }
+        });
+        Ok(self)
+    }
+
+    /// Out-of-place [`Tensor::index_add_`] (`torch.index_add`).
+    ///
+    /// ```
+    /// use pyrite_core::{DType, Tensor};
+    /// let x = Tensor::zeros([3, 2], DType::F32)?;
+    /// let src = Tensor::ones([2, 2], DType::F32)?;
+    /// let y = x.index_add(0, &Tensor::new([2i64, 2])?, &src, 3)?;
+    /// assert_eq!(y.to_vec::<f32>()?, vec![0., 0., 0., 0., 6., 6.]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn index_add(
+        &self,
+        dim: isize,
+        index: &Tensor,
+        source: &Tensor,
+        alpha: impl Into<Scalar>,
+    ) -> Result<Tensor> {
+        let out = self.deep_clone()?;
+        out.index_add_(dim, index, source, alpha)?;
+        Ok(out)
+    }
+
+    /// Copies the slices of `source` along `dim` into this tensor in place at the positions in
+    /// `index` (int64) (`t.index_copy_(dim, index, source)`).
+    pub fn index_copy_(&self, dim: isize, index: &Tensor, source: &Tensor) -> Result<&Tensor> {
+        let (d, idx) =
+            self.index_family_check(dim, index, Some(source), IndexDtypes::I64, false, "index_copy_")?;
+        dispatch_all!(self.dtype(), T => self.index_slices::<T>(d, &idx, Some(source), |_, s| s)?);
+        Ok(self)
+    }
+
+    /// Out-of-place [`Tensor::index_copy_`] (`torch.index_copy`).
+    pub fn index_copy(&self, dim: isize, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+        let out = self.deep_clone()?;
+        out.index_copy_(dim, index, source)?;
+        Ok(out)
+    }
+
+    /// Fills the slices along `dim` at the positions in `index` (int64; negative counts from
+    /// the end) with `value`, in place (`t.index_fill_(dim, index, value)`).
+    ///
+    /// ```
+    /// use pyrite_core::{DType, Tensor};
+    /// let x = Tensor::zeros([2, 3], DType::I64)?;
+    /// x.index_fill_(1, &Tensor::new([-1i64])?, 7)?;
+    /// assert_eq!(x.to_vec::<i64>()?, vec![0, 0, 7, 0, 0, 7]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn index_fill_(&self, dim: isize, index: &Tensor, value: impl Into<Scalar>) -> Result<&Tensor> {
+        if index.dtype() != DType::I64 {
+            bail!(DType, "index_fill_(): Expected dtype int64 for index.");
+        }
+        let (d, idx) = self.index_family_check(dim, index, None, IndexDtypes::I64, true, "index_fill_")?;
+        let v = value.into();
+        dispatch_all!(self.dtype(), T => {
+            let fill = T::from_scalar(v);
+            self.index_slices::<T>(d, &idx, None, move |_, _| fill)?;
+        });
+        Ok(self)
+    }
+
+    /// Out-of-place [`Tensor::index_fill_`] (`torch.index_fill`).
+    pub fn index_fill(&self, dim: isize, index: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
+        let out = self.deep_clone()?;
+        out.index_fill_(dim, index, value)?;
+        Ok(out)
+    }
+
+    /// `t[indices] = values` in place (`t.index_put_(indices, values, accumulate)`): the
+    /// indices are as for [`Tensor::index_tensor`]; `values` (same dtype) broadcasts to the
+    /// indexing result's shape. With `accumulate` the values are added, and repeated indices
+    /// accumulate; without it, a repeated index keeps the last value.
+    ///
+    /// ```
+    /// use pyrite_core::{DType, Tensor};
+    /// let x = Tensor::zeros([2, 3], DType::F32)?;
+    /// let rows = Tensor::new([1i64, 1])?;
+    /// let cols = Tensor::new([0i64, 2])?;
+    /// x.index_put_(&[Some(rows), Some(cols)], &Tensor::new([4f32, 5.])?, false)?;
+    /// assert_eq!(x.to_vec::<f32>()?, vec![0., 0., 0., 4., 0., 5.]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn index_put_(
+        &self,
+        indices: &[Option<Tensor>],
+        values: &Tensor,
+        accumulate: bool,
+    ) -> Result<&Tensor> {
+        if values.dtype() != self.dtype() {
+            bail!(
+                DType,
+                "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
+                self.dtype(),
+                values.dtype()
+            );
+        }
+        check_no_internal_overlap(self, "index_put_")?;
+        let adv = match AdvIndex::new(self, indices)? {
+            Some(a) => a,
+            None => {
+                if accumulate {
+                    self.add_(values)?;
+                } else {
+                    self.copy_(values)?;
+                }
+                return Ok(self);
+            }
+        };
+        let shape = adv.result_shape();
+        let vl = match values.layout().expand(shape.dims(), "index_put_") {
+            Ok(l) => l,
+            Err(_) => bail!(
+                Shape,
+                "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
+                values.shape(),
+                shape
+            ),
+        };
+        let values = detach_from(values, self)?;
+        let nb: usize = adv.bshape.iter().product();
+        dispatch_all!(self.dtype(), T => {
+            let g = values.storage().read();
+            let vv = g.cpu().as_slice::<T>();
+            // `adv.src` views this tensor's storage (maybe with extra size-1 dims).
+            self.with_storage_mut::<T, _>(|buf, _| {
+                adv.walk(&vl, 0, nb, |so, vo, len, ss, vs| {
+                    for i in 0..len {
+                        let p = so + i * ss;
+                        let v = vv[vo + i * vs];
+                        buf[p] = if accumulate { T::op_add(buf[p], v) } else { v };
+                    }
+                });
+            });
+        });
+        Ok(self)
+    }
+
+    /// Out-of-place [`Tensor::index_put_`] (`torch.index_put`).
+    pub fn index_put(&self, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+        let out = self.deep_clone()?;
+        out.index_put_(indices, values, accumulate)?;
+        Ok(out)
+    }
+
+    /// Copies consecutive elements of `source` into this tensor in place where `mask` (bool,
+    /// broadcast to this tensor's shape) is true, in row-major order (`t.masked_scatter_`).
+    ///
+    /// ```
+    /// use pyrite_core::{DType, Tensor};
+    /// let x = Tensor::zeros([2, 2], DType::F32)?;
+    /// x.masked_scatter_(&Tensor::new([false, true])?, &Tensor::new([1f32, 2., 3.])?)?;
+    /// assert_eq!(x.to_vec::<f32>()?, vec![0., 1., 0., 2.]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn masked_scatter_(&self, mask: &Tensor, source: &Tensor) -> Result<&Tensor> {
+        if mask.dtype() != DType::Bool {
+            bail!(
+                DType,
+                "masked_scatter_ only supports boolean masks, but got mask with dtype {}",
+                mask.dtype()
+            );
+        }
+        if source.dtype() != self.dtype() {
+            bail!(
+                DType,
+                "masked_scatter: expected self and source to have same dtypes but got {} and {}",
+                self.dtype(),
+                source.dtype()
+            );
+        }
+        let ml = match mask.layout().expand(self.dims(), "masked_scatter_") {
+            Ok(l) => l,
+            Err(_) => bail!(
+                Shape,
+                "masked_scatter_: the mask of shape {} cannot be broadcast to the tensor's shape {}",
+                mask.shape(),
+                self.shape()
+            ),
+        };
+        check_no_internal_overlap(self, "masked_scatter_")?;
+        let m = mask.with_layout(ml).gather_elements::<bool>();
+        let count = m.iter().filter(|&&b| b).count();
+        if source.numel() < count {
+            bail!(Shape, "masked_scatter_: Number of elements of source < number of ones in mask");
+        }
+        let source = detach_from(source, self)?;
+        dispatch_all!(self.dtype(), T => {
+            let sv = source.gather_elements::<T>();
+            self.with_storage_mut::<T, _>(|buf, lay| {
+                let mut k = 0;
+                Strided::new(lay.dims(), [lay.strides()], [lay.offset()]).for_range(0, lay.numel(), |cur, [o], len, [st]| {
+                    for i in 0..len {
+                        if m[cur + i] {
+                            buf[o + i * st] = sv[k];
+                            k += 1;
+                        }
+                    }
+                });
+            });
+        });
+        Ok(self)
+    }
+
+    /// Out-of-place [`Tensor::masked_scatter_`] (`torch.masked_scatter`); `self` and `mask`
+    /// broadcast together.
+    pub fn masked_scatter(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+        let shape = broadcast_shapes(self.dims(), mask.dims(), "masked_scatter")?;
+        let out = self.broadcast_to(shape.dims())?.deep_clone()?;
+        out.masked_scatter_(mask, source)?;
+        Ok(out)
+    }
+}
+
+/// Applies a scatter reduction: `visit` calls its argument with (target storage offset, source
+/// value) for every scattered element, in order.
+fn scatter_apply<T: Arith>(
+    buf: &mut [T],
+    lay: &Layout,
+    reduce: Reduce,
+    include_self: bool,
+    visit: impl Fn(&mut dyn FnMut(usize, T)),
+) {
+    if !include_self {
+        let init = match reduce {
+            Reduce::Sum | Reduce::Mean => T::from_i64(0),
+            Reduce::Prod => T::from_i64(1),
+            Reduce::Amax => lowest::<T>(),
+            Reduce::Amin => highest::<T>(),
+            Reduce::Assign => T::default(),
+        };
+        if reduce != Reduce::Assign {
+            visit(&mut |p, _| buf[p] = init);
+        }
+    }
+    match reduce {
+        Reduce::Assign => visit(&mut |p, v| buf[p] = v),
+        Reduce::Sum => visit(&mut |p, v| buf[p] = T::op_add(buf[p], v)),
+        Reduce::Prod => visit(&mut |p, v| buf[p] = T::op_mul(buf[p], v)),
+        Reduce::Amax => visit(&mut |p, v| buf[p] = T::op_maximum(buf[p], v)),
+        Reduce::Amin => visit(&mut |p, v| buf[p] = T::op_minimum(buf[p], v)),
+        Reduce::Mean => {
+            // The target is contiguous here: storage offset `p` is element `p - offset`.
+            let off = lay.offset();
+            let mut counts = vec![0i64; lay.numel()];
+            visit(&mut |p, v| {
+                buf[p] = T::op_add(buf[p], v);
+                counts[p - off] += 1;
+            });
+            let float = T::DTYPE.is_floating_point();
+            for (k, &c) in counts.iter().enumerate() {
+                if c > 0 {
+                    let n = T::from_i64(c + include_self as i64);
+                    let p = off + k;
+                    buf[p] = if float { T::op_div(buf[p], n) } else { T::op_floor_div(buf[p], n) };
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,495 @@
+//! Sorting and searching: `sort`, `argsort`, `topk`, `kthvalue`, `unique` (flattened or along
+//! a dim), `searchsorted` and `bucketize`.
+//!
+//! Order is PyTorch's: NaN sorts as the largest value (last ascending, first descending),
+//! `-0.0` equals `0.0`. Sorting is always stable: equal elements keep their input order (with
+//! `descending`, too), which is one valid outcome of PyTorch's `stable=False` and exactly its
+//! `stable=True`. `topk` and `kthvalue` break ties the same way.
+
+use super::GRAIN;
+use crate::alloc::CpuBuffer;
+use crate::dtype::Scalar;
+use crate::shape::{wrap_dim, Shape};
+use crate::threads::parallel_for;
+use crate::{bail, dispatch_all, DType, Element, Result, Tensor};
+use std::cmp::Ordering;
+
+#[derive(Clone, Copy)]
+struct SendPtr<T>(*mut T);
+// SAFETY: parallel kernels write disjoint elements from different threads.
+unsafe impl<T> Send for SendPtr<T> {}
+unsafe impl<T> Sync for SendPtr<T> {}
+
+/// A total order on elements with NaN above everything (and equal to NaN), as PyTorch sorts.
+#[inline(always)]
+#[allow(clippy::eq_op)]
+pub(crate) fn cmp_nan_last<T: Element>(a: &T, b: &T) -> Ordering {
+    match a.partial_cmp(b) {
+        Some(o) => o,
+        None => (a != a).cmp(&(b != b)),
+    }
+}
+
+/// Ascending by value, ties by position.
+#[inline(always)]
+fn asc<T: Element>(a: &(T, i64), b: &(T, i64)) -> Ordering {
+    cmp_nan_last(&a.0, &b.0).then(a.1.cmp(&b.1))
+}
+
+/// Descending by value, ties by position.
+#[inline(always)]
+fn desc<T: Element>(a: &(T, i64), b: &(T, i64)) -> Ordering {
+    cmp_nan_last(&b.0, &a.0).then(a.1.cmp(&b.1))
+}
+
+/// A tensor viewed as rows along `dim`: `outer` blocks of `size` x `inner` elements.
+struct Rows {
+    outer: usize,
+    size: usize,
+    inner: usize,
+}
+
+impl Rows {
+    fn of(dims: &[usize], d: usize) -> Rows {
+        Rows { outer: dims[..d].iter().product(), size: dims[d], inner: dims[d + 1..].iter().product() }
+    }
+}
+
+/// Fresh value and int64 index tensors of `shape`, filled by `f`.
+fn two_outputs<T: Element>(shape: &Shape, f: impl FnOnce(&mut [T], &mut [i64])) -> Result<(Tensor, Tensor)> {
+    let n = shape.numel();
+    let mut bv = CpuBuffer::new(n * std::mem::size_of::<T>())?;
+    let mut bi = CpuBuffer::new(n * std::mem::size_of::<i64>())?;
+    f(bv.as_mut_slice::<T>(), bi.as_mut_slice::<i64>());
+    Ok((
+        Tensor::from_cpu_buffer(bv, shape.clone(), T::DTYPE),
+        Tensor::from_cpu_buffer(bi, shape.clone(), DType::I64),
+    ))
+}
+
+/// For each row of contiguous `src` along a dim, collects `(value, position)` pairs, lets `f`
+/// reorder them, and writes the first `k` into row-major outputs with `k` along that dim.
+fn row_kernel<T: Element>(
+    src: &[T],
+    rows: &Rows,
+    k: usize,
+    vals: &mut [T],
+    idxs: &mut [i64],
+    f: impl Fn(&mut Vec<(T, i64)>) + Sync,
+) {
+    let Rows { outer, size, inner } = *rows;
+    let n = outer * inner;
+    let pv = SendPtr(vals.as_mut_ptr());
+    let pi = SendPtr(idxs.as_mut_ptr());
+    parallel_for(n, (GRAIN / size.max(1)).max(1), |a, b| {
+        let (pv, pi) = (pv, pi);
+        let mut buf: Vec<(T, i64)> = Vec::with_capacity(size);
+        for r in a..b {
+            let (o, i) = (r / inner, r % inner);
+            let base = o * size * inner + i;
+            buf.clear();
+            buf.extend((0..size).map(|j| (src[base + j * inner], j as i64)));
+            f(&mut buf);
+            let obase = o * k * inner + i;
+            for (j, &(v, ix)) in buf.iter().take(k).enumerate() {
+                // SAFETY: row `r` owns these output positions; they lie inside the outputs.
+                unsafe {
+                    *pv.0.add(obase + j * inner) = v;
+                    *pi.0.add(obase + j * inner) = ix;
+                }
+            }
+        }
+    });
+}
+
+/// The int64 positions where each of `values` would be inserted into the sorted rows of `seq`
+/// (PyTorch's binary search, with its NaN behaviour).
+fn search<T: Element>(
+    seq: &[T],
+    len: usize,
+    seq_rows: bool,
+    vals: &[T],
+    val_row: usize,
+    right: bool,
+) -> Vec<i64> {
+    vals.iter()
+        .enumerate()
+        .map(|(p, v)| {
+            let row = if seq_rows { p / val_row.max(1) } else { 0 };
+            let s = &seq[row * len..(row + 1) * len];
+            let (mut lo, mut hi) = (0usize, len);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                let go_right = if right { !(s[mid] > *v) } else { !(s[mid] >= *v) };
+                if go_right {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            lo as i64
+        })
+        .collect()
+}
+
+/// Sorted unique elements of `v` (NaNs each distinct), plus per-element group ids and counts.
+fn unique_flat<T: Element>(v: &[T]) -> (Vec<T>, Vec<i64>, Vec<i64>) {
+    let mut pairs: Vec<(T, i64)> = v.iter().enumerate().map(|(i, &x)| (x, i as i64)).collect();
+    pairs.sort_unstable_by(asc);
+    let mut values = Vec::new();
+    let mut inverse = vec![0i64; v.len()];
+    let mut counts: Vec<i64> = Vec::new();
+    for (j, &(x, i)) in pairs.iter().enumerate() {
+        if j == 0 || pairs[j - 1].0 != x {
+            values.push(x);
+            counts.push(0);
+        }
+        *counts.last_mut().unwrap() += 1;
+        inverse[i as usize] = values.len() as i64 - 1;
+    }
+    (values, inverse, counts)
+}
+
+impl Tensor {
+    /// Sorts along `dim` (`torch.sort(t, dim, descending)`), returning `(values, indices)`
+    /// with int64 indices into `dim`. NaN sorts as the largest value; the sort is stable.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let x = Tensor::new([3f32, f32::NAN, 1., 3.])?;
+    /// let (v, i) = x.sort(0, false)?;
+    /// assert_eq!(i.to_vec::<i64>()?, vec![2, 0, 3, 1]);
+    /// assert!(v.to_vec::<f32>()?[3].is_nan());
+    /// let (_, i) = x.sort(-1, true)?;
+    /// assert_eq!(i.to_vec::<i64>()?, vec![1, 0, 3, 2]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn sort(&self, dim: isize, descending: bool) -> Result<(Tensor, Tensor)> {
+        let d = wrap_dim(dim, self.rank())?;
+        self.device().check_available()?;
+        if self.rank() == 0 {
+            return Ok((self.deep_clone()?, Tensor::scalar(0i64)?));
+        }
+        let rows = Rows::of(self.dims(), d);
+        let x = self.contiguous()?;
+        dispatch_all!(self.dtype(), T => x.with_slice::<T, _>(|s| {
+            two_outputs::<T>(self.shape(), |v, i| {
+                if descending {
+                    row_kernel(s, &rows, rows.size, v, i, |b| b.sort_unstable_by(desc));
+                } else {
+                    row_kernel(s, &rows, rows.size, v, i, |b| b.sort_unstable_by(asc));
+                }
+            })
+        }))
+    }
+
+    /// `torch.sort(t, dim, descending, stable=True)`: the same as [`Tensor::sort`], which is
+    /// always stable.
+    pub fn sort_stable(&self, dim: isize, descending: bool) -> Result<(Tensor, Tensor)> {
+        self.sort(dim, descending)
+    }
+
+    /// The int64 indices that sort along `dim` (`torch.argsort`); stable.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let x = Tensor::new([[2i64, 1, 2], [0, 5, -1]])?;
+    /// assert_eq!(x.argsort(1, false)?.to_vec2::<i64>()?, vec![vec![1, 0, 2], vec![2, 0, 1]]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn argsort(&self, dim: isize, descending: bool) -> Result<Tensor> {
+        Ok(self.sort(dim, descending)?.1)
+    }
+
+    /// `torch.argsort(t, dim, descending, stable=True)`: the same as [`Tensor::argsort`].
+    pub fn argsort_stable(&self, dim: isize, descending: bool) -> Result<Tensor> {
+        self.argsort(dim, descending)
+    }
+
+    /// The `k` largest (or smallest) elements along `dim` and their int64 indices
+    /// (`torch.topk(t, k, dim, largest, sorted)`). Results always come sorted (largest first,
+    /// or smallest first when `largest` is false); NaN counts as the largest value and ties go
+    /// to the lower index.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let x = Tensor::new([1f32, 5., 3., 4.])?;
+    /// let (v, i) = x.topk(2, -1, true, true)?;
+    /// assert_eq!(v.to_vec::<f32>()?, vec![5., 4.]);
+    /// assert_eq!(i.to_vec::<i64>()?, vec![1, 3]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn topk(&self, k: usize, dim: isize, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
+        let _ = sorted;
+        let d = wrap_dim(dim, self.rank())?;
+        self.device().check_available()?;
+        if self.rank() == 0 {
+            if k > 1 {
+                bail!(Index, "selected index k out of range");
+            }
+            return Ok((self.deep_clone()?, Tensor::scalar(0i64)?));
+        }
+        let rows = Rows::of(self.dims(), d);
+        if k > rows.size {
+            bail!(Index, "selected index k out of range");
+        }
+        let mut shape = self.shape().clone();
+        shape.0[d] = k;
+        let x = self.contiguous()?;
+        dispatch_all!(self.dtype(), T => x.with_slice::<T, _>(|s| {
+            two_outputs::<T>(&shape, |v, i| {
+                let cmp: fn(&(T, i64), &(T, i64)) -> Ordering = if largest { desc } else { asc };
+                row_kernel(s, &rows, k, v, i, |b| {
+                    if k == 0 {
+                        return;
+                    }
+                    if k < b.len() {
+                        b.select_nth_unstable_by(k - 1, cmp);
+                    }
+                    b[..k].sort_unstable_by(cmp);
+                });
+            })
+        }))
+    }
+
+    /// The `k`-th smallest element (1-based) along `dim` and its int64 index
+    /// (`torch.kthvalue(t, k, dim, keepdim)`). NaN counts as the largest value; among equal
+    /// values the one at the lower index is picked first.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let x = Tensor::new([[3f32, 1., 2.], [9., 7., 8.]])?;
+    /// let (v, i) = x.kthvalue(2, 1, false)?;
+    /// assert_eq!(v.to_vec::<f32>()?, vec![2., 8.]);
+    /// assert_eq!(i.to_vec::<i64>()?, vec![2, 2]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn kthvalue(&self, k: usize, dim: isize, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let d = wrap_dim(dim, self.rank())?;
+        self.device().check_available()?;
+        if self.rank() == 0 {
+            if k != 1 {
+                bail!(Index, "kthvalue(): selected number k out of range for dimension {d}");
+            }
+            return Ok((self.deep_clone()?, Tensor::scalar(0i64)?));
+        }
+        let rows = Rows::of(self.dims(), d);
+        if rows.size == 0 {
+            bail!(Index, "kthvalue(): Expected reduction dim {d} to have non-zero size.");
+        }
+        if k < 1 || k > rows.size {
+            bail!(Index, "kthvalue(): selected number k out of range for dimension {d}");
+        }
+        let mut shape = self.shape().clone();
+        shape.0[d] = 1;
+        let x = self.contiguous()?;
+        let (v, i) = dispatch_all!(self.dtype(), T => x.with_slice::<T, _>(|s| {
+            two_outputs::<T>(&shape, |v, i| {
+                row_kernel(s, &rows, 1, v, i, |b| {
+                    b.select_nth_unstable_by(k - 1, asc);
+                    b[0] = b[k - 1];
+                });
+            })
+        }))?;
+        if keepdim {
+            Ok((v, i))
+        } else {
+            Ok((v.squeeze_dim(d as isize)?, i.squeeze_dim(d as isize)?))
+        }
+    }
+
+    /// The unique elements of the flattened tensor, sorted (`torch.unique(t, sorted,
+    /// return_inverse, return_counts)`). Returns `(values, inverse, counts)`: `inverse`
+    /// (int64, the input's shape) maps each element to its entry in `values`, `counts` (int64)
+    /// counts each value; they are `Some` when requested. The CPU result is always sorted, as
+    /// in PyTorch; each NaN is its own unique value.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let x = Tensor::new([[3i64, 1], [1, 2]])?;
+    /// let (v, inv, cnt) = x.unique(true, true, true)?;
+    /// assert_eq!(v.to_vec::<i64>()?, vec![1, 2, 3]);
+    /// assert_eq!(inv.unwrap().to_vec2::<i64>()?, vec![vec![2, 0], vec![0, 1]]);
+    /// assert_eq!(cnt.unwrap().to_vec::<i64>()?, vec![2, 1, 1]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    #[allow(clippy::type_complexity)]
+    pub fn unique(
+        &self,
+        sorted: bool,
+        return_inverse: bool,
+        return_counts: bool,
+    ) -> Result<(Tensor, Option<Tensor>, Option<Tensor>)> {
+        let _ = sorted;
+        self.device().check_available()?;
+        let (values, inverse, counts) = dispatch_all!(self.dtype(), T => {
+            let (v, inv, cnt) = self.with_slice::<T, _>(unique_flat);
+            let n = v.len();
+            (Tensor::from_vec(v, [n])?, inv, cnt)
+        });
+        let inverse = if return_inverse { Some(Tensor::from_vec(inverse, self.shape())?) } else { None };
+        let n = counts.len();
+        let counts = if return_counts { Some(Tensor::from_vec(counts, [n])?) } else { None };
+        Ok((values, inverse, counts))
+    }
+
+    /// Unique slices along `dim`, sorted lexicographically (`torch.unique(t, dim=dim, ...)`).
+    /// Returns `(values, inverse, counts)` like [`Tensor::unique`], with `inverse` and `counts`
+    /// indexed by slice.
+    #[allow(clippy::type_complexity)]
+    pub fn unique_dim(
+        &self,
+        dim: isize,
+        sorted: bool,
+        return_inverse: bool,
+        return_counts: bool,
+    ) -> Result<(Tensor, Option<Tensor>, Option<Tensor>)> {
+        let _ = sorted;
+        if self.rank() == 0 {
+            bail!(Index, "unique_dim(): Dimension specified as {dim} but tensor has no dimensions");
+        }
+        let d = wrap_dim(dim, self.rank())?;
+        let size = self.dims()[d];
+        let row = if size == 0 { 0 } else { self.numel() / size };
+        let mut perm: Vec<isize> = vec![d as isize];
+        perm.extend((0..self.rank()).filter(|&k| k != d).map(|k| k as isize));
+        let x = self.permute(&perm)?.contiguous()?;
+        let (firsts, inverse, counts): (Vec<i64>, Vec<i64>, Vec<i64>) = dispatch_all!(self.dtype(), T => {
+            x.with_slice::<T, _>(|s| {
+                let slice = |i: usize| &s[i * row..(i + 1) * row];
+                let mut order: Vec<usize> = (0..size).collect();
+                order.sort_by(|&a, &b| {
+                    slice(a)
+                        .iter()
+                        .zip(slice(b))
+                        .map(|(x, y)| cmp_nan_last(x, y))
+                        .find(|o| *o != Ordering::Equal)
+                        .unwrap_or(Ordering::Equal)
+                });
+                let mut firsts = Vec::new();
+                let mut inverse = vec![0i64; size];
+                let mut counts: Vec<i64> = Vec::new();
+                for (j, &i) in order.iter().enumerate() {
+                    if j == 0 || slice(order[j - 1]) != slice(i) {
+                        firsts.push(i as i64);
+                        counts.push(0);
+                    }
+                    *counts.last_mut().unwrap() += 1;
+                    inverse[i] = firsts.len() as i64 - 1;
+                }
+                (firsts, inverse, counts)
+            })
+        });
+        let nf = firsts.len();
+        let values = self.index_select(d as isize, &Tensor::from_vec(firsts, [nf])?)?;
+        let inverse = if return_inverse { Some(Tensor::from_vec(inverse, [size])?) } else { None };
+        let counts = if return_counts { Some(Tensor::from_vec(counts, [nf])?) } else { None };
+        Ok((values, inverse, counts))
+    }
+
+    /// Where each of `values` would go in this sorted sequence to keep it sorted
+    /// (`torch.searchsorted(self, values, out_int32=..., right=..., side=...)`). This tensor is
+    /// 1-D, or N-D with one sorted sequence per innermost row (then `values` has the same
+    /// leading dims). `right` (or `side = Some("right")`) returns the position after equal
+    /// elements instead of before. The result has `values`' shape, int64 (int32 with
+    /// `out_int32`).
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let s = Tensor::new([1f32, 3., 5., 7.])?;
+    /// let v = Tensor::new([3f32, 6., 9.])?;
+    /// assert_eq!(s.searchsorted(&v, false, false, None)?.to_vec::<i64>()?, vec![1, 3, 4]);
+    /// assert_eq!(s.searchsorted(&v, false, true, None)?.to_vec::<i64>()?, vec![2, 3, 4]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn searchsorted(
+        &self,
+        values: &Tensor,
+        out_int32: bool,
+        right: bool,
+        side: Option<&str>,
+    ) -> Result<Tensor> {
+        let right = match side {
+            None => right,
+            Some("right") => true,
+            Some("left") => {
+                if right {
+                    bail!(
+                        Value,
+                        "torch.searchsorted(): side and right can't be set to opposites, got side of left while right was True"
+                    );
+                }
+                false
+            }
+            Some(s) => bail!(Value, "torch.searchsorted(): side can only be 'left' or 'right' but got {s}"),
+        };
+        if self.rank() == 0 {
+            bail!(
+                Shape,
+                "torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension"
+            );
+        }
+        let seq_rows = self.rank() > 1;
+        if seq_rows
+            && (values.rank() != self.rank()
+                || values.dims()[..values.rank() - 1] != self.dims()[..self.rank() - 1])
+        {
+            bail!(
+                Shape,
+                "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and input value tensor must match, but we got boundaries tensor {} and input value tensor {}",
+                self.shape(),
+                values.shape()
+            );
+        }
+        if self.dtype() == DType::Bool || values.dtype() == DType::Bool {
+            bail!(NotImplemented, "\"searchsorted_out_cpu\" not implemented for 'Bool'");
+        }
+        let dt = crate::result_type(self, values);
+        let seq = self.to_dtype(dt)?;
+        let vals = values.to_dtype(dt)?;
+        let len = self.dims()[self.rank() - 1];
+        let val_row = if values.rank() == 0 { 1 } else { values.dims()[values.rank() - 1] };
+        let pos = dispatch_all!(dt, T => seq.with_slice::<T, _>(|s| {
+            vals.with_slice::<T, _>(|v| search(s, len, seq_rows, v, val_row, right))
+        }));
+        if out_int32 {
+            let p: Vec<i32> = pos.into_iter().map(|x| x as i32).collect();
+            Tensor::from_vec(p, values.shape())
+        } else {
+            Tensor::from_vec(pos, values.shape())
+        }
+    }
+
+    /// [`Tensor::searchsorted`] for one scalar value; returns a 0-d tensor
+    /// (`torch.searchsorted(self, scalar)`).
+    pub fn searchsorted_scalar(
+        &self,
+        value: impl Into<Scalar>,
+        out_int32: bool,
+        right: bool,
+        side: Option<&str>,
+    ) -> Result<Tensor> {
+        let v = value.into();
+        let t = dispatch_all!(v.dtype(), T => Tensor::scalar::<T>(T::from_scalar(v))?);
+        self.searchsorted(&t, out_int32, right, side)
+    }
+
+    /// The index of the bucket each element falls in, given sorted 1-D `boundaries`
+    /// (`torch.bucketize(self, boundaries, out_int32, right)`): with `right = false`,
+    /// `boundaries[i-1] < x <= boundaries[i]`; with `right = true`,
+    /// `boundaries[i-1] <= x < boundaries[i]`.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let b = Tensor::new([1f32, 3., 5.])?;
+    /// let x = Tensor::new([[0f32, 3.], [4., 6.]])?;
+    /// assert_eq!(x.bucketize(&b, false, false)?.to_vec2::<i64>()?, vec![vec![0, 1], vec![2, 3]]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn bucketize(&self, boundaries: &Tensor, out_int32: bool, right: bool) -> Result<Tensor> {
+        if boundaries.rank() != 1 {
+            bail!(Shape, "boundaries tensor must be 1 dimension, but got dim({})", boundaries.rank());
+        }
+        boundaries.searchsorted(self, out_int32, right, None)
+    }
+}
