@@ -19,6 +19,7 @@ pub mod alloc;
 pub mod autograd;
 mod create;
 pub mod device;
+pub mod display;
 pub mod dtype;
 pub mod error;
 pub mod layout;
@@ -39,7 +40,9 @@ pub use device::{cuda_is_available, Device};
 pub use dtype::{get_default_dtype, promote_types, set_default_dtype, DType, Element, FloatElement, Scalar};
 pub use error::{Error, ErrorKind, Result};
 pub use ops::binary::{result_type, BinaryOp, RoundingMode};
-pub use random::{default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state, Generator};
+pub use random::{
+    default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state, Generator,
+};
 pub use shape::{broadcast_shapes, Shape};
 pub use tensor::{NdArray, Tensor};
 pub use threads::{get_num_threads, set_num_threads};

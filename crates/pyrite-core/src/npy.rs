@@ -39,16 +39,17 @@ fn descr_of(dtype: DType) -> Result<&'static str> {
         DType::F16 => "<f2",
         DType::F32 => "<f4",
         DType::F64 => "<f8",
-        DType::BF16 => bail!(
-            DType,
-            "npy: torch.bfloat16 has no NumPy dtype; convert first, e.g. t.to_dtype(DType::F32)"
-        ),
+        DType::BF16 => {
+            bail!(DType, "npy: torch.bfloat16 has no NumPy dtype; convert first, e.g. t.to_dtype(DType::F32)")
+        }
     })
 }
 
 /// Parses a `descr` string: the dtype and whether the data is big-endian.
 fn parse_descr(d: &str) -> Result<(DType, bool)> {
-    let bad = || err!(DType, "npy: unsupported dtype descr '{d}' (supported: <f2 <f4 <f8 <i4 <i8 |u1 |b1, or big-endian '>' forms)");
+    let bad = || {
+        err!(DType, "npy: unsupported dtype descr '{d}' (supported: <f2 <f4 <f8 <i4 <i8 |u1 |b1, or big-endian '>' forms)")
+    };
     let mut chars = d.chars();
     let order = chars.next().ok_or_else(bad)?;
     let code = chars.as_str();
@@ -287,8 +288,10 @@ impl Tensor {
             }
             _ => bail!(Value, "npy: unsupported format version {major}.{minor} (supported: 1.0, 2.0, 3.0)"),
         };
-        let data_start =
-            start.checked_add(hlen).filter(|&e| e <= bytes.len()).ok_or_else(|| err!(Value, "npy: file truncated in the header"))?;
+        let data_start = start
+            .checked_add(hlen)
+            .filter(|&e| e <= bytes.len())
+            .ok_or_else(|| err!(Value, "npy: file truncated in the header"))?;
         let header = &bytes[start..data_start];
         if major < 3 && !header.is_ascii() {
             bail!(Value, "npy: header of a version {major}.0 file must be ASCII");
@@ -363,7 +366,8 @@ impl Tensor {
         let path = path.as_ref();
         let bytes =
             std::fs::read(path).map_err(|e| err!(Io, "load_npy: cannot read {}: {e}", path.display()))?;
-        Tensor::read_npy(&bytes).map_err(|e| crate::Error::new(e.kind(), format!("{} ({})", e.message(), path.display())))
+        Tensor::read_npy(&bytes)
+            .map_err(|e| crate::Error::new(e.kind(), format!("{} ({})", e.message(), path.display())))
     }
 }
 
@@ -426,7 +430,8 @@ mod tests {
         ] {
             assert!(parse_header(h).is_err(), "{}", String::from_utf8_lossy(h));
         }
-        let (d, f, s) = parse_header(b"{'descr': '<f4', 'fortran_order': True, 'shape': (2L, 3L), }  ").unwrap();
+        let (d, f, s) =
+            parse_header(b"{'descr': '<f4', 'fortran_order': True, 'shape': (2L, 3L), }  ").unwrap();
         assert_eq!((d.as_str(), f, s), ("<f4", true, vec![2, 3]));
     }
 }

@@ -459,10 +459,7 @@ fn fill_slice<T: Element>(out: &mut [T], dist: Dist, seed: u64, base: u64) {
         Dist::Bernoulli { p } => {
             let (one, zero) = (T::from_i64(1), T::from_i64(0));
             fill_blocks::<T, 2>(out, seed, base, |w| {
-                [
-                    if u53(w[0], w[1]) < p { one } else { zero },
-                    if u53(w[2], w[3]) < p { one } else { zero },
-                ]
+                [if u53(w[0], w[1]) < p { one } else { zero }, if u53(w[2], w[3]) < p { one } else { zero }]
             })
         }
         Dist::Int { low, range } if range <= 1 << 32 => fill_blocks::<T, 4>(out, seed, base, |w| {
@@ -526,7 +523,11 @@ fn check_float(op: &str, dtype: DType) -> Result<()> {
         bail!(
             DType,
             "{op}: expected a floating-point dtype, got {dtype} (\"{}\" not implemented for '{}')",
-            if op.contains("norm") || op.contains("randn") { "normal_kernel_cpu" } else { "check_uniform_bounds" },
+            if op.contains("norm") || op.contains("randn") {
+                "normal_kernel_cpu"
+            } else {
+                "check_uniform_bounds"
+            },
             torch_kernel_name(dtype)
         );
     }
@@ -559,16 +560,16 @@ fn float_max(dtype: DType) -> f64 {
 fn check_uniform(op: &str, from: f64, to: f64, dtype: DType) -> Result<Dist> {
     check_float(op, dtype)?;
     let max = float_max(dtype);
-    if !(from.abs() <= max) {
+    if from.is_nan() || from.abs() > max {
         bail!(Value, "{op}: from is out of bounds for {} (from={from})", cpp_name(dtype));
     }
-    if !(to.abs() <= max) {
+    if to.is_nan() || to.abs() > max {
         bail!(Value, "{op}: to is out of bounds for {} (to={to})", cpp_name(dtype));
     }
     if from > to {
         bail!(Value, "{op} expects to return a [from, to) range, but found from={from} > to={to}");
     }
-    if !(to - from <= max) {
+    if to - from > max {
         bail!(
             Value,
             "{op} expects to-from <= std::numeric_limits<{}>::max(), but found to={to} and from={from} which result in to-from to exceed the limit",
@@ -580,7 +581,7 @@ fn check_uniform(op: &str, from: f64, to: f64, dtype: DType) -> Result<Dist> {
 
 fn check_normal(op: &str, mean: f64, std: f64, dtype: DType) -> Result<Dist> {
     check_float(op, dtype)?;
-    if !(std >= 0.0) {
+    if std.is_nan() || std < 0.0 {
         bail!(Value, "{op}: normal expects std >= 0.0, but found std {std}");
     }
     Ok(Dist::Normal { mean, std })
@@ -723,7 +724,7 @@ impl Tensor {
         let dtype = crate::result_type(mean, std);
         check_float("normal", dtype)?;
         let shape = crate::broadcast_shapes(mean.dims(), std.dims(), "normal")?;
-        if std.to_dtype(DType::F64)?.with_slice::<f64, bool>(|s| s.iter().any(|&x| !(x >= 0.0))) {
+        if std.to_dtype(DType::F64)?.with_slice::<f64, bool>(|s| s.iter().any(|&x| x.is_nan() || x < 0.0)) {
             bail!(Value, "normal expects all elements of std >= 0.0");
         }
         let z = Tensor::randn_with(shape, dtype, gen)?;
@@ -875,7 +876,12 @@ impl Tensor {
     /// assert_eq!(s, vec![1, 2]);
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
-    pub fn multinomial(&self, num_samples: usize, replacement: bool, gen: Option<&Generator>) -> Result<Tensor> {
+    pub fn multinomial(
+        &self,
+        num_samples: usize,
+        replacement: bool,
+        gen: Option<&Generator>,
+    ) -> Result<Tensor> {
         if !self.dtype().is_floating_point() {
             bail!(
                 DType,
@@ -905,14 +911,21 @@ impl Tensor {
         if rows == 0 {
             return Tensor::zeros(out_shape, DType::I64);
         }
-        let w = self.to_dtype(DType::F64)?.to_vec::<f64>()?;
+        let mut w = self.to_dtype(DType::F64)?.to_vec::<f64>()?;
         if w.iter().any(|x| !(x.is_finite() && *x >= 0.0)) {
             bail!(Value, "multinomial: probability tensor contains either `inf`, `nan` or element < 0");
         }
         for r in 0..rows {
-            if !(w[r * ncat..(r + 1) * ncat].iter().sum::<f64>() > 0.0) {
-                bail!(Value, "multinomial: invalid multinomial distribution (sum of probabilities <= 0) in row {r}");
+            let row = &mut w[r * ncat..(r + 1) * ncat];
+            let max = row.iter().copied().fold(0.0, f64::max);
+            if max <= 0.0 {
+                bail!(
+                    Value,
+                    "multinomial: invalid multinomial distribution (sum of probabilities <= 0) in row {r}"
+                );
             }
+            // Scale each row to a largest weight of 1 so that sums cannot overflow.
+            row.iter_mut().for_each(|x| *x /= max);
         }
         // One 53-bit uniform per draw; each row owns its own run of counter blocks.
         let per_row = if replacement { num_samples } else { ncat };
@@ -933,7 +946,8 @@ impl Tensor {
                     let wr = &w[r * ncat..(r + 1) * ncat];
                     let u = row_uniforms(r);
                     // SAFETY: row r owns output elements r*num_samples .. (r+1)*num_samples.
-                    let out = unsafe { std::slice::from_raw_parts_mut(p.0.add(r * num_samples), num_samples) };
+                    let out =
+                        unsafe { std::slice::from_raw_parts_mut(p.0.add(r * num_samples), num_samples) };
                     if replacement {
                         sample_with_replacement(wr, &u, out);
                     } else {

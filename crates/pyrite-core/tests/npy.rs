@@ -11,7 +11,8 @@ fn fixtures() -> PathBuf {
 
 fn manifest() -> Value {
     let p = fixtures().join("manifest.json");
-    let s = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e} (run reference/gen_npy.py)", p.display()));
+    let s = std::fs::read_to_string(&p)
+        .unwrap_or_else(|e| panic!("{}: {e} (run reference/gen_npy.py)", p.display()));
     serde_json::from_str(&s).unwrap()
 }
 
@@ -43,7 +44,8 @@ fn loads_every_numpy_fixture() {
         let file = c["file"].as_str().unwrap();
         let t = Tensor::load_npy(fixtures().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         let dtype = DType::from_name(c["dtype"].as_str().unwrap()).unwrap();
-        let shape: Vec<usize> = c["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
+        let shape: Vec<usize> =
+            c["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
         assert_eq!(t.dtype(), dtype, "{file}");
         assert_eq!(t.dims(), &shape[..], "{file}");
         assert!(t.is_contiguous(), "{file}");
@@ -83,7 +85,10 @@ fn refuses_bad_numpy_files_with_clear_errors() {
 fn fortran_order_values_are_transposed_into_c_order() {
     let t = Tensor::load_npy(fixtures().join("f64_fortran_3x4.npy")).unwrap();
     // np.asfortranarray(np.arange(12.).reshape(3, 4))
-    assert_eq!(t.to_vec2::<f64>().unwrap(), vec![vec![0., 1., 2., 3.], vec![4., 5., 6., 7.], vec![8., 9., 10., 11.]]);
+    assert_eq!(
+        t.to_vec2::<f64>().unwrap(),
+        vec![vec![0., 1., 2., 3.], vec![4., 5., 6., 7.], vec![8., 9., 10., 11.]]
+    );
     let b = Tensor::load_npy(fixtures().join("i64_bigendian_2x2.npy")).unwrap();
     assert_eq!(b.to_vec2::<i64>().unwrap(), vec![vec![1, -2], vec![3, 1 << 40]]);
 }
@@ -178,7 +183,8 @@ fn every_truncation_and_corruption_is_an_error_not_a_panic() {
     }
     // a header claiming a huge shape
     let mut h = Vec::new();
-    let dict = b"{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999, 99999999999, 99999999999), }";
+    let dict =
+        b"{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999, 99999999999, 99999999999), }";
     h.extend_from_slice(b"\x93NUMPY\x01\x00");
     h.extend_from_slice(&(dict.len() as u16).to_le_bytes());
     h.extend_from_slice(dict);

@@ -3,8 +3,7 @@
 
 use pyrite_core::random::philox4x32_10;
 use pyrite_core::{
-    get_rng_state, initial_seed, manual_seed, set_num_threads, set_rng_state, DType, Generator,
-    Tensor,
+    get_rng_state, initial_seed, manual_seed, set_num_threads, set_rng_state, DType, Generator, Tensor,
 };
 use std::sync::{Mutex, MutexGuard};
 
@@ -102,7 +101,12 @@ fn results_do_not_depend_on_thread_count() {
             Tensor::randn_with([n], DType::F64, Some(&g)).unwrap().to_vec::<f64>().unwrap(),
             Tensor::randint_with(-5, 1 << 40, [n], DType::I64, Some(&g)).unwrap().to_vec::<i64>().unwrap(),
             Tensor::randperm_with(n, Some(&g)).unwrap().to_vec::<i64>().unwrap(),
-            Tensor::ones([2000, 300], DType::F32).unwrap().multinomial(5, false, Some(&g)).unwrap().to_vec::<i64>().unwrap(),
+            Tensor::ones([2000, 300], DType::F32)
+                .unwrap()
+                .multinomial(5, false, Some(&g))
+                .unwrap()
+                .to_vec::<i64>()
+                .unwrap(),
             g.get_offset(),
         )
     };
@@ -318,7 +322,10 @@ fn randint_range_and_uniformity() {
     }
     assert!(chi_square(&counts, &[N as f64 / 10.0; 10]) < 40.0, "{counts:?}");
     // wide ranges (64-bit draws) stay in range and cover both halves
-    let w = Tensor::randint_with(i64::MIN, i64::MAX, [10_000], DType::I64, Some(&g)).unwrap().to_vec::<i64>().unwrap();
+    let w = Tensor::randint_with(i64::MIN, i64::MAX, [10_000], DType::I64, Some(&g))
+        .unwrap()
+        .to_vec::<i64>()
+        .unwrap();
     let neg = w.iter().filter(|&&x| x < 0).count();
     assert!((4500..5500).contains(&neg), "{neg}");
     assert!(w.iter().all(|&x| x < i64::MAX));
@@ -502,7 +509,8 @@ fn errors_read_like_pytorch() {
     assert!(msg(Tensor::randn_with([2], DType::Bool, g)).contains("normal_kernel_cpu"));
     assert!(msg(Tensor::randint_with(5, 5, [2], DType::I64, g))
         .contains("random_ expects 'from' to be less than 'to', but got from=5 >= to=5"));
-    assert!(msg(Tensor::randint_with(0, 300, [2], DType::U8, g)).contains("to - 1 is out of bounds for unsigned char"));
+    assert!(msg(Tensor::randint_with(0, 300, [2], DType::U8, g))
+        .contains("to - 1 is out of bounds for unsigned char"));
     assert!(msg(Tensor::randint_with(-1, 3, [2], DType::U8, g)).contains("from is out of bounds"));
     assert!(msg(Tensor::randint_with(0, 3, [2], DType::Bool, g)).contains("out of bounds for bool"));
     assert!(msg(Tensor::normal_with(0.0, -1.0, [2], DType::F32, g)).contains("normal expects std >= 0.0"));
@@ -538,16 +546,23 @@ fn multinomial_errors() {
         .contains("cannot sample n_sample > prob_dist.size(-1) samples without replacement"));
     assert!(msg(p(&[1.0, 2.0]), 0, true).contains("cannot sample n_sample <= 0 samples"));
     for r in [true, false] {
-        assert!(msg(p(&[0.0, 0.0]), 1, r).contains("invalid multinomial distribution (sum of probabilities <= 0)"));
+        assert!(msg(p(&[0.0, 0.0]), 1, r)
+            .contains("invalid multinomial distribution (sum of probabilities <= 0)"));
     }
     for bad in [-1.0, f32::INFINITY, f32::NAN] {
         assert!(msg(p(&[bad, 2.0]), 1, true)
             .contains("probability tensor contains either `inf`, `nan` or element < 0"));
     }
-    assert!(msg(Tensor::ones([2, 2, 2], DType::F32).unwrap(), 1, true).contains("prob_dist must be 1 or 2 dim"));
+    assert!(
+        msg(Tensor::ones([2, 2, 2], DType::F32).unwrap(), 1, true).contains("prob_dist must be 1 or 2 dim")
+    );
     assert!(msg(Tensor::scalar(1f32).unwrap(), 1, true).contains("prob_dist must be 1 or 2 dim"));
     assert!(msg(Tensor::ones([2, 0], DType::F32).unwrap(), 1, false).contains("without replacement"));
     assert!(msg(Tensor::ones([2, 0], DType::F32).unwrap(), 1, true).contains("sum of probabilities"));
+    // huge weights do not overflow the sum
+    let huge = Tensor::new([f64::MAX, f64::MAX, 0.0]).unwrap();
+    let s = huge.multinomial(1000, true, g).unwrap().to_vec::<i64>().unwrap();
+    assert!(s.iter().all(|&x| x == 0 || x == 1) && s.contains(&0) && s.contains(&1));
     // a bad second row is reported too
     assert!(msg(Tensor::new([[1f32, 1.0], [0.0, 0.0]]).unwrap(), 1, true).contains("row 1"));
 }
