@@ -9,9 +9,14 @@
 pub mod binary;
 pub mod cast;
 pub mod compare;
+pub mod einsum;
 pub mod index;
 pub mod inplace;
 pub mod join;
+pub mod linalg;
+pub mod reduce;
+pub mod scan;
+pub mod softmax;
 pub mod sort;
 pub mod unary;
 

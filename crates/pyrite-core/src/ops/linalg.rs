@@ -1,0 +1,1126 @@
+//! Matrix products: [`Tensor::matmul`] with PyTorch's full broadcasting rules, `mm`, `bmm`,
+//! `addmm`, `baddbmm`, `mv`, `dot`, `outer`, and `_out` forms.
+//!
+//! Every product ends in one strided kernel: `f32`/`f64` go to the `gemm` crate, which takes
+//! arbitrary row and column strides (so transposed, sliced and broadcast operands are never
+//! copied); `u8`/`i32`/`i64` use a simple row kernel with wrapping arithmetic (as PyTorch's
+//! integer matmul wraps); `f16`/`bf16` are converted to `f32`, multiplied with `f32`
+//! accumulation and rounded once, as PyTorch does on the CPU. Bool products are errors, as in
+//! PyTorch.
+//!
+//! Batches are folded into one large product when the strides allow it (an `(b, n, k)` tensor
+//! times a matrix is one `(b*n, k) @ (k, m)` product). Large products run on the intra-op
+//! thread pool ([`crate::set_num_threads`]); small batched products split the batch instead.
+//! Results do not depend on the thread count.
+
+use super::SendPtr;
+use crate::layout::Layout;
+use crate::shape::{broadcast_shapes, DimVec, Shape};
+use crate::storage::StorageCell;
+use crate::{alloc::CpuBuffer, bail, DType, Element, Result, Scalar, Tensor};
+
+/// Multiply-adds per product above which a single product uses every intra-op thread.
+const PAR_WORK: usize = 64 * 64 * 64;
+/// Multiply-adds a thread should get at least when a batch is split across threads.
+const BATCH_GRAIN_WORK: usize = 32 * 1024;
+
+/// PyTorch's C++ spelling of a dtype, as in "expected m1 and m2 to have the same dtype, but
+/// got: float != double".
+fn cpp_name(d: DType) -> &'static str {
+    match d {
+        DType::Bool => "bool",
+        DType::U8 => "unsigned char",
+        DType::I32 => "int",
+        DType::I64 => "long int",
+        DType::F16 => "c10::Half",
+        DType::BF16 => "c10::BFloat16",
+        DType::F32 => "float",
+        DType::F64 => "double",
+    }
+}
+
+/// PyTorch's `ScalarType` name ("Float", "Long", ...).
+fn scalar_type_name(d: DType) -> &'static str {
+    match d {
+        DType::Bool => "Bool",
+        DType::U8 => "Byte",
+        DType::I32 => "Int",
+        DType::I64 => "Long",
+        DType::F16 => "Half",
+        DType::BF16 => "BFloat16",
+        DType::F32 => "Float",
+        DType::F64 => "Double",
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Kernels
+
+/// A strided matrix inside a storage: element offset, row stride, column stride.
+#[derive(Clone, Copy, Debug)]
+struct Mat {
+    off: usize,
+    rs: usize,
+    cs: usize,
+}
+
+/// Element types with a native matrix kernel.
+trait MatElem: Element {
+    /// `dst = beta * dst + alpha * lhs @ rhs` for one `m x n` product over `k`; `beta == None`
+    /// means `dst` is write-only (never read, so NaNs in it do not propagate). `threads > 1`
+    /// allows the kernel to use that many threads of the current rayon pool.
+    ///
+    /// # Safety
+    /// The pointers with the given strides must address valid elements for every index in
+    /// range, and `dst` must not overlap `lhs` or `rhs`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn kernel(
+        m: usize,
+        n: usize,
+        k: usize,
+        dst: *mut Self,
+        d: (usize, usize),
+        lhs: *const Self,
+        l: (usize, usize),
+        rhs: *const Self,
+        r: (usize, usize),
+        alpha: Self,
+        beta: Option<Self>,
+        threads: usize,
+    );
+}
+
+macro_rules! gemm_elem {
+    ($t:ty) => {
+        impl MatElem for $t {
+            unsafe fn kernel(
+                m: usize,
+                n: usize,
+                k: usize,
+                dst: *mut $t,
+                d: (usize, usize),
+                lhs: *const $t,
+                l: (usize, usize),
+                rhs: *const $t,
+                r: (usize, usize),
+                alpha: $t,
+                beta: Option<$t>,
+                threads: usize,
+            ) {
+                let par =
+                    if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+                // gemm computes dst = a * dst + b * lhs @ rhs (its alpha scales dst).
+                gemm::gemm(
+                    m,
+                    n,
+                    k,
+                    dst,
+                    d.1 as isize,
+                    d.0 as isize,
+                    beta.is_some(),
+                    lhs,
+                    l.1 as isize,
+                    l.0 as isize,
+                    rhs,
+                    r.1 as isize,
+                    r.0 as isize,
+                    beta.unwrap_or(0.0),
+                    alpha,
+                    false,
+                    false,
+                    false,
+                    par,
+                );
+            }
+        }
+    };
+}
+gemm_elem!(f32);
+gemm_elem!(f64);
+
+/// Wrapping integer arithmetic for the integer kernel.
+trait WrapInt: Element {
+    const ZERO: Self;
+    fn wadd(self, o: Self) -> Self;
+    fn wmul(self, o: Self) -> Self;
+}
+
+macro_rules! int_elem {
+    ($t:ty) => {
+        impl WrapInt for $t {
+            const ZERO: $t = 0;
+            #[inline(always)]
+            fn wadd(self, o: $t) -> $t {
+                self.wrapping_add(o)
+            }
+            #[inline(always)]
+            fn wmul(self, o: $t) -> $t {
+                self.wrapping_mul(o)
+            }
+        }
+        impl MatElem for $t {
+            unsafe fn kernel(
+                m: usize,
+                n: usize,
+                k: usize,
+                dst: *mut $t,
+                d: (usize, usize),
+                lhs: *const $t,
+                l: (usize, usize),
+                rhs: *const $t,
+                r: (usize, usize),
+                alpha: $t,
+                beta: Option<$t>,
+                threads: usize,
+            ) {
+                int_kernel::<$t>(m, n, k, dst, d, lhs, l, rhs, r, alpha, beta, threads)
+            }
+        }
+    };
+}
+int_elem!(u8);
+int_elem!(i32);
+int_elem!(i64);
+
+/// Integer product: the right operand is packed row-major once, then each output row is
+/// accumulated as a sum of scaled right rows (vectorisable, wrapping like PyTorch's kernel).
+#[allow(clippy::too_many_arguments)]
+unsafe fn int_kernel<T: WrapInt>(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: *mut T,
+    d: (usize, usize),
+    lhs: *const T,
+    l: (usize, usize),
+    rhs: *const T,
+    r: (usize, usize),
+    alpha: T,
+    beta: Option<T>,
+    threads: usize,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    let packed: Vec<T>;
+    let b: *const T = if r.1 == 1 && (r.0 == n || k <= 1) {
+        rhs
+    } else {
+        let mut v = Vec::with_capacity(k * n);
+        for p in 0..k {
+            for j in 0..n {
+                v.push(*rhs.add(p * r.0 + j * r.1));
+            }
+        }
+        packed = v;
+        packed.as_ptr()
+    };
+    let (dp, lp, bp) = (SendPtr(dst), SendPtr(lhs as *mut T), SendPtr(b as *mut T));
+    let rows = |i0: usize, i1: usize| {
+        let (dp, lp, bp) = (dp, lp, bp);
+        let mut acc = vec![T::ZERO; n];
+        for i in i0..i1 {
+            acc.fill(T::ZERO);
+            for p in 0..k {
+                // SAFETY: indices are within the operands' extents (caller's contract).
+                let a = unsafe { *lp.0.add(i * l.0 + p * l.1) };
+                if a == T::ZERO {
+                    continue;
+                }
+                let brow = unsafe { std::slice::from_raw_parts(bp.0.add(p * n), n) };
+                for (x, &y) in acc.iter_mut().zip(brow) {
+                    *x = x.wadd(a.wmul(y));
+                }
+            }
+            for (j, &v) in acc.iter().enumerate() {
+                // SAFETY: as above; rows are disjoint between threads.
+                unsafe {
+                    let o = dp.0.add(i * d.0 + j * d.1);
+                    let v = alpha.wmul(v);
+                    *o = match beta {
+                        Some(bt) => bt.wmul(*o).wadd(v),
+                        None => v,
+                    };
+                }
+            }
+        }
+    };
+    let work = m * n * k.max(1);
+    if threads > 1 && work >= PAR_WORK {
+        let grain = (BATCH_GRAIN_WORK / (n * k.max(1))).max(1);
+        crate::threads::parallel_for(m, grain, rows);
+    } else {
+        rows(0, m);
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Batched driver
+
+/// Merges dims of sizes `sizes` into one dim when, in every operand, each dim steps over
+/// exactly the span of the dims inside it; returns the merged size and each operand's stride.
+fn merge_dims(sizes: &[usize], strides: &[&[usize]]) -> Option<(usize, DimVec)> {
+    let mut total = 1usize;
+    let mut inner: Option<usize> = None;
+    for i in (0..sizes.len()).rev() {
+        if sizes[i] == 1 {
+            continue;
+        }
+        match inner {
+            None => inner = Some(i),
+            Some(j) => {
+                if strides.iter().any(|st| st[i] != st[j] * total) {
+                    return None;
+                }
+            }
+        }
+        total *= sizes[i];
+    }
+    let st = match inner {
+        Some(j) => strides.iter().map(|s| s[j]).collect(),
+        None => strides.iter().map(|_| 1).collect(),
+    };
+    Some((total, st))
+}
+
+/// Computes `dst = beta * dst + alpha * a @ b` for `a: (batch..., m, k)`, `b: (batch..., k,
+/// n)` whose batch dims are already broadcast to the same sizes. `dst` is an existing tensor of
+/// shape `(batch..., m, n)` (out=, in-place, or pre-filled with the input of `addmm`); with
+/// `None` a fresh contiguous result is allocated (`beta` must then be `None`).
+fn bmm_native<T: MatElem>(
+    a: &Tensor,
+    b: &Tensor,
+    alpha: T,
+    beta: Option<T>,
+    dst: Option<&Tensor>,
+) -> Result<Tensor> {
+    let r = a.rank();
+    debug_assert!(r >= 2 && b.rank() == r);
+    let batch: DimVec = a.dims()[..r - 2].iter().copied().collect();
+    let (m, k, n) = (a.dims()[r - 2], a.dims()[r - 1], b.dims()[r - 1]);
+    let mut out_dims = batch.clone();
+    out_dims.push(m);
+    out_dims.push(n);
+    let out_shape = Shape(out_dims);
+    // A zero alpha drops the product entirely (PyTorch ignores NaNs in the operands then).
+    let k_eff = if alpha == T::from_i64(0) { 0 } else { k };
+
+    let mut fresh = None;
+    let lo = match dst {
+        Some(t) => t.layout().clone(),
+        None => {
+            fresh = Some(CpuBuffer::new(out_shape.numel() * std::mem::size_of::<T>())?);
+            Layout::contiguous(out_shape.clone())
+        }
+    };
+    let (la, lb) = (a.layout(), b.layout());
+    {
+        let out_cell: Option<&StorageCell> = dst.map(|t| &**t.storage());
+        let (_g, optr, [pa, pb]) = super::lock_all(out_cell, [&**a.storage(), &**b.storage()]);
+        let po = match (&mut fresh, optr) {
+            (Some(buf), _) => buf.as_mut_ptr() as *mut T,
+            (None, Some(p)) => p as *mut T,
+            _ => unreachable!(),
+        };
+        let (pa, pb) = (pa as *const T, pb as *const T);
+        let nb: usize = batch.iter().product();
+        if out_shape.numel() == 0 {
+            // nothing to write
+        } else {
+            let ds = lo.strides();
+            let (ast, bst) = (la.strides(), lb.strides());
+            let dm = Mat { off: lo.offset(), rs: ds[r - 2], cs: ds[r - 1] };
+            let am = Mat { off: la.offset(), rs: ast[r - 2], cs: ast[r - 1] };
+            let bm = Mat { off: lb.offset(), rs: bst[r - 2], cs: bst[r - 1] };
+            let threads = crate::get_num_threads();
+            // Fold the batch into the rows (b broadcast over the batch) or the columns (a
+            // broadcast) when the strides allow: one large product instead of many small.
+            let mut folded = None;
+            if nb > 1 && bst[..r - 2].iter().zip(&batch).all(|(&s, &d)| s == 0 || d == 1) {
+                let sizes: DimVec = a.dims()[..r - 1].iter().copied().collect();
+                if let Some((mm, st)) = merge_dims(&sizes, &[&ds[..r - 1], &ast[..r - 1]]) {
+                    folded = Some((mm, n, Mat { rs: st[0], ..dm }, Mat { rs: st[1], ..am }, bm));
+                }
+            }
+            if folded.is_none() && nb > 1 && ast[..r - 2].iter().zip(&batch).all(|(&s, &d)| s == 0 || d == 1)
+            {
+                let mut sizes: DimVec = batch.clone();
+                sizes.push(n);
+                let dcs: DimVec = ds[..r - 2].iter().chain(std::iter::once(&ds[r - 1])).copied().collect();
+                let bcs: DimVec = bst[..r - 2].iter().chain(std::iter::once(&bst[r - 1])).copied().collect();
+                if let Some((nn, st)) = merge_dims(&sizes, &[&dcs, &bcs]) {
+                    folded = Some((m, nn, Mat { cs: st[0], ..dm }, am, Mat { cs: st[1], ..bm }));
+                }
+            }
+            if nb == 1 || folded.is_some() {
+                let (mm, nn, dm, am, bm) = folded.unwrap_or((m, n, dm, am, bm));
+                run_one(mm, nn, k_eff, po, dm, pa, am, pb, bm, alpha, beta, threads);
+            } else {
+                run_batch(
+                    &batch,
+                    m,
+                    n,
+                    k_eff,
+                    po,
+                    dm,
+                    &ds[..r - 2],
+                    pa,
+                    am,
+                    &ast[..r - 2],
+                    pb,
+                    bm,
+                    &bst[..r - 2],
+                    alpha,
+                    beta,
+                    threads,
+                );
+            }
+        }
+    }
+    Ok(match fresh {
+        Some(buf) => Tensor::from_cpu_buffer(buf, out_shape, T::DTYPE),
+        None => dst.unwrap().clone(),
+    })
+}
+
+/// Normalises the strides of size-1 dims (any value is legal there) so that the kernel's
+/// layout detection sees a plain row- or column-major matrix.
+fn norm(rows: usize, cols: usize, x: Mat) -> (usize, usize) {
+    let (mut rs, mut cs) = (x.rs, x.cs);
+    if cols <= 1 {
+        cs = rows.max(1) * rs.max(1);
+    }
+    if rows <= 1 {
+        rs = cols.max(1) * cs.max(1);
+    }
+    (rs, cs)
+}
+
+/// One product, threaded when large.
+#[allow(clippy::too_many_arguments)]
+fn run_one<T: MatElem>(
+    m: usize,
+    n: usize,
+    k: usize,
+    po: *mut T,
+    d: Mat,
+    pa: *const T,
+    a: Mat,
+    pb: *const T,
+    b: Mat,
+    alpha: T,
+    beta: Option<T>,
+    threads: usize,
+) {
+    let par = threads > 1 && m * n * k >= PAR_WORK;
+    let (d2, a2, b2) = (norm(m, n, d), norm(m, k, a), norm(k, n, b));
+    let (po, pa, pb) = (SendPtr(po), SendPtr(pa as *mut T), SendPtr(pb as *mut T));
+    let go = |t: usize| {
+        let (po, pa, pb) = (po, pa, pb);
+        // SAFETY: layouts were validated against their storages; `dst` never overlaps an
+        // input (callers copy inputs that share the output's storage).
+        unsafe {
+            T::kernel(m, n, k, po.0.add(d.off), d2, pa.0.add(a.off), a2, pb.0.add(b.off), b2, alpha, beta, t)
+        }
+    };
+    if par {
+        let (_, pool) = crate::threads::pool();
+        pool.install(|| go(threads));
+    } else {
+        go(1);
+    }
+}
+
+/// A batch of products with arbitrary (possibly zero) batch strides.
+#[allow(clippy::too_many_arguments)]
+fn run_batch<T: MatElem>(
+    batch: &[usize],
+    m: usize,
+    n: usize,
+    k: usize,
+    po: *mut T,
+    d: Mat,
+    dbs: &[usize],
+    pa: *const T,
+    a: Mat,
+    abs: &[usize],
+    pb: *const T,
+    b: Mat,
+    bbs: &[usize],
+    alpha: T,
+    beta: Option<T>,
+    threads: usize,
+) {
+    let nb: usize = batch.iter().product();
+    let per = m * n * k.max(1);
+    let (d2, a2, b2) = (norm(m, n, d), norm(m, k, a), norm(k, n, b));
+    let offsets = |mut idx: usize| {
+        let (mut od, mut oa, mut ob) = (d.off, a.off, b.off);
+        for i in (0..batch.len()).rev() {
+            let j = idx % batch[i];
+            idx /= batch[i];
+            od += j * dbs[i];
+            oa += j * abs[i];
+            ob += j * bbs[i];
+        }
+        (od, oa, ob)
+    };
+    let (po, pa, pb) = (SendPtr(po), SendPtr(pa as *mut T), SendPtr(pb as *mut T));
+    let range = |s: usize, e: usize, t: usize| {
+        let (po, pa, pb) = (po, pa, pb);
+        for i in s..e {
+            let (od, oa, ob) = offsets(i);
+            // SAFETY: as in `run_one`; distinct batch entries write disjoint output matrices.
+            unsafe {
+                T::kernel(m, n, k, po.0.add(od), d2, pa.0.add(oa), a2, pb.0.add(ob), b2, alpha, beta, t)
+            };
+        }
+    };
+    if threads > 1 && per >= PAR_WORK {
+        let (_, pool) = crate::threads::pool();
+        pool.install(|| range(0, nb, threads));
+    } else if threads > 1 && nb * per >= PAR_WORK {
+        let grain = BATCH_GRAIN_WORK.div_ceil(per).max(1);
+        crate::threads::parallel_for(nb, grain, |s, e| range(s, e, 1));
+    } else {
+        range(0, nb, 1);
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Dtype dispatch
+
+/// A view of `t` with its broadcast (stride-0) dims cut to size 1, converted to `dtype`, then
+/// expanded back: converts broadcast operands without materialising the broadcast.
+fn convert_compact(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    if t.dtype() == dtype {
+        return Ok(t.clone());
+    }
+    let l = t.layout();
+    if !l.strides().iter().zip(l.dims()).any(|(&s, &d)| s == 0 && d > 1) {
+        return t.to_dtype(dtype);
+    }
+    let mut small = l.clone();
+    for i in 0..small.strides.len() {
+        if small.strides[i] == 0 && small.shape.0[i] > 1 {
+            small.shape.0[i] = 1;
+        }
+    }
+    t.with_layout(small).to_dtype(dtype)?.broadcast_to(t.dims())
+}
+
+/// Copies `x` when it shares storage with the output (a kernel must never read what it
+/// writes).
+fn detach(x: &Tensor, out: Option<&Tensor>) -> Result<Tensor> {
+    match out {
+        Some(o) if x.same_storage(o) => x.deep_clone(),
+        _ => Ok(x.clone()),
+    }
+}
+
+/// Checks an `out=` tensor: exact shape, dtype, no internal overlap.
+fn check_out(out: &Tensor, shape: &[usize], dtype: DType, op: &str) -> Result<()> {
+    if out.dtype() != dtype {
+        bail!(
+            DType,
+            "{op}: Expected out tensor to have dtype {}, but got {} instead",
+            cpp_name(dtype),
+            cpp_name(out.dtype())
+        );
+    }
+    if out.dims() != shape {
+        bail!(
+            Shape,
+            "{op}: the out tensor has shape {} but the result has shape {} (Pyrite does not resize out tensors)",
+            out.shape(),
+            Shape::from(shape)
+        );
+    }
+    if out.dims().iter().zip(out.stride()).any(|(&d, &s)| d > 1 && s == 0) {
+        bail!(
+            Value,
+            "{op}: unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation."
+        );
+    }
+    Ok(())
+}
+
+/// The common core of every product: `beta * input + alpha * (a @ b)` for `a: (batch..., m,
+/// k)` and `b: (batch..., k, n)` with equal batch dims, into `out` (shape `(batch..., m, n)`)
+/// or a fresh tensor. `input` (broadcastable to the result) is ignored when `beta == 0`.
+/// Dtypes are already checked equal and not bool.
+fn addbmm_core(
+    a: &Tensor,
+    b: &Tensor,
+    input: Option<&Tensor>,
+    beta: Scalar,
+    alpha: Scalar,
+    out: Option<&Tensor>,
+    op: &str,
+) -> Result<Tensor> {
+    let dtype = a.dtype();
+    let r = a.rank();
+    let mut shape: Vec<usize> = a.dims()[..r - 1].to_vec();
+    shape.push(b.dims()[r - 1]);
+    // A zero beta drops the input (integer products truncate a float beta first).
+    let zero_beta = if dtype.is_integral() { beta.to_i64() == 0 } else { beta.to_f64() == 0.0 };
+    let input = if zero_beta { None } else { input };
+    match dtype {
+        DType::F16 | DType::BF16 => {
+            let a32 = convert_compact(a, DType::F32)?;
+            let b32 = convert_compact(b, DType::F32)?;
+            let i32_ = match input {
+                Some(i) => Some(convert_compact(i, DType::F32)?),
+                None => None,
+            };
+            let r32 = addbmm_core(&a32, &b32, i32_.as_ref(), beta, alpha, None, op)?;
+            match out {
+                Some(o) => {
+                    o.copy_(&r32)?;
+                    Ok(o.clone())
+                }
+                None => r32.to_dtype(dtype),
+            }
+        }
+        DType::Bool => bail!(NotImplemented, "\"{op}\" not implemented for 'Bool'"),
+        _ => {
+            // Inputs sharing the output's storage are copied first.
+            let a = detach(a, out)?;
+            let b = detach(b, out)?;
+            // Pre-fill the destination with the input when it is added.
+            let (dst, beta_t): (Option<Tensor>, bool) = match (input, out) {
+                (None, o) => (o.cloned(), false),
+                (Some(i), Some(o)) => {
+                    let same = i.same_storage(o) && i.layout() == o.layout();
+                    if !same {
+                        if i.same_storage(o) {
+                            o.copy_(&i.deep_clone()?)?;
+                        } else {
+                            o.copy_(i)?;
+                        }
+                    }
+                    (Some(o.clone()), true)
+                }
+                (Some(i), None) => {
+                    let t = Tensor::empty(shape.clone(), dtype)?;
+                    t.copy_(i)?;
+                    (Some(t), true)
+                }
+            };
+            crate::dispatch_all!(dtype, T => dispatch_native::<T>(&a, &b, dst.as_ref(), beta_t, beta, alpha))
+        }
+    }
+}
+
+/// Monomorphic entry: routes `T` to its kernel (only called for native dtypes).
+fn dispatch_native<T: Element>(
+    a: &Tensor,
+    b: &Tensor,
+    dst: Option<&Tensor>,
+    read_dst: bool,
+    beta: Scalar,
+    alpha: Scalar,
+) -> Result<Tensor> {
+    macro_rules! go {
+        ($t:ty) => {{
+            let be = if read_dst { Some(<$t>::from_scalar(beta)) } else { None };
+            bmm_native::<$t>(a, b, <$t>::from_scalar(alpha), be, dst)
+        }};
+    }
+    match T::DTYPE {
+        DType::F32 => go!(f32),
+        DType::F64 => go!(f64),
+        DType::U8 => go!(u8),
+        DType::I32 => go!(i32),
+        DType::I64 => go!(i64),
+        d => bail!(NotImplemented, "matmul: no native kernel for {d}"),
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Argument checks shared by the public ops
+
+fn check_same_dtype_mm(a: &Tensor, b: &Tensor) -> Result<()> {
+    if a.dtype() != b.dtype() {
+        bail!(
+            DType,
+            "expected m1 and m2 to have the same dtype, but got: {} != {}",
+            cpp_name(a.dtype()),
+            cpp_name(b.dtype())
+        );
+    }
+    if a.dtype() == DType::Bool {
+        bail!(NotImplemented, "\"addmm_impl_cpu_\" not implemented for 'Bool'");
+    }
+    Ok(())
+}
+
+fn check_mm_shapes(a: &Tensor, b: &Tensor, op: &str) -> Result<()> {
+    if a.rank() != 2 {
+        bail!(Shape, "{op}: self must be a matrix, got {}-D tensor", a.rank());
+    }
+    if b.rank() != 2 {
+        bail!(Shape, "{op}: mat2 must be a matrix, got {}-D tensor", b.rank());
+    }
+    if a.dims()[1] != b.dims()[0] {
+        bail!(
+            Shape,
+            "{op}: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+            a.dims()[0],
+            a.dims()[1],
+            b.dims()[0],
+            b.dims()[1]
+        );
+    }
+    Ok(())
+}
+
+fn check_bmm(a: &Tensor, b: &Tensor, op: &str) -> Result<()> {
+    if a.rank() != 3 {
+        bail!(Shape, "{op}: batch1 must be a 3D tensor");
+    }
+    if b.rank() != 3 {
+        bail!(Shape, "{op}: batch2 must be a 3D tensor");
+    }
+    if a.dtype() != b.dtype() {
+        bail!(
+            DType,
+            "expected scalar type {} but found {}",
+            scalar_type_name(a.dtype()),
+            scalar_type_name(b.dtype())
+        );
+    }
+    if a.dtype() == DType::Bool {
+        bail!(NotImplemented, "\"bmm\" not implemented for 'Bool'");
+    }
+    let (bs, k) = (a.dims()[0], a.dims()[2]);
+    if b.dims()[0] != bs || b.dims()[1] != k {
+        bail!(
+            Shape,
+            "Expected size for first two dimensions of batch2 tensor to be: [{bs}, {k}] but got: [{}, {}].",
+            b.dims()[0],
+            b.dims()[1]
+        );
+    }
+    Ok(())
+}
+
+/// Checks that `input` broadcasts to `shape` (PyTorch's expand message) and its dtype.
+fn check_input(input: &Tensor, shape: &[usize], dtype: DType, other: &str) -> Result<()> {
+    input.layout().expand(shape, "addmm")?;
+    if input.dtype() != dtype {
+        bail!(
+            DType,
+            "self and {other} must have the same dtype, but got {} and {}",
+            scalar_type_name(input.dtype()),
+            scalar_type_name(dtype)
+        );
+    }
+    Ok(())
+}
+
+/// Validates the integer-vs-float scalar rule (PyTorch truncates float alpha/beta for integer
+/// products, so nothing to reject) and returns the scalars unchanged.
+fn scalars(beta: impl Into<Scalar>, alpha: impl Into<Scalar>) -> (Scalar, Scalar) {
+    (beta.into(), alpha.into())
+}
+
+// ------------------------------------------------------------------------------------------
+// matmul planning
+
+/// How `matmul` maps its operands onto a batched product.
+struct Plan {
+    a: Tensor,
+    b: Tensor,
+    /// Shape of the user-visible result.
+    result: Vec<usize>,
+    /// Dims to unsqueeze (in order) to view the result as `(batch..., m, n)`.
+    inserted: &'static [isize],
+}
+
+/// PyTorch's `matmul` rules: 1-D operands get a dim prepended (left) or appended (right)
+/// that is removed from the result; batch dims broadcast.
+fn plan_matmul(a: &Tensor, b: &Tensor) -> Result<Plan> {
+    let (ra, rb) = (a.rank(), b.rank());
+    if ra == 0 || rb == 0 {
+        bail!(Shape, "both arguments to matmul need to be at least 1D, but they are {ra}D and {rb}D");
+    }
+    match (ra, rb) {
+        (1, 1) => {
+            if a.dims()[0] != b.dims()[0] {
+                bail!(
+                    Shape,
+                    "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of elements, but got {} and {} elements respectively",
+                    a.dims()[0],
+                    b.dims()[0],
+                    a.dims()[0],
+                    b.dims()[0]
+                );
+            }
+            if a.dtype() != b.dtype() {
+                bail!(
+                    DType,
+                    "dot : expected both vectors to have same dtype, but found {} and {}",
+                    scalar_type_name(a.dtype()),
+                    scalar_type_name(b.dtype())
+                );
+            }
+            if a.dtype() == DType::Bool {
+                bail!(NotImplemented, "\"dot\" not implemented for 'Bool'");
+            }
+            Ok(Plan { a: a.unsqueeze(0)?, b: b.unsqueeze(1)?, result: vec![], inserted: &[0, 1] })
+        }
+        (_, 1) => {
+            // (batch..., m, k) @ (k): a matrix-vector product per batch.
+            let k = a.dims()[ra - 1];
+            if k != b.dims()[0] {
+                let m: usize = a.dims()[..ra - 1].iter().product();
+                bail!(Shape, "size mismatch, got input ({m}), mat ({m}x{k}), vec ({})", b.dims()[0]);
+            }
+            check_same_dtype_mm(a, b)?;
+            let mut bd: Vec<usize> = a.dims()[..ra - 2].to_vec();
+            bd.extend([k, 1]);
+            let bv = b.unsqueeze(1)?.broadcast_to(&bd)?;
+            Ok(Plan { a: a.clone(), b: bv, result: a.dims()[..ra - 1].to_vec(), inserted: &[-1] })
+        }
+        (1, _) => {
+            let k = a.dims()[0];
+            let batch = &b.dims()[..rb - 2];
+            if rb == 2 {
+                if b.dims()[0] != k {
+                    bail!(
+                        Shape,
+                        "mm: mat1 and mat2 shapes cannot be multiplied (1x{k} and {}x{})",
+                        b.dims()[0],
+                        b.dims()[1]
+                    );
+                }
+            } else if b.dims()[rb - 2] != k {
+                bail!(
+                    Shape,
+                    "Expected size for first two dimensions of batch2 tensor to be: [{}, {k}] but got: [{}, {}].",
+                    batch.iter().product::<usize>(),
+                    batch.iter().product::<usize>(),
+                    b.dims()[rb - 2]
+                );
+            }
+            check_same_dtype_mm(a, b)?;
+            let mut ad: Vec<usize> = batch.to_vec();
+            ad.extend([1, k]);
+            let av = a.unsqueeze(0)?.broadcast_to(&ad)?;
+            let mut result = batch.to_vec();
+            result.push(b.dims()[rb - 1]);
+            Ok(Plan { a: av, b: b.clone(), result, inserted: &[-2] })
+        }
+        _ => {
+            let (m, k1) = (a.dims()[ra - 2], a.dims()[ra - 1]);
+            let (k2, n) = (b.dims()[rb - 2], b.dims()[rb - 1]);
+            let batch = broadcast_shapes(&a.dims()[..ra - 2], &b.dims()[..rb - 2], "matmul")
+                .map_err(|e| crate::err!(Shape, "{}", e.message().trim_start_matches("matmul: ")))?;
+            if k1 != k2 {
+                if rb == 2 {
+                    let rows: usize = a.dims()[..ra - 1].iter().product();
+                    bail!(Shape, "mm: mat1 and mat2 shapes cannot be multiplied ({rows}x{k1} and {k2}x{n})");
+                }
+                let nb = batch.numel();
+                bail!(
+                    Shape,
+                    "Expected size for first two dimensions of batch2 tensor to be: [{nb}, {k1}] but got: [{nb}, {k2}]."
+                );
+            }
+            check_same_dtype_mm(a, b)?;
+            let mut ad: Vec<usize> = batch.dims().to_vec();
+            ad.extend([m, k1]);
+            let mut bd: Vec<usize> = batch.dims().to_vec();
+            bd.extend([k2, n]);
+            let mut result = batch.dims().to_vec();
+            result.extend([m, n]);
+            Ok(Plan { a: a.broadcast_to(&ad)?, b: b.broadcast_to(&bd)?, result, inserted: &[] })
+        }
+    }
+}
+
+/// `out` (of the planned result's shape) viewed as `(batch..., m, n)`.
+fn batched_view_of(out: &Tensor, plan: &Plan) -> Result<Tensor> {
+    let mut v = out.clone();
+    for &d in plan.inserted {
+        v = v.unsqueeze(d)?;
+    }
+    Ok(v)
+}
+
+// ------------------------------------------------------------------------------------------
+// Public API
+
+impl Tensor {
+    /// Matrix product with PyTorch's rules (`torch.matmul`, `a @ b`): 1-D·1-D is a dot
+    /// product, 2-D·1-D a matrix-vector product, 1-D·2-D a vector-matrix product, 2-D·2-D a
+    /// matrix product, and anything with more dims a batched product whose batch dims
+    /// broadcast. Both operands must have the same dtype (float or integer; bool is an error).
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let a = Tensor::new([[1f32, 2.], [3., 4.]])?;
+    /// let b = Tensor::new([[5f32, 6.], [7., 8.]])?;
+    /// assert_eq!(a.matmul(&b)?.to_vec2::<f32>()?, vec![vec![19., 22.], vec![43., 50.]]);
+    /// let v = Tensor::new([1f32, 1.])?;
+    /// assert_eq!(a.matmul(&v)?.to_vec::<f32>()?, vec![3., 7.]);
+    /// // A batch of 4 matrices times one matrix: the batch dims broadcast.
+    /// let x = Tensor::ones([4, 3, 2], pyrite_core::DType::F32)?;
+    /// assert_eq!(x.matmul(&a)?.dims(), &[4, 3, 2]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        let plan = plan_matmul(self, other)?;
+        let r = addbmm_core(&plan.a, &plan.b, None, Scalar::Int(0), Scalar::Int(1), None, "addmm_impl_cpu_")?;
+        if r.dims() == plan.result.as_slice() {
+            Ok(r)
+        } else {
+            r.view(plan.result)
+        }
+    }
+
+    /// `torch.matmul(a, b, out=out)`: writes the product into `out`, which must already have
+    /// the result's shape and dtype (any strides); returns `out`.
+    ///
+    /// ```
+    /// use pyrite_core::{DType, Tensor};
+    /// let a = Tensor::new([[1f32, 2.], [3., 4.]])?;
+    /// let out = Tensor::zeros([2, 2], DType::F32)?;
+    /// a.matmul_out(&a, &out)?;
+    /// assert_eq!(out.to_vec2::<f32>()?, vec![vec![7., 10.], vec![15., 22.]]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn matmul_out(&self, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        let plan = plan_matmul(self, other)?;
+        check_out(out, &plan.result, self.dtype(), "matmul")?;
+        let view = batched_view_of(out, &plan)?;
+        addbmm_core(&plan.a, &plan.b, None, Scalar::Int(0), Scalar::Int(1), Some(&view), "addmm_impl_cpu_")?;
+        Ok(out.clone())
+    }
+
+    /// Matrix product of two 2-D tensors (`torch.mm`).
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let a = Tensor::new([[1i64, 2, 3]])?;
+    /// let b = Tensor::new([[1i64], [1], [1]])?;
+    /// assert_eq!(a.mm(&b)?.to_vec2::<i64>()?, vec![vec![6]]);
+    /// assert!(a.mm(&a).is_err()); // 1x3 and 1x3 cannot be multiplied
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn mm(&self, mat2: &Tensor) -> Result<Tensor> {
+        check_mm_shapes(self, mat2, "mm")?;
+        check_same_dtype_mm(self, mat2)?;
+        addbmm_core(self, mat2, None, Scalar::Int(0), Scalar::Int(1), None, "addmm_impl_cpu_")
+    }
+
+    /// `torch.mm(a, b, out=out)`; returns `out`.
+    pub fn mm_out(&self, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
+        check_mm_shapes(self, mat2, "mm")?;
+        check_same_dtype_mm(self, mat2)?;
+        check_out(out, &[self.dims()[0], mat2.dims()[1]], self.dtype(), "mm")?;
+        addbmm_core(self, mat2, None, Scalar::Int(0), Scalar::Int(1), Some(out), "addmm_impl_cpu_")
+    }
+
+    /// Batched matrix product of two 3-D tensors with equal batch sizes (`torch.bmm`; no
+    /// broadcasting, use [`Tensor::matmul`] for that).
+    ///
+    /// ```
+    /// use pyrite_core::{DType, Tensor};
+    /// let a = Tensor::ones([5, 2, 3], DType::F64)?;
+    /// let b = Tensor::ones([5, 3, 4], DType::F64)?;
+    /// let c = a.bmm(&b)?;
+    /// assert_eq!(c.dims(), &[5, 2, 4]);
+    /// assert_eq!(c.to_vec::<f64>()?[0], 3.0);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn bmm(&self, mat2: &Tensor) -> Result<Tensor> {
+        check_bmm(self, mat2, "bmm")?;
+        addbmm_core(self, mat2, None, Scalar::Int(0), Scalar::Int(1), None, "bmm")
+    }
+
+    /// `torch.bmm(a, b, out=out)`; returns `out`.
+    pub fn bmm_out(&self, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
+        check_bmm(self, mat2, "bmm")?;
+        check_out(out, &[self.dims()[0], self.dims()[1], mat2.dims()[2]], self.dtype(), "bmm")?;
+        addbmm_core(self, mat2, None, Scalar::Int(0), Scalar::Int(1), Some(out), "bmm")
+    }
+
+    /// `torch.addmm(input, mat1, mat2, beta=beta, alpha=alpha)`: `beta * input + alpha *
+    /// (mat1 @ mat2)`, with `input` (this tensor) broadcast to the product's shape. With
+    /// `beta == 0` the input is ignored (NaNs in it do not propagate). For integer tensors
+    /// float scalars are truncated, as in PyTorch.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let bias = Tensor::new([1f32, 2.])?;
+    /// let x = Tensor::new([[1f32, 0.], [0., 1.]])?;
+    /// let w = Tensor::new([[2f32, 3.], [4., 5.]])?;
+    /// let y = bias.addmm(&x, &w, 1, 0.5)?;
+    /// assert_eq!(y.to_vec2::<f32>()?, vec![vec![2., 3.5], vec![3., 4.5]]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn addmm(
+        &self,
+        mat1: &Tensor,
+        mat2: &Tensor,
+        beta: impl Into<Scalar>,
+        alpha: impl Into<Scalar>,
+    ) -> Result<Tensor> {
+        let (beta, alpha) = scalars(beta, alpha);
+        check_mm_shapes(mat1, mat2, "addmm")?;
+        check_same_dtype_mm(mat1, mat2)?;
+        check_input(self, &[mat1.dims()[0], mat2.dims()[1]], mat1.dtype(), "mat2")?;
+        addbmm_core(mat1, mat2, Some(self), beta, alpha, None, "addmm_impl_cpu_")
+    }
+
+    /// `torch.addmm(input, mat1, mat2, beta=beta, alpha=alpha, out=out)`; returns `out`.
+    /// `out` may be `input` itself (then it must have the full result shape).
+    pub fn addmm_out(
+        &self,
+        mat1: &Tensor,
+        mat2: &Tensor,
+        beta: impl Into<Scalar>,
+        alpha: impl Into<Scalar>,
+        out: &Tensor,
+    ) -> Result<Tensor> {
+        let (beta, alpha) = scalars(beta, alpha);
+        check_mm_shapes(mat1, mat2, "addmm")?;
+        check_same_dtype_mm(mat1, mat2)?;
+        let shape = [mat1.dims()[0], mat2.dims()[1]];
+        check_input(self, &shape, mat1.dtype(), "mat2")?;
+        check_out(out, &shape, mat1.dtype(), "addmm")?;
+        addbmm_core(mat1, mat2, Some(self), beta, alpha, Some(out), "addmm_impl_cpu_")
+    }
+
+    /// In-place `input.addmm_(mat1, mat2, beta=beta, alpha=alpha)`; returns `self`.
+    pub fn addmm_(
+        &self,
+        mat1: &Tensor,
+        mat2: &Tensor,
+        beta: impl Into<Scalar>,
+        alpha: impl Into<Scalar>,
+    ) -> Result<Tensor> {
+        self.addmm_out(mat1, mat2, beta, alpha, self)
+    }
+
+    /// `torch.baddbmm(input, batch1, batch2, beta=beta, alpha=alpha)`: `beta * input + alpha
+    /// * bmm(batch1, batch2)`, with `input` broadcast to the result's shape.
+    ///
+    /// ```
+    /// use pyrite_core::{DType, Tensor};
+    /// let a = Tensor::ones([2, 1, 3], DType::F32)?;
+    /// let b = Tensor::ones([2, 3, 1], DType::F32)?;
+    /// let c = Tensor::new([10f32])?.baddbmm(&a, &b, 1, 2)?;
+    /// assert_eq!(c.to_vec::<f32>()?, vec![16., 16.]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn baddbmm(
+        &self,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: impl Into<Scalar>,
+        alpha: impl Into<Scalar>,
+    ) -> Result<Tensor> {
+        let (beta, alpha) = scalars(beta, alpha);
+        check_bmm(batch1, batch2, "baddbmm")?;
+        let shape = [batch1.dims()[0], batch1.dims()[1], batch2.dims()[2]];
+        check_input(self, &shape, batch1.dtype(), "batch2")?;
+        addbmm_core(batch1, batch2, Some(self), beta, alpha, None, "baddbmm")
+    }
+
+    /// `torch.baddbmm(..., out=out)`; returns `out` (which may be `input` itself).
+    pub fn baddbmm_out(
+        &self,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        beta: impl Into<Scalar>,
+        alpha: impl Into<Scalar>,
+        out: &Tensor,
+    ) -> Result<Tensor> {
+        let (beta, alpha) = scalars(beta, alpha);
+        check_bmm(batch1, batch2, "baddbmm")?;
+        let shape = [batch1.dims()[0], batch1.dims()[1], batch2.dims()[2]];
+        check_input(self, &shape, batch1.dtype(), "batch2")?;
+        check_out(out, &shape, batch1.dtype(), "baddbmm")?;
+        addbmm_core(batch1, batch2, Some(self), beta, alpha, Some(out), "baddbmm")
+    }
+
+    /// Matrix-vector product of a 2-D and a 1-D tensor (`torch.mv`).
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let m = Tensor::new([[1f32, 2.], [3., 4.], [5., 6.]])?;
+    /// let v = Tensor::new([1f32, -1.])?;
+    /// assert_eq!(m.mv(&v)?.to_vec::<f32>()?, vec![-1., -1., -1.]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn mv(&self, vec: &Tensor) -> Result<Tensor> {
+        if self.rank() != 2 || vec.rank() != 1 {
+            bail!(Shape, "vector + matrix @ vector expected, got 1, {}, {}", self.rank(), vec.rank());
+        }
+        if self.dims()[1] != vec.dims()[0] {
+            bail!(
+                Shape,
+                "size mismatch, got input ({}), mat ({}x{}), vec ({})",
+                self.dims()[0],
+                self.dims()[0],
+                self.dims()[1],
+                vec.dims()[0]
+            );
+        }
+        if self.dtype() != vec.dtype() {
+            bail!(
+                DType,
+                "addmv input tensors must have the same dtype, but got {} and {}",
+                scalar_type_name(self.dtype()),
+                scalar_type_name(vec.dtype())
+            );
+        }
+        if self.dtype() == DType::Bool {
+            bail!(NotImplemented, "\"addmv_impl_cpu\" not implemented for 'Bool'");
+        }
+        self.matmul(vec)
+    }
+
+    /// Dot product of two 1-D tensors of the same size and dtype (`torch.dot`); a 0-d result.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let a = Tensor::new([1i32, 2, 3])?;
+    /// assert_eq!(a.dot(&a)?.item::<i32>()?, 14);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn dot(&self, other: &Tensor) -> Result<Tensor> {
+        if self.rank() != 1 || other.rank() != 1 {
+            bail!(Shape, "1D tensors expected, but got {}D and {}D tensors", self.rank(), other.rank());
+        }
+        self.matmul(other)
+    }
+
+    /// Outer product of two 1-D tensors (`torch.outer`): `out[i, j] = a[i] * b[j]`, with
+    /// type promotion like `*` (bool inputs give a bool result).
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let a = Tensor::new([1f32, 2.])?;
+    /// let b = Tensor::new([1f32, 10., 100.])?;
+    /// assert_eq!(a.outer(&b)?.to_vec2::<f32>()?, vec![vec![1., 10., 100.], vec![2., 20., 200.]]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn outer(&self, other: &Tensor) -> Result<Tensor> {
+        if self.rank() != 1 {
+            bail!(Shape, "outer: Expected 1-D argument self, but got {}-D", self.rank());
+        }
+        if other.rank() != 1 {
+            bail!(Shape, "outer: Expected 1-D argument vec2, but got {}-D", other.rank());
+        }
+        self.unsqueeze(1)?.mul(other)
+    }
+
+    /// Alias of [`Tensor::outer`] (`torch.ger`).
+    pub fn ger(&self, other: &Tensor) -> Result<Tensor> {
+        self.outer(other)
+    }
+}

@@ -1,0 +1,255 @@
+//! Cumulative ops along a dim: `cumsum`, `cumprod`, `cummax`, `cummin`.
+//!
+//! The input is made contiguous and seen as `(outer, k, inner)` with the scanned dim in the
+//! middle; each line `(o, i)` is walked in order, many lines side by side when `inner > 1`
+//! (so the loop vectorises across them). Lines are independent, so results do not depend on the
+//! number of threads. Accumulation follows PyTorch: integers and bool in int64, f16 and bf16
+//! in f32, f32 and f64 in f64.
+
+use super::reduce::{dispatch_int, grain_for, simd, Bounded, Real, CW};
+use super::SendPtr;
+use crate::alloc::CpuBuffer;
+use crate::shape::wrap_dim;
+use crate::threads::parallel_for;
+use crate::{dispatch_all, DType, Element, Result, Tensor};
+use half::{bf16, f16};
+
+/// A contiguous copy of `x` and its `(outer, k, inner)` sizes around `dim`.
+fn scan_layout(x: &Tensor, dim: isize) -> Result<(Tensor, usize, usize, usize)> {
+    x.device().check_available()?;
+    let d = wrap_dim(dim, x.rank())?;
+    let x = x.contiguous()?;
+    if x.rank() == 0 {
+        return Ok((x, 1, 1, 1));
+    }
+    let dims = x.dims();
+    let o = dims[..d].iter().product();
+    let i = dims[d + 1..].iter().product();
+    let k = dims[d];
+    Ok((x, o, k, i))
+}
+
+/// Walks every line of a contiguous `(outer, k, inner)` block in order: `acc = step(acc, x,
+/// j)` for the `j`-th element of each line. `emit(start, accs)` receives the accumulators of
+/// consecutive output elements `start..start + accs.len()` (up to 8 whole rows when
+/// `inner == 1`, else up to [`CW`] lines at one position `j`).
+fn scan_drive<T: Element, A: Copy + Send + Sync>(
+    src: &[T],
+    (outer, k, inner): (usize, usize, usize),
+    init: A,
+    step: impl Fn(A, T, usize) -> A + Sync,
+    emit: impl Fn(usize, &[A]) + Sync,
+) {
+    if inner == 1 {
+        // Rows are walked 8 at a time: their running values are independent, which hides the
+        // latency of each sequential step. Results go through a small buffer that stays in L1.
+        const G: usize = 8;
+        const J: usize = 64;
+        parallel_for(outer, grain_for(k), |a, b| {
+            simd(
+                #[inline(always)]
+                || {
+                    let mut buf = [[init; J]; G];
+                    let mut r = a;
+                    while r < b {
+                        let g = G.min(b - r);
+                        let mut acc = [init; G];
+                        for j0 in (0..k).step_by(J) {
+                            let jn = J.min(k - j0);
+                            if g == G {
+                                for j in 0..jn {
+                                    for l in 0..G {
+                                        acc[l] = step(acc[l], src[(r + l) * k + j0 + j], j0 + j);
+                                        buf[l][j] = acc[l];
+                                    }
+                                }
+                            } else {
+                                for l in 0..g {
+                                    for j in 0..jn {
+                                        acc[l] = step(acc[l], src[(r + l) * k + j0 + j], j0 + j);
+                                        buf[l][j] = acc[l];
+                                    }
+                                }
+                            }
+                            for (l, row) in buf[..g].iter().enumerate() {
+                                emit((r + l) * k + j0, &row[..jn]);
+                            }
+                        }
+                        r += g;
+                    }
+                },
+            )
+        });
+        return;
+    }
+    let nch = inner.div_ceil(CW);
+    parallel_for(outer * nch, grain_for(k * CW.min(inner)), |a, b| {
+        simd(
+            #[inline(always)]
+            || {
+                let mut acc = vec![init; CW.min(inner)];
+                for item in a..b {
+                    let (o, i0) = (item / nch, (item % nch) * CW);
+                    let n = CW.min(inner - i0);
+                    let acc = &mut acc[..n];
+                    acc.fill(init);
+                    for j in 0..k {
+                        let base = (o * k + j) * inner + i0;
+                        for (a, &x) in acc.iter_mut().zip(&src[base..base + n]) {
+                            *a = step(*a, x, j);
+                        }
+                        emit(base, acc);
+                    }
+                }
+            },
+        )
+    });
+}
+
+/// A fresh output of `n` elements of `R` and a pointer for `emit` closures.
+fn out_buf<R: Element>(n: usize) -> Result<(CpuBuffer, SendPtr<R>)> {
+    let mut buf = CpuBuffer::new(n * std::mem::size_of::<R>())?;
+    let p = SendPtr(buf.as_mut_ptr() as *mut R);
+    Ok((buf, p))
+}
+
+/// The part `start..start + len` of an output buffer.
+///
+/// # Safety
+/// The range must lie within the buffer and no other thread may touch it meanwhile.
+#[allow(clippy::mut_from_ref)]
+unsafe fn out_slice<R>(p: &SendPtr<R>, start: usize, len: usize) -> &mut [R] {
+    std::slice::from_raw_parts_mut(p.0.add(start), len)
+}
+
+/// cumsum (`prod == false`) or cumprod along `dim`.
+fn cum_arith(x: &Tensor, dim: isize, prod: bool) -> Result<Tensor> {
+    fn float<T: Element, A: Real>(x: &Tensor, dim: isize, prod: bool) -> Result<Tensor> {
+        let (x, o, k, i) = scan_layout(x, dim)?;
+        let (buf, p) = out_buf::<T>(x.numel())?;
+        let emit = |start: usize, accs: &[A]| {
+            // SAFETY: each output range is emitted once, by one thread, within the buffer.
+            for (o, &a) in unsafe { out_slice(&p, start, accs.len()) }.iter_mut().zip(accs) {
+                *o = T::from_f64(a.to_f64());
+            }
+        };
+        x.with_slice::<T, _>(|s| {
+            if prod {
+                scan_drive(s, (o, k, i), A::ONE, |a, v: T, _| a * A::from_f64(v.to_f64()), emit)
+            } else {
+                scan_drive(s, (o, k, i), A::ZERO, |a, v: T, _| a + A::from_f64(v.to_f64()), emit)
+            }
+        });
+        Ok(Tensor::from_cpu_buffer(buf, x.shape().clone(), T::DTYPE))
+    }
+    fn int<T: Element>(x: &Tensor, dim: isize, prod: bool) -> Result<Tensor> {
+        let (x, o, k, i) = scan_layout(x, dim)?;
+        let (buf, p) = out_buf::<i64>(x.numel())?;
+        let emit = |start: usize, accs: &[i64]| {
+            // SAFETY: each output range is emitted once, by one thread, within the buffer.
+            unsafe { out_slice(&p, start, accs.len()) }.copy_from_slice(accs);
+        };
+        x.with_slice::<T, _>(|s| {
+            if prod {
+                scan_drive(s, (o, k, i), 1i64, |a, v: T, _| a.wrapping_mul(v.to_i64()), emit)
+            } else {
+                scan_drive(s, (o, k, i), 0i64, |a, v: T, _| a.wrapping_add(v.to_i64()), emit)
+            }
+        });
+        Ok(Tensor::from_cpu_buffer(buf, x.shape().clone(), DType::I64))
+    }
+    match x.dtype() {
+        DType::F16 => float::<f16, f32>(x, dim, prod),
+        DType::BF16 => float::<bf16, f32>(x, dim, prod),
+        DType::F32 => float::<f32, f64>(x, dim, prod),
+        DType::F64 => float::<f64, f64>(x, dim, prod),
+        dt => dispatch_int!(dt, T => int::<T>(x, dim, prod), _ => unreachable!()),
+    }
+}
+
+/// cummax (`is_max`) or cummin along `dim`: running extreme and the index where it was
+/// reached. Ties move the index forward and NaN, once seen, stays (as in PyTorch).
+fn cum_extreme(x: &Tensor, dim: isize, is_max: bool) -> Result<(Tensor, Tensor)> {
+    #[allow(clippy::eq_op)]
+    fn go<T: Bounded>(x: &Tensor, dim: isize, is_max: bool) -> Result<(Tensor, Tensor)> {
+        let (x, o, k, i) = scan_layout(x, dim)?;
+        let n = x.numel();
+        let (vbuf, pv) = out_buf::<T>(n)?;
+        let (ibuf, pi) = out_buf::<i64>(n)?;
+        let emit = |start: usize, accs: &[(T, i64)]| {
+            // SAFETY: each output range is emitted once, by one thread, within the buffers.
+            let (vs, is) = unsafe { (out_slice(&pv, start, accs.len()), out_slice(&pi, start, accs.len())) };
+            for ((v, i), &(a, j)) in vs.iter_mut().zip(is.iter_mut()).zip(accs) {
+                *v = a;
+                *i = j;
+            }
+        };
+        x.with_slice::<T, _>(|s| {
+            if is_max {
+                let step = |(b, bi): (T, i64), v: T, j: usize| {
+                    if v != v || (b == b && v >= b) {
+                        (v, j as i64)
+                    } else {
+                        (b, bi)
+                    }
+                };
+                scan_drive(s, (o, k, i), (T::LOWEST, 0i64), step, emit)
+            } else {
+                let step = |(b, bi): (T, i64), v: T, j: usize| {
+                    if v != v || (b == b && v <= b) {
+                        (v, j as i64)
+                    } else {
+                        (b, bi)
+                    }
+                };
+                scan_drive(s, (o, k, i), (T::HIGHEST, 0i64), step, emit)
+            }
+        });
+        let shape = x.shape().clone();
+        Ok((
+            Tensor::from_cpu_buffer(vbuf, shape.clone(), T::DTYPE),
+            Tensor::from_cpu_buffer(ibuf, shape, DType::I64),
+        ))
+    }
+    dispatch_all!(x.dtype(), T => go::<T>(x, dim, is_max))
+}
+
+impl Tensor {
+    /// `torch.cumsum(x, dim)`: running sums along `dim`. Integer and bool inputs give int64,
+    /// as in PyTorch.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let x = Tensor::new([[1i32, 2, 3], [4, 5, 6]])?;
+    /// assert_eq!(x.cumsum(1)?.to_vec2::<i64>()?, vec![vec![1, 3, 6], vec![4, 9, 15]]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn cumsum(&self, dim: isize) -> Result<Tensor> {
+        cum_arith(self, dim, false)
+    }
+
+    /// `torch.cumprod(x, dim)`: running products along `dim` (int64 for integer and bool
+    /// inputs).
+    pub fn cumprod(&self, dim: isize) -> Result<Tensor> {
+        cum_arith(self, dim, true)
+    }
+
+    /// `torch.cummax(x, dim)`: `(values, indices)` of the running maximum along `dim`. On ties
+    /// the index moves to the latest occurrence; a NaN, once reached, stays the maximum.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let (v, i) = Tensor::new([3i64, 1, 3, 5])?.cummax(0)?;
+    /// assert_eq!(v.to_vec::<i64>()?, vec![3, 3, 3, 5]);
+    /// assert_eq!(i.to_vec::<i64>()?, vec![0, 0, 2, 3]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn cummax(&self, dim: isize) -> Result<(Tensor, Tensor)> {
+        cum_extreme(self, dim, true)
+    }
+
+    /// `torch.cummin(x, dim)`: `(values, indices)` of the running minimum along `dim`.
+    pub fn cummin(&self, dim: isize) -> Result<(Tensor, Tensor)> {
+        cum_extreme(self, dim, false)
+    }
+}

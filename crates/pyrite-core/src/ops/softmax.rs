@@ -1,0 +1,278 @@
+//! `softmax` and `log_softmax` along a dim, numerically stable (the maximum is subtracted
+//! before `exp`), with f16 and bf16 computed in f32.
+//!
+//! The common case, f32 along the last dim of a contiguous tensor, runs a fused row kernel
+//! (max, exp and sum, scale) compiled for AVX-512, AVX2+FMA and baseline x86-64 and picked at
+//! run time like the kernels in `simd.rs`; rows are split across threads. Every path runs the
+//! same operations in the same order, so results do not depend on the CPU or thread count.
+
+use super::reduce::{grain_for, simd, FloatAcc, Real, CW};
+use super::SendPtr;
+use crate::alloc::CpuBuffer;
+use crate::shape::wrap_dim;
+use crate::simd::expf;
+use crate::threads::parallel_for;
+use crate::{bail, dispatch_float, DType, Result, Tensor};
+
+/// Lanes of the f32 row kernel's accumulators.
+const L: usize = 16;
+
+/// Softmax (or log-softmax) of `rows` rows of `k` f32 each, `src` to `dst`.
+#[inline(always)]
+unsafe fn rows_f32_body(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool) {
+    for r in 0..rows {
+        // SAFETY: the caller passes `rows * k` valid elements behind both pointers.
+        let x = std::slice::from_raw_parts(src.add(r * k), k);
+        let y = std::slice::from_raw_parts_mut(dst.add(r * k), k);
+        let mut mx = [f32::NEG_INFINITY; L];
+        let mut xc = x.chunks_exact(L);
+        for c in &mut xc {
+            for l in 0..L {
+                mx[l] = if c[l] > mx[l] { c[l] } else { mx[l] };
+            }
+        }
+        let mut m = f32::NEG_INFINITY;
+        for &v in mx.iter().chain(xc.remainder()) {
+            m = if v > m { v } else { m };
+        }
+        // A NaN in the row is skipped by the max but propagates through exp and the sum.
+        let mut s = [0f32; L];
+        let body = k - k % L;
+        if log {
+            for c in x[..body].chunks_exact(L) {
+                for l in 0..L {
+                    s[l] += expf(c[l] - m);
+                }
+            }
+        } else {
+            for (yo, xi) in y[..body].chunks_exact_mut(L).zip(x[..body].chunks_exact(L)) {
+                for l in 0..L {
+                    let e = expf(xi[l] - m);
+                    yo[l] = e;
+                    s[l] += e;
+                }
+            }
+        }
+        let mut tail = 0f32;
+        for j in body..k {
+            let e = expf(x[j] - m);
+            if !log {
+                y[j] = e;
+            }
+            tail += e;
+        }
+        let mut w = L;
+        while w > 1 {
+            w /= 2;
+            for l in 0..w {
+                s[l] += s[l + w];
+            }
+        }
+        let sum = s[0] + tail;
+        if log {
+            let ls = sum.ln();
+            for (yo, &xi) in y.iter_mut().zip(x) {
+                *yo = xi - m - ls;
+            }
+        } else {
+            let inv = 1.0 / sum;
+            for v in y.iter_mut() {
+                *v *= inv;
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn rows_f32_avx512(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool) {
+    rows_f32_body(src, dst, rows, k, log)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn rows_f32_avx2(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool) {
+    rows_f32_body(src, dst, rows, k, log)
+}
+
+/// Softmax of f32 rows with the widest kernel the CPU supports.
+///
+/// # Safety
+/// Both pointers must be valid for `rows * k` elements; they must not overlap.
+unsafe fn rows_f32(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return rows_f32_avx512(src, dst, rows, k, log);
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            return rows_f32_avx2(src, dst, rows, k, log);
+        }
+    }
+    rows_f32_body(src, dst, rows, k, log)
+}
+
+/// The generic kernel: any float type, any `(outer, k, inner)` arrangement, computed in the
+/// compute type (f32 for f16 and bf16).
+fn softmax_generic<T: FloatAcc>(
+    x: &Tensor,
+    (outer, k, inner): (usize, usize, usize),
+    log: bool,
+) -> Result<Tensor> {
+    let n = x.numel();
+    let mut buf = CpuBuffer::new(n * std::mem::size_of::<T>())?;
+    let p = SendPtr(buf.as_mut_slice::<T>().as_mut_ptr());
+    // SAFETY: callers take disjoint ranges of the output, within its `n` elements.
+    let out = |start: usize, len: usize| unsafe { std::slice::from_raw_parts_mut((&p).0.add(start), len) };
+    x.with_slice::<T, _>(|src| {
+        if inner == 1 {
+            parallel_for(outer, grain_for(4 * k), |a, b| {
+                simd(
+                    #[inline(always)]
+                    || {
+                        let mut e = vec![T::R::ZERO; k];
+                        for r in a..b {
+                            let xs = &src[r * k..(r + 1) * k];
+                            let ys = out(r * k, k);
+                            let mut m = T::R::NEG_INF;
+                            for &v in xs {
+                                let v = v.to_r();
+                                m = if v > m { v } else { m };
+                            }
+                            let mut s = T::R::ZERO;
+                            for (ej, &v) in e.iter_mut().zip(xs) {
+                                *ej = (v.to_r() - m).exp_();
+                                s = s + *ej;
+                            }
+                            if log {
+                                let ls = s.ln_();
+                                for (yo, &v) in ys.iter_mut().zip(xs) {
+                                    *yo = T::from_r(v.to_r() - m - ls);
+                                }
+                            } else {
+                                let inv = T::R::ONE / s;
+                                for (yo, &ej) in ys.iter_mut().zip(&e) {
+                                    *yo = T::from_r(ej * inv);
+                                }
+                            }
+                        }
+                    },
+                )
+            });
+            return;
+        }
+        // Softmax over a middle dim: up to CW lines side by side, three passes over k.
+        let nch = inner.div_ceil(CW);
+        parallel_for(outer * nch, grain_for(3 * k * CW.min(inner)), |a, b| {
+            simd(
+                #[inline(always)]
+                || {
+                    let w = CW.min(inner);
+                    let (mut m, mut s) = (vec![T::R::NEG_INF; w], vec![T::R::ZERO; w]);
+                    for item in a..b {
+                        let (o, i0) = (item / nch, (item % nch) * CW);
+                        let nl = CW.min(inner - i0);
+                        let (m, s) = (&mut m[..nl], &mut s[..nl]);
+                        let at = |j: usize| (o * k + j) * inner + i0;
+                        m.fill(T::R::NEG_INF);
+                        s.fill(T::R::ZERO);
+                        for j in 0..k {
+                            for (ml, &v) in m.iter_mut().zip(&src[at(j)..at(j) + nl]) {
+                                let v = v.to_r();
+                                *ml = if v > *ml { v } else { *ml };
+                            }
+                        }
+                        for j in 0..k {
+                            for ((sl, &ml), &v) in s.iter_mut().zip(m.iter()).zip(&src[at(j)..at(j) + nl]) {
+                                *sl = *sl + (v.to_r() - ml).exp_();
+                            }
+                        }
+                        for sl in s.iter_mut() {
+                            *sl = if log { sl.ln_() } else { T::R::ONE / *sl };
+                        }
+                        for j in 0..k {
+                            let ys = out(at(j), nl);
+                            for (((yo, &v), &ml), &sl) in
+                                ys.iter_mut().zip(&src[at(j)..at(j) + nl]).zip(m.iter()).zip(s.iter())
+                            {
+                                let d = v.to_r() - ml;
+                                *yo = T::from_r(if log { d - sl } else { d.exp_() * sl });
+                            }
+                        }
+                    }
+                },
+            )
+        });
+    });
+    Ok(Tensor::from_cpu_buffer(buf, x.shape().clone(), T::DTYPE))
+}
+
+fn softmax_impl(x: &Tensor, dim: isize, log: bool) -> Result<Tensor> {
+    x.device().check_available()?;
+    let d = wrap_dim(dim, x.rank())?;
+    if !x.dtype().is_floating_point() {
+        let name = if log { "log_softmax_lastdim_kernel_impl" } else { "softmax_lastdim_kernel_impl" };
+        bail!(DType, "\"{name}\" not implemented for '{}'", super::reduce::scalar_name(x.dtype()));
+    }
+    let x = x.contiguous()?;
+    let (o, k, i) = if x.rank() == 0 {
+        (1, 1, 1)
+    } else {
+        let dims = x.dims();
+        (dims[..d].iter().product(), dims[d], dims[d + 1..].iter().product())
+    };
+    if x.dtype() == DType::F32 && i == 1 && x.numel() > 0 {
+        let mut buf = CpuBuffer::new(x.numel() * 4)?;
+        let dst = SendPtr(buf.as_mut_ptr() as *mut f32);
+        {
+            let g = x.storage().read();
+            // SAFETY: x is contiguous with `o * k` elements from its offset.
+            let src = SendPtr(unsafe { (g.cpu().as_ptr() as *mut f32).add(x.storage_offset()) });
+            parallel_for(o, grain_for(4 * k), |a, b| {
+                let (src, dst) = (src, dst);
+                // SAFETY: rows a..b lie within both buffers; threads get disjoint rows.
+                unsafe { rows_f32(src.0.add(a * k), dst.0.add(a * k), b - a, k, log) }
+            });
+        }
+        return Ok(Tensor::from_cpu_buffer(buf, x.shape().clone(), DType::F32));
+    }
+    dispatch_float!(x.dtype(), T => softmax_generic::<T>(&x, (o, k, i), log), _ => unreachable!())
+}
+
+impl Tensor {
+    /// `torch.softmax(x, dim)`: `exp(x) / sum(exp(x))` along `dim`, computed stably.
+    /// Floating-point inputs only (use [`Tensor::softmax_dtype`] for integers); f16 and bf16
+    /// compute in f32. A row containing NaN, or only `-inf`, gives NaN, as in PyTorch.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let x = Tensor::new([[1f32, 1.], [0., 1000.]])?;
+    /// assert_eq!(x.softmax(-1)?.to_vec2::<f32>()?, vec![vec![0.5, 0.5], vec![0., 1.]]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn softmax(&self, dim: isize) -> Result<Tensor> {
+        softmax_impl(self, dim, false)
+    }
+
+    /// `torch.log_softmax(x, dim)`: `x - max - log(sum(exp(x - max)))` along `dim`.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let y = Tensor::new([0f32, 0.])?.log_softmax(0)?.to_vec::<f32>()?;
+    /// assert!((y[0] + 2f32.ln()).abs() < 1e-6);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn log_softmax(&self, dim: isize) -> Result<Tensor> {
+        softmax_impl(self, dim, true)
+    }
+
+    /// `torch.softmax(x, dim, dtype=dtype)`: converts to the floating-point `dtype` first.
+    pub fn softmax_dtype(&self, dim: isize, dtype: DType) -> Result<Tensor> {
+        softmax_impl(&self.to_dtype(dtype)?, dim, false)
+    }
+
+    /// `torch.log_softmax(x, dim, dtype=dtype)`: converts to the floating-point `dtype` first.
+    pub fn log_softmax_dtype(&self, dim: isize, dtype: DType) -> Result<Tensor> {
+        softmax_impl(&self.to_dtype(dtype)?, dim, true)
+    }
+}
