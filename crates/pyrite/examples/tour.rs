@@ -69,7 +69,7 @@ fn main() -> Result<()> {
     println!("reserved after free (cached for reuse): {} bytes", memory::memory_reserved(Device::Cpu)?);
 
     // Errors, not panics, with PyTorch's messages.
-    let err = x.matmul(&x).err().expect("shapes do not fit");
+    let err = x.matmul(&x).expect_err("shapes do not fit");
     println!("x @ x -> error: {err}");
     println!("tour finished");
     Ok(())
