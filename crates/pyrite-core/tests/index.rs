@@ -237,3 +237,19 @@ fn nonzero_tuple_splits_columns() {
     assert_eq!(t[0].to_vec::<i64>().unwrap(), vec![0, 1]);
     assert_eq!(t[1].to_vec::<i64>().unwrap(), vec![1, 0]);
 }
+
+#[test]
+fn empty_index_lists_give_empty_results() {
+    let x = Tensor::zeros([2, 3, 4], DType::F32).unwrap();
+    let e = Tensor::zeros([0], DType::I64).unwrap();
+    let y = x.index_tensor(&[Some(e.clone()), None, Some(e.clone())]).unwrap();
+    assert_eq!(y.dims(), &[0, 3]);
+    let z = x.index_tensor(&[None, Some(e.clone()), Some(e.clone())]).unwrap();
+    assert_eq!(z.dims(), &[2, 0]);
+    x.index_put_(&[Some(e.clone()), Some(e)], &Tensor::scalar(1f32).unwrap(), true).unwrap();
+    assert_eq!(total(&x), 0.0);
+}
+
+fn total(t: &Tensor) -> f64 {
+    t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap().iter().sum()
+}

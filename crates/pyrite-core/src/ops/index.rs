@@ -23,6 +23,14 @@ struct SendPtr<T>(*mut T);
 unsafe impl<T> Send for SendPtr<T> {}
 unsafe impl<T> Sync for SendPtr<T> {}
 
+impl<T> SendPtr<T> {
+    /// The pointer (a method, so closures capture the whole `Send` wrapper).
+    #[inline(always)]
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
 /// The reduction of [`Tensor::scatter_reduce`] (PyTorch's `reduce=` strings).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Reduce {
@@ -158,19 +166,19 @@ fn gather_kernel<T: Element>(
     Tensor::build::<T>(shape.clone(), |out| {
         let po = SendPtr(out.as_mut_ptr());
         parallel_for(out.len(), GRAIN, |a, b| {
-            let po = po;
             it.for_range(a, b, |cur, [o], len, [st]| {
                 for i in 0..len {
                     let v = s[o + i * st + idx[cur + i] as usize * sd];
                     // SAFETY: `cur + i < out.len()`, and ranges of different threads are disjoint.
-                    unsafe { *po.0.add(cur + i) = v };
+                    unsafe { *po.get().add(cur + i) = v };
                 }
             });
         });
     })
 }
 
-/// Copies `n` blocks: block `j` of each outer row comes from `idx[j]` (contiguous `src`).
+/// Copies `n` blocks per outer row: block `j` of row `o` comes from block `idx[j]` of row `o`
+/// of contiguous `src` (`inner` elements each). Parallel over all `outer * n` blocks.
 fn index_select_contig<T: Element>(
     src: &[T],
     out: &mut [T],
@@ -181,22 +189,18 @@ fn index_select_contig<T: Element>(
 ) {
     let n = idx.len();
     let po = SendPtr(out.as_mut_ptr());
-    let grain = (GRAIN / (n * inner).max(1)).max(1);
-    parallel_for(outer, grain, |a, b| {
-        let po = po;
-        for o in a..b {
-            let sbase = o * size * inner;
-            let obase = o * n * inner;
-            for (j, &k) in idx.iter().enumerate() {
-                let s = &src[sbase + k as usize * inner..sbase + (k as usize + 1) * inner];
-                // SAFETY: each (o, j) block is written by exactly one thread and lies in `out`.
-                unsafe {
-                    let d = po.0.add(obase + j * inner);
-                    if inner == 1 {
-                        *d = s[0];
-                    } else {
-                        std::ptr::copy_nonoverlapping(s.as_ptr(), d, inner);
-                    }
+    parallel_for(outer * n, (GRAIN / inner.max(1)).max(1), |a, b| {
+        for blk in a..b {
+            let (o, j) = (blk / n, blk % n);
+            let k = idx[j] as usize;
+            let s = &src[(o * size + k) * inner..(o * size + k + 1) * inner];
+            // SAFETY: block `blk` is written by exactly one thread and lies in `out`.
+            unsafe {
+                let d = po.get().add(blk * inner);
+                if inner == 1 {
+                    *d = s[0];
+                } else {
+                    std::ptr::copy_nonoverlapping(s.as_ptr(), d, inner);
                 }
             }
         }
@@ -333,6 +337,9 @@ impl AdvIndex {
         b1: usize,
         mut f: impl FnMut(usize, usize, usize, usize, usize),
     ) {
+        if b0 >= b1 {
+            return;
+        }
         let sl = self.src.layout();
         let nb = self.bshape.len();
         let ost = other.strides();
@@ -342,26 +349,39 @@ impl AdvIndex {
         other_rest.extend_from_slice(&ost[self.before + nb..]);
         let other_b = &ost[self.before..self.before + nb];
         let rest_n: usize = rest_shape.iter().product();
+        let sst: Vec<usize> = self.dims.iter().map(|&d| sl.strides()[d]).collect();
+        // Odometer over the broadcast index shape, starting at `b0`.
+        let mut pos: DimVec = smallvec::smallvec![0; nb];
+        let mut oo = other.offset();
+        let mut r = b0;
+        for k in (0..nb).rev() {
+            pos[k] = r % self.bshape[k];
+            r /= self.bshape[k];
+            oo += pos[k] * other_b[k];
+        }
         for b in b0..b1 {
             let mut so = sl.offset();
-            for (j, &d) in self.dims.iter().enumerate() {
-                so += self.idx[j][b] as usize * sl.strides()[d];
-            }
-            let mut oo = other.offset();
-            let mut r = b;
-            for k in (0..nb).rev() {
-                oo += (r % self.bshape[k]) * other_b[k];
-                r /= self.bshape[k];
+            for (ix, st) in self.idx.iter().zip(&sst) {
+                so += ix[b] as usize * st;
             }
             if rest_shape.is_empty() {
                 f(so, oo, 1, 0, 0);
-                continue;
+            } else {
+                Strided::new(&rest_shape, [&src_rest, &other_rest], [so, oo]).for_range(
+                    0,
+                    rest_n,
+                    |_, [a, o], len, [sa, so2]| f(a, o, len, sa, so2),
+                );
             }
-            Strided::new(&rest_shape, [&src_rest, &other_rest], [so, oo]).for_range(
-                0,
-                rest_n,
-                |_, [a, o], len, [sa, so2]| f(a, o, len, sa, so2),
-            );
+            for k in (0..nb).rev() {
+                pos[k] += 1;
+                oo += other_b[k];
+                if pos[k] < self.bshape[k] {
+                    break;
+                }
+                oo -= pos[k] * other_b[k];
+                pos[k] = 0;
+            }
         }
     }
 }
@@ -578,6 +598,11 @@ impl Tensor {
             None => return self.deep_clone(),
         };
         let shape = adv.result_shape();
+        if adv.dims.len() == 1 {
+            // One indexed dim: an index_select along it, with the index dims unflattened.
+            let idx = Tensor::from_slice(&adv.idx[0], [adv.idx[0].len()])?;
+            return adv.src.index_select(adv.dims[0] as isize, &idx)?.reshape(&shape);
+        }
         let lo = Layout::contiguous(shape.clone());
         let nb: usize = adv.bshape.iter().product();
         let per = (shape.numel() / nb.max(1)).max(1);
@@ -587,11 +612,10 @@ impl Tensor {
             Tensor::build::<T>(shape.clone(), |out| {
                 let po = SendPtr(out.as_mut_ptr());
                 parallel_for(nb, (GRAIN / per).max(1), |b0, b1| {
-                    let po = po;
                     adv.walk(&lo, b0, b1, |so, oo, len, ss, os| {
                         for i in 0..len {
                             // SAFETY: each output element belongs to exactly one index position.
-                            unsafe { *po.0.add(oo + i * os) = s[so + i * ss] };
+                            unsafe { *po.get().add(oo + i * os) = s[so + i * ss] };
                         }
                     });
                 });
@@ -601,6 +625,7 @@ impl Tensor {
 
     // ------------------------------------------------------------------ scatter family
 
+    #[allow(clippy::too_many_arguments)]
     fn scatter_impl(
         &self,
         dim: isize,
@@ -937,7 +962,7 @@ impl Tensor {
             let a = T::from_scalar(alpha);
             let one = alpha == Scalar::Int(1) || alpha == Scalar::Float(1.0) || alpha == Scalar::Bool(true);
             if one {
-                self.index_slices::<T>(d, &idx, Some(source), |x, s| T::op_add(x, s))?;
+                self.index_slices::<T>(d, &idx, Some(source), T::op_add)?;
             } else {
                 self.index_slices::<T>(d, &idx, Some(source), move |x, s| T::op_add(x, T::op_mul(a, s)))?;
             }

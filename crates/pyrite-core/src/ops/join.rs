@@ -17,6 +17,14 @@ struct SendPtr<T>(*mut T);
 unsafe impl<T> Send for SendPtr<T> {}
 unsafe impl<T> Sync for SendPtr<T> {}
 
+impl<T> SendPtr<T> {
+    /// The pointer (a method, so closures capture the whole `Send` wrapper).
+    #[inline(always)]
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
 impl AsRef<Tensor> for Tensor {
     fn as_ref(&self) -> &Tensor {
         self
@@ -48,7 +56,6 @@ fn cat_kernel<T: Element>(inputs: &[Tensor], lens: &[usize], outer: usize, shape
         }
         let po = SendPtr(out.as_mut_ptr());
         parallel_for(total, GRAIN, |a, b| {
-            let po = po;
             let mut pos = a;
             let mut row = pos / row_len;
             let mut within = pos % row_len;
@@ -68,7 +75,7 @@ fn cat_kernel<T: Element>(inputs: &[Tensor], lens: &[usize], outer: usize, shape
                 let n = (lens[k] - off).min(b - pos);
                 let s = &srcs[k][row * lens[k] + off..row * lens[k] + off + n];
                 // SAFETY: `pos..pos + n` lies in `a..b`, which only this thread writes.
-                unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), po.0.add(pos), n) };
+                unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), po.get().add(pos), n) };
                 pos += n;
                 within += n;
             }
@@ -94,7 +101,6 @@ fn signed_gather<T: Element>(src: &[T], dims: &[usize], strides: &[isize], base:
     let rows = out.len() / inner;
     let po = SendPtr(out.as_mut_ptr());
     parallel_for(rows, (GRAIN / inner).max(1), |a, b| {
-        let po = po;
         for row in a..b {
             let mut rem = row;
             let mut off = base;
@@ -104,7 +110,7 @@ fn signed_gather<T: Element>(src: &[T], dims: &[usize], strides: &[isize], base:
             }
             for i in 0..inner {
                 // SAFETY: every row is written by one thread; offsets stay inside the layout.
-                unsafe { *po.0.add(row * inner + i) = src[(off + i as isize * ist) as usize] };
+                unsafe { *po.get().add(row * inner + i) = src[(off + i as isize * ist) as usize] };
             }
         }
     });

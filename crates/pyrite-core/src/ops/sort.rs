@@ -20,6 +20,14 @@ struct SendPtr<T>(*mut T);
 unsafe impl<T> Send for SendPtr<T> {}
 unsafe impl<T> Sync for SendPtr<T> {}
 
+impl<T> SendPtr<T> {
+    /// The pointer (a method, so closures capture the whole `Send` wrapper).
+    #[inline(always)]
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
 /// A total order on elements with NaN above everything (and equal to NaN), as PyTorch sorts.
 #[inline(always)]
 #[allow(clippy::eq_op)]
@@ -82,7 +90,6 @@ fn row_kernel<T: Element>(
     let pv = SendPtr(vals.as_mut_ptr());
     let pi = SendPtr(idxs.as_mut_ptr());
     parallel_for(n, (GRAIN / size.max(1)).max(1), |a, b| {
-        let (pv, pi) = (pv, pi);
         let mut buf: Vec<(T, i64)> = Vec::with_capacity(size);
         for r in a..b {
             let (o, i) = (r / inner, r % inner);
@@ -94,16 +101,122 @@ fn row_kernel<T: Element>(
             for (j, &(v, ix)) in buf.iter().take(k).enumerate() {
                 // SAFETY: row `r` owns these output positions; they lie inside the outputs.
                 unsafe {
-                    *pv.0.add(obase + j * inner) = v;
-                    *pi.0.add(obase + j * inner) = ix;
+                    *pv.get().add(obase + j * inner) = v;
+                    *pi.get().add(obase + j * inner) = ix;
                 }
             }
         }
     });
 }
 
-/// The int64 positions where each of `values` would be inserted into the sorted rows of `seq`
-/// (PyTorch's binary search, with its NaN behaviour).
+/// Whether `dtype` rows of `size` elements sort through packed `u64` keys ([`key32`]).
+fn packs(dtype: DType, size: usize) -> bool {
+    size <= u32::MAX as usize
+        && matches!(dtype, DType::F32 | DType::F16 | DType::BF16 | DType::I32 | DType::U8 | DType::Bool)
+}
+
+/// An order-preserving `u32` key for elements of at most 32 bits: NaN above everything (all
+/// NaNs equal), `-0.0` equal to `0.0`; inverted for descending order.
+#[inline(always)]
+fn key32<T: Element>(x: T, descending: bool) -> u32 {
+    let k = match T::DTYPE {
+        DType::F32 | DType::F16 | DType::BF16 => {
+            let f = x.to_f64() as f32;
+            if f.is_nan() {
+                u32::MAX
+            } else {
+                let b = (f + 0.0).to_bits(); // -0.0 + 0.0 == +0.0
+                if b & 0x8000_0000 != 0 {
+                    !b
+                } else {
+                    b | 0x8000_0000
+                }
+            }
+        }
+        DType::I32 => (x.to_i64() as i32 as u32) ^ 0x8000_0000,
+        _ => x.to_i64() as u32,
+    };
+    if descending {
+        !k
+    } else {
+        k
+    }
+}
+
+/// [`row_kernel`] through packed keys: each row becomes `(key32 << 32) | position` values that
+/// `f` reorders ascending (so ties keep input order); the first `k` are written out.
+fn row_kernel_keys<T: Element>(
+    src: &[T],
+    rows: &Rows,
+    k: usize,
+    descending: bool,
+    vals: &mut [T],
+    idxs: &mut [i64],
+    f: impl Fn(&mut Vec<u64>) + Sync,
+) {
+    let Rows { outer, size, inner } = *rows;
+    let n = outer * inner;
+    let pv = SendPtr(vals.as_mut_ptr());
+    let pi = SendPtr(idxs.as_mut_ptr());
+    parallel_for(n, (GRAIN / size.max(1)).max(1), |a, b| {
+        let mut buf: Vec<u64> = Vec::with_capacity(size);
+        for r in a..b {
+            let (o, i) = (r / inner, r % inner);
+            let base = o * size * inner + i;
+            buf.clear();
+            buf.extend(
+                (0..size).map(|j| ((key32(src[base + j * inner], descending) as u64) << 32) | j as u64),
+            );
+            f(&mut buf);
+            let obase = o * k * inner + i;
+            for (j, &key) in buf.iter().take(k).enumerate() {
+                let ix = (key & 0xffff_ffff) as usize;
+                // SAFETY: row `r` owns these output positions; they lie inside the outputs.
+                unsafe {
+                    *pv.get().add(obase + j * inner) = src[base + ix * inner];
+                    *pi.get().add(obase + j * inner) = ix as i64;
+                }
+            }
+        }
+    });
+}
+
+/// Sorted (or, for `k` below the row length, partially sorted) rows: the first `k` of each row
+/// in ascending (or descending) order, ties by position.
+fn select_rows<T: Element>(
+    src: &[T],
+    rows: &Rows,
+    k: usize,
+    descending: bool,
+    full: bool,
+    vals: &mut [T],
+    idxs: &mut [i64],
+) {
+    let pick = move |len: usize| -> Option<usize> { (!full && k > 0 && k < len).then(|| k - 1) };
+    if packs(T::DTYPE, rows.size) {
+        row_kernel_keys(src, rows, k, descending, vals, idxs, |b| {
+            if let Some(nth) = pick(b.len()) {
+                b.select_nth_unstable(nth);
+                b[..k].sort_unstable();
+            } else if k > 0 {
+                b.sort_unstable();
+            }
+        });
+    } else {
+        let cmp: fn(&(T, i64), &(T, i64)) -> Ordering = if descending { desc } else { asc };
+        row_kernel(src, rows, k, vals, idxs, |b| {
+            if let Some(nth) = pick(b.len()) {
+                b.select_nth_unstable_by(nth, cmp);
+                b[..k].sort_unstable_by(cmp);
+            } else if k > 0 {
+                b.sort_unstable_by(cmp);
+            }
+        });
+    }
+}
+
+/// The positions where each of `vals` would be inserted into the sorted rows (of `len`) of
+/// `seq` (PyTorch's binary search, with its NaN behaviour), in parallel.
 fn search<T: Element>(
     seq: &[T],
     len: usize,
@@ -112,24 +225,31 @@ fn search<T: Element>(
     val_row: usize,
     right: bool,
 ) -> Vec<i64> {
-    vals.iter()
-        .enumerate()
-        .map(|(p, v)| {
+    let mut out = vec![0i64; vals.len()];
+    let po = SendPtr(out.as_mut_ptr());
+    parallel_for(vals.len(), GRAIN / 16, |a, b| {
+        for (p, v) in vals.iter().enumerate().take(b).skip(a) {
             let row = if seq_rows { p / val_row.max(1) } else { 0 };
             let s = &seq[row * len..(row + 1) * len];
-            let (mut lo, mut hi) = (0usize, len);
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                let go_right = if right { !(s[mid] > *v) } else { !(s[mid] >= *v) };
-                if go_right {
-                    lo = mid + 1;
+            // PyTorch's probe sequence (mid = lo + (hi - lo) / 2), written without branches:
+            // `size` is `hi - lo`. NaN values (never below anything) search to the end.
+            let (mut lo, mut size) = (0usize, len);
+            while size > 0 {
+                let half = size / 2;
+                let mid = lo + half;
+                let go_right = if right {
+                    s[mid].partial_cmp(v) != Some(Ordering::Greater)
                 } else {
-                    hi = mid;
-                }
+                    !matches!(s[mid].partial_cmp(v), Some(Ordering::Greater | Ordering::Equal))
+                };
+                lo = if go_right { mid + 1 } else { lo };
+                size = if go_right { size - half - 1 } else { half };
             }
-            lo as i64
-        })
-        .collect()
+            // SAFETY: position `p` is written by one thread only.
+            unsafe { *po.get().add(p) = lo as i64 };
+        }
+    });
+    out
 }
 
 /// Sorted unique elements of `v` (NaNs each distinct), plus per-element group ids and counts.
@@ -173,13 +293,7 @@ impl Tensor {
         let rows = Rows::of(self.dims(), d);
         let x = self.contiguous()?;
         dispatch_all!(self.dtype(), T => x.with_slice::<T, _>(|s| {
-            two_outputs::<T>(self.shape(), |v, i| {
-                if descending {
-                    row_kernel(s, &rows, rows.size, v, i, |b| b.sort_unstable_by(desc));
-                } else {
-                    row_kernel(s, &rows, rows.size, v, i, |b| b.sort_unstable_by(asc));
-                }
-            })
+            two_outputs::<T>(self.shape(), |v, i| select_rows(s, &rows, rows.size, descending, true, v, i))
         }))
     }
 
@@ -237,18 +351,7 @@ impl Tensor {
         shape.0[d] = k;
         let x = self.contiguous()?;
         dispatch_all!(self.dtype(), T => x.with_slice::<T, _>(|s| {
-            two_outputs::<T>(&shape, |v, i| {
-                let cmp: fn(&(T, i64), &(T, i64)) -> Ordering = if largest { desc } else { asc };
-                row_kernel(s, &rows, k, v, i, |b| {
-                    if k == 0 {
-                        return;
-                    }
-                    if k < b.len() {
-                        b.select_nth_unstable_by(k - 1, cmp);
-                    }
-                    b[..k].sort_unstable_by(cmp);
-                });
-            })
+            two_outputs::<T>(&shape, |v, i| select_rows(s, &rows, k, largest, false, v, i))
         }))
     }
 
@@ -285,10 +388,17 @@ impl Tensor {
         let x = self.contiguous()?;
         let (v, i) = dispatch_all!(self.dtype(), T => x.with_slice::<T, _>(|s| {
             two_outputs::<T>(&shape, |v, i| {
-                row_kernel(s, &rows, 1, v, i, |b| {
-                    b.select_nth_unstable_by(k - 1, asc);
-                    b[0] = b[k - 1];
-                });
+                if packs(T::DTYPE, rows.size) {
+                    row_kernel_keys(s, &rows, 1, false, v, i, |b| {
+                        b.select_nth_unstable(k - 1);
+                        b[0] = b[k - 1];
+                    });
+                } else {
+                    row_kernel(s, &rows, 1, v, i, |b| {
+                        b.select_nth_unstable_by(k - 1, asc);
+                        b[0] = b[k - 1];
+                    });
+                }
             })
         }))?;
         if keepdim {
@@ -350,7 +460,7 @@ impl Tensor {
         }
         let d = wrap_dim(dim, self.rank())?;
         let size = self.dims()[d];
-        let row = if size == 0 { 0 } else { self.numel() / size };
+        let row = self.numel().checked_div(size).unwrap_or(0);
         let mut perm: Vec<isize> = vec![d as isize];
         perm.extend((0..self.rank()).filter(|&k| k != d).map(|k| k as isize));
         let x = self.permute(&perm)?.contiguous()?;
