@@ -9,11 +9,27 @@ type Workload = fn(&Args) -> Map<String, Value>;
 
 /// Every workload Pyrite implements so far, in the reference's order.
 pub fn all() -> Vec<(&'static str, Workload)> {
-    vec![("elementwise", elementwise), ("overhead", overhead)]
+    vec![("matmul", matmul), ("elementwise", elementwise), ("overhead", overhead)]
 }
 
 fn randn(shape: &[usize]) -> Tensor {
     Tensor::randn(shape, DType::F32).expect("input")
+}
+
+fn matmul(args: &Args) -> Map<String, Value> {
+    pyrite::manual_seed(0);
+    let mut res = Map::new();
+    for n in [256usize, 512, 1024, 2048] {
+        let a = randn(&[n, n]);
+        let b = randn(&[n, n]);
+        let (t, times) = timeit(args, 3, None, || drop(std::hint::black_box(a.matmul(&b).unwrap())));
+        let flop = 2.0 * (n as f64).powi(3);
+        res.insert(format!("n{n}_gflops"), json!(round(flop / t / 1e9, 2)));
+        res.insert(format!("n{n}_gflops_best"), json!(round(flop / min(&times) / 1e9, 2)));
+        res.insert(format!("n{n}_ms"), json!(round(t * 1e3, 4)));
+        res.insert(format!("n{n}_spread"), json!(spread(&times)));
+    }
+    res
 }
 
 fn elementwise(args: &Args) -> Map<String, Value> {
@@ -48,6 +64,12 @@ fn elementwise(args: &Args) -> Map<String, Value> {
         res.insert(format!("{name}_out_gbs_best"), json!(round(nbytes / min(&times2) / 1e9, 2)));
         res.insert(format!("{name}_out_ms"), json!(round(t2 * 1e3, 3)));
     }
+    drop((a, b, c));
+    let x = randn(&[4096, 1024]);
+    let (t, times) = timeit(args, 3, None, || drop(std::hint::black_box(x.softmax(-1).unwrap())));
+    res.insert("softmax_4096x1024_ms".into(), json!(round(t * 1e3, 3)));
+    res.insert("softmax_4096x1024_ms_best".into(), json!(round(min(&times) * 1e3, 3)));
+    res.insert("softmax_4096x1024_gbs".into(), json!(round(2.0 * x.numel() as f64 * fb / t / 1e9, 2)));
     res.insert(
         "note".into(),
         json!("gbs counts bytes read+written; plain = allocates result, _out = into preallocated tensor"),

@@ -107,7 +107,9 @@ fn assert_close(got: &[f32], want: &[f64], tol: f64) {
 
 #[test]
 fn large_products_match_a_naive_reference() {
-    for &(m, k, n) in &[(129, 257, 65), (300, 40, 300), (1, 500, 300), (300, 500, 1), (64, 64, 64)] {
+    for &(m, k, n) in
+        &[(129, 257, 65), (300, 40, 300), (1, 500, 300), (300, 500, 1), (64, 64, 64), (80, 1100, 530)]
+    {
         let a = rand(&[m, k], 1);
         let b = rand(&[k, n], 2);
         let want = naive(&a.to_vec::<f32>().unwrap(), &b.to_vec::<f32>().unwrap(), m, k, n);
@@ -115,8 +117,6 @@ fn large_products_match_a_naive_reference() {
         assert_eq!(got.dims(), &[m, n]);
         assert_close(&got.to_vec::<f32>().unwrap(), &want, 1e-4);
         // The same product with both operands transposed in memory (no copies).
-        let at = rand(&[k, m], 1).t().unwrap().contiguous().unwrap().t().unwrap();
-        let _ = at;
         let a_t = a.t().unwrap().contiguous().unwrap().t().unwrap();
         let b_t = b.t().unwrap().contiguous().unwrap().t().unwrap();
         assert!(!a_t.is_contiguous() || m == 1 || k == 1);
@@ -134,15 +134,23 @@ fn results_do_not_depend_on_the_thread_count() {
         .unwrap();
     let ib =
         Tensor::from_vec((0..90 * 100).map(|i| (i % 13) as i64 - 6).collect::<Vec<_>>(), [90, 100]).unwrap();
+    // Large enough to be split into column panels (and depth steps: k > 512), written into a
+    // row-major and a column-major output.
+    let pa = rand(&[70, 600], 11);
+    let pb = rand(&[600, 300], 12);
     let before = pyrite_core::get_num_threads();
     let mut runs = Vec::new();
     for threads in [1, 2, 3] {
         pyrite_core::set_num_threads(threads);
+        let col_major = Tensor::zeros([300, 70], DType::F32).unwrap().t().unwrap();
+        pa.matmul_out(&pb, &col_major).unwrap();
         runs.push((
             a.matmul(&b).unwrap().to_vec::<f32>().unwrap(),
             batch_a.matmul(&batch_b).unwrap().to_vec::<f32>().unwrap(),
             ia.matmul(&ib).unwrap().to_vec::<i64>().unwrap(),
             einsum("bij,bjk->bik", &[&batch_a, &batch_b]).unwrap().to_vec::<f32>().unwrap(),
+            pa.matmul(&pb).unwrap().to_vec::<f32>().unwrap(),
+            col_major.to_vec::<f32>().unwrap(),
         ));
     }
     pyrite_core::set_num_threads(before);
@@ -151,9 +159,14 @@ fn results_do_not_depend_on_the_thread_count() {
         assert!(r.1 == runs[0].1, "batched product differs between thread counts");
         assert!(r.2 == runs[0].2, "integer product differs between thread counts");
         assert!(r.3 == runs[0].3, "einsum differs between thread counts");
+        assert!(r.4 == runs[0].4, "paneled product differs between thread counts");
+        assert!(r.5 == runs[0].5, "paneled product into a column-major output differs between thread counts");
     }
     let want = naive(&a.to_vec::<f32>().unwrap(), &b.to_vec::<f32>().unwrap(), 200, 150, 220);
     assert_close(&runs[0].0, &want, 1e-4);
+    let want = naive(&pa.to_vec::<f32>().unwrap(), &pb.to_vec::<f32>().unwrap(), 70, 600, 300);
+    assert_close(&runs[0].4, &want, 1e-4);
+    assert_close(&runs[0].5, &want, 1e-4);
 }
 
 #[test]

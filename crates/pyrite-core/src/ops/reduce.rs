@@ -6,11 +6,12 @@
 //! `(outer, k, inner)` block, where output element `(o, i)` reduces the `k` elements
 //! `x[o, 0..k, i]`: a contiguous input whose reduced dims are adjacent is used in place, any
 //! other input is permuted so the reduced dims come last and copied once. Rows (`inner == 1`)
-//! are reduced with 32 independent accumulators (vectorisable) combined pairwise, so f32 sums
-//! stay accurate; columns (`inner > 1`) are accumulated across the row, blocked pairwise over
-//! `k`. Work is split by output elements (and, for very long rows, by fixed-size blocks whose
-//! partial results are combined in a fixed order), so results never depend on the number of
-//! threads.
+//! are reduced with 32 independent accumulators (vectorisable) in leaves of 1024 elements
+//! whose results are combined pairwise, so f32 sums stay accurate; columns (`inner > 1`) are
+//! accumulated a whole row segment at a time, in runs of 64 rows combined pairwise. Work is
+//! split by output elements (and, for very long rows, by fixed-size blocks whose partial
+//! results are combined in a fixed order), so results never depend on the number of threads.
+//! The kernels run inside [`simd`], which compiles them for AVX-512 and AVX2 as well.
 
 use super::SendPtr;
 use crate::alloc::CpuBuffer;
@@ -445,13 +446,22 @@ impl Plan {
 
 /// Accumulators per row: independent, so the loop vectorises and errors stay small.
 const LANES: usize = 32;
-/// Rows longer than this are split in halves (pairwise summation).
-const BASE: usize = 16 * LANES;
+/// Rows are folded in leaves of this many elements, combined pairwise.
+const BASE: usize = 32 * LANES;
 /// Rows longer than this are reduced as fixed blocks, in parallel, then combined.
 const BLOCK: usize = 1 << 15;
 /// Most columns handled together by the column kernel (its accumulators stay in L1).
 pub(crate) const CW: usize = 2048;
-/// Column runs longer than this are split in halves.
+
+/// How many of the `inner` lines of each of `outer` blocks to walk side by side in line-wise
+/// kernels (scans, softmax over a middle dim): at most [`CW`], and narrower when there are
+/// few blocks, so that threads get several pieces. Lines are independent, so the width never
+/// changes results.
+pub(crate) fn line_width(outer: usize, inner: usize) -> usize {
+    let w = if outer >= 8 { inner } else { inner.div_ceil(8 / outer.max(1)).next_multiple_of(16) };
+    w.clamp(1, CW).min(inner.max(1))
+}
+/// Columns are folded in runs of this many rows, combined pairwise.
 const COLBASE: usize = 64;
 
 /// A reduction as a monoid: `init` is the identity, `step` folds in one element, `merge`

@@ -6,7 +6,7 @@
 //! number of threads. Accumulation follows PyTorch: integers and bool in int64, f16 and bf16
 //! in f32, f32 and f64 in f64.
 
-use super::reduce::{dispatch_int, grain_for, simd, Bounded, Real, CW};
+use super::reduce::{dispatch_int, grain_for, line_width, simd, Bounded, Real};
 use super::SendPtr;
 use crate::alloc::CpuBuffer;
 use crate::shape::wrap_dim;
@@ -32,7 +32,7 @@ fn scan_layout(x: &Tensor, dim: isize) -> Result<(Tensor, usize, usize, usize)> 
 /// Walks every line of a contiguous `(outer, k, inner)` block in order: `acc = step(acc, x,
 /// j)` for the `j`-th element of each line. `emit(start, accs)` receives the accumulators of
 /// consecutive output elements `start..start + accs.len()` (up to 8 whole rows when
-/// `inner == 1`, else up to [`CW`] lines at one position `j`).
+/// `inner == 1`, else a group of lines at one position `j`).
 fn scan_drive<T: Element, A: Copy + Send + Sync>(
     src: &[T],
     (outer, k, inner): (usize, usize, usize),
@@ -82,15 +82,16 @@ fn scan_drive<T: Element, A: Copy + Send + Sync>(
         });
         return;
     }
-    let nch = inner.div_ceil(CW);
-    parallel_for(outer * nch, grain_for(k * CW.min(inner)), |a, b| {
+    let cw = line_width(outer, inner);
+    let nch = inner.div_ceil(cw);
+    parallel_for(outer * nch, grain_for(k * cw), |a, b| {
         simd(
             #[inline(always)]
             || {
-                let mut acc = vec![init; CW.min(inner)];
+                let mut acc = vec![init; cw];
                 for item in a..b {
-                    let (o, i0) = (item / nch, (item % nch) * CW);
-                    let n = CW.min(inner - i0);
+                    let (o, i0) = (item / nch, (item % nch) * cw);
+                    let n = cw.min(inner - i0);
                     let acc = &mut acc[..n];
                     acc.fill(init);
                     for j in 0..k {

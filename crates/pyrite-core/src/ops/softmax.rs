@@ -3,51 +3,106 @@
 //!
 //! The common case, f32 along the last dim of a contiguous tensor, runs a fused row kernel
 //! (max, exp and sum, scale) compiled for AVX-512, AVX2+FMA and baseline x86-64 and picked at
-//! run time like the kernels in `simd.rs`; rows are split across threads. Every path runs the
-//! same operations in the same order, so results do not depend on the CPU or thread count.
+//! run time like the kernels in `simd.rs`, with an FMA-based `exp` for non-positive inputs
+//! ([`exp_nonpos`]); rows are split across threads. Every path runs the same operations in the
+//! same order, so results do not depend on the CPU or thread count.
 
-use super::reduce::{grain_for, simd, FloatAcc, Real, CW};
+use super::reduce::{grain_for, line_width, simd, FloatAcc, Real};
 use super::SendPtr;
 use crate::alloc::CpuBuffer;
 use crate::shape::wrap_dim;
-use crate::simd::expf;
 use crate::threads::parallel_for;
 use crate::{bail, dispatch_float, DType, Result, Tensor};
 
 /// Lanes of the f32 row kernel's accumulators.
 const L: usize = 16;
 
-/// Softmax (or log-softmax) of `rows` rows of `k` f32 each, `src` to `dst`.
+/// `exp(d)` for `d <= 0` (softmax, after subtracting the row maximum): Cody-Waite range
+/// reduction and Cephes' degree-6 polynomial evaluated with fused multiply-adds, about 1 ulp.
+/// `mul_add` is exact, so every CPU computes the same bits: one instruction where the kernel
+/// is compiled with FMA, libm's correctly rounded `fmaf` otherwise. NaN gives NaN; results
+/// below the smallest normal f32 (`d < -87`) flush to 0, so `-inf` gives exactly 0.
+#[inline(always)]
+pub(crate) fn exp_nonpos(d: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    const C1: f32 = 0.693_359_4;
+    const C2: f32 = -2.121_944_4e-4;
+    const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer
+    const LO: f32 = -87.0;
+    let small = d < LO;
+    let dc = if small { LO } else { d };
+    let t = dc.mul_add(LOG2E, MAGIC);
+    let fx = t - MAGIC;
+    let n = (t.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
+    let r = fx.mul_add(-C1, dc);
+    let r = fx.mul_add(-C2, r);
+    let mut p = 1.987_569_1e-4f32;
+    p = p.mul_add(r, 1.398_199_9e-3);
+    p = p.mul_add(r, 8.333_452e-3);
+    p = p.mul_add(r, 4.166_579_6e-2);
+    p = p.mul_add(r, 1.666_666_5e-1);
+    p = p.mul_add(r, 5.000_000_1e-1);
+    let y = p.mul_add(r * r, r) + 1.0;
+    let scale = f32::from_bits((n.wrapping_add(127) as u32) << 23);
+    if small {
+        0.0
+    } else {
+        y * scale
+    }
+}
+
+/// The maximum of the lanes (not NaN-aware: a NaN reaches the result through `exp`).
+#[inline(never)]
+fn lanes_max(m: &[f32; 4 * L]) -> f32 {
+    m.iter().fold(f32::NEG_INFINITY, |a, &v| if v > a { v } else { a })
+}
+
+/// The sum of the lanes, combined pairwise.
+#[inline(never)]
+fn lanes_sum(mut s: [f32; 2 * L]) -> f32 {
+    let mut w = 2 * L;
+    while w > 1 {
+        w /= 2;
+        for l in 0..w {
+            s[l] += s[l + w];
+        }
+    }
+    s[0]
+}
+
+/// Softmax (or log-softmax) of `rows` rows of `k` f32 each, `src` to `dst`. Several
+/// independent accumulators per pass keep the vector units busy; the lane combinations
+/// stay out of line (see `Fold::combine_lanes`).
 #[inline(always)]
 unsafe fn rows_f32_body(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool) {
     for r in 0..rows {
         // SAFETY: the caller passes `rows * k` valid elements behind both pointers.
         let x = std::slice::from_raw_parts(src.add(r * k), k);
         let y = std::slice::from_raw_parts_mut(dst.add(r * k), k);
-        let mut mx = [f32::NEG_INFINITY; L];
-        let mut xc = x.chunks_exact(L);
+        let mut mx = [f32::NEG_INFINITY; 4 * L];
+        let mut xc = x.chunks_exact(4 * L);
         for c in &mut xc {
-            for l in 0..L {
+            for l in 0..4 * L {
                 mx[l] = if c[l] > mx[l] { c[l] } else { mx[l] };
             }
         }
-        let mut m = f32::NEG_INFINITY;
-        for &v in mx.iter().chain(xc.remainder()) {
+        let mut m = lanes_max(&mx);
+        for &v in xc.remainder() {
             m = if v > m { v } else { m };
         }
         // A NaN in the row is skipped by the max but propagates through exp and the sum.
-        let mut s = [0f32; L];
-        let body = k - k % L;
+        let mut s = [0f32; 2 * L];
+        let body = k - k % (2 * L);
         if log {
-            for c in x[..body].chunks_exact(L) {
-                for l in 0..L {
-                    s[l] += expf(c[l] - m);
+            for c in x[..body].chunks_exact(2 * L) {
+                for l in 0..2 * L {
+                    s[l] += exp_nonpos(c[l] - m);
                 }
             }
         } else {
-            for (yo, xi) in y[..body].chunks_exact_mut(L).zip(x[..body].chunks_exact(L)) {
-                for l in 0..L {
-                    let e = expf(xi[l] - m);
+            for (yo, xi) in y[..body].chunks_exact_mut(2 * L).zip(x[..body].chunks_exact(2 * L)) {
+                for l in 0..2 * L {
+                    let e = exp_nonpos(xi[l] - m);
                     yo[l] = e;
                     s[l] += e;
                 }
@@ -55,20 +110,13 @@ unsafe fn rows_f32_body(src: *const f32, dst: *mut f32, rows: usize, k: usize, l
         }
         let mut tail = 0f32;
         for j in body..k {
-            let e = expf(x[j] - m);
+            let e = exp_nonpos(x[j] - m);
             if !log {
                 y[j] = e;
             }
             tail += e;
         }
-        let mut w = L;
-        while w > 1 {
-            w /= 2;
-            for l in 0..w {
-                s[l] += s[l + w];
-            }
-        }
-        let sum = s[0] + tail;
+        let sum = lanes_sum(s) + tail;
         if log {
             let ls = sum.ln();
             for (yo, &xi) in y.iter_mut().zip(x) {
@@ -84,7 +132,7 @@ unsafe fn rows_f32_body(src: *const f32, dst: *mut f32, rows: usize, k: usize, l
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,fma")]
 unsafe fn rows_f32_avx512(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool) {
     rows_f32_body(src, dst, rows, k, log)
 }
@@ -102,7 +150,7 @@ unsafe fn rows_f32_avx2(src: *const f32, dst: *mut f32, rows: usize, k: usize, l
 unsafe fn rows_f32(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") {
+        if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("fma") {
             return rows_f32_avx512(src, dst, rows, k, log);
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
@@ -123,7 +171,10 @@ fn softmax_generic<T: FloatAcc>(
     let mut buf = CpuBuffer::new(n * std::mem::size_of::<T>())?;
     let p = SendPtr(buf.as_mut_slice::<T>().as_mut_ptr());
     // SAFETY: callers take disjoint ranges of the output, within its `n` elements.
-    let out = |start: usize, len: usize| unsafe { std::slice::from_raw_parts_mut((&p).0.add(start), len) };
+    let out = |start: usize, len: usize| {
+        let p = &p;
+        unsafe { std::slice::from_raw_parts_mut(p.0.add(start), len) }
+    };
     x.with_slice::<T, _>(|src| {
         if inner == 1 {
             parallel_for(outer, grain_for(4 * k), |a, b| {
@@ -161,17 +212,18 @@ fn softmax_generic<T: FloatAcc>(
             });
             return;
         }
-        // Softmax over a middle dim: up to CW lines side by side, three passes over k.
-        let nch = inner.div_ceil(CW);
-        parallel_for(outer * nch, grain_for(3 * k * CW.min(inner)), |a, b| {
+        // Softmax over a middle dim: groups of lines side by side, three passes over k.
+        let cw = line_width(outer, inner);
+        let nch = inner.div_ceil(cw);
+        parallel_for(outer * nch, grain_for(3 * k * cw), |a, b| {
             simd(
                 #[inline(always)]
                 || {
-                    let w = CW.min(inner);
+                    let w = cw;
                     let (mut m, mut s) = (vec![T::R::NEG_INF; w], vec![T::R::ZERO; w]);
                     for item in a..b {
-                        let (o, i0) = (item / nch, (item % nch) * CW);
-                        let nl = CW.min(inner - i0);
+                        let (o, i0) = (item / nch, (item % nch) * cw);
+                        let nl = cw.min(inner - i0);
                         let (m, s) = (&mut m[..nl], &mut s[..nl]);
                         let at = |j: usize| (o * k + j) * inner + i0;
                         m.fill(T::R::NEG_INF);
