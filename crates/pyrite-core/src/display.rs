@@ -341,6 +341,11 @@ impl Tensor {
             let fmt = Formatter::new(&values, &opts);
             Printer { values: &values, plans: &plans, fmt, opts }.tensor_str(0, 0, indent)
         };
+        match self.grad_fn() {
+            Some(f) => suffixes.push(format!("grad_fn=<{}>", f.name())),
+            None if self.requires_grad() => suffixes.push("requires_grad=True".to_string()),
+            None => {}
+        }
         add_suffixes(format!("{prefix}{body}"), &suffixes, indent, opts.linewidth)
     }
 }

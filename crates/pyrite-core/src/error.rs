@@ -23,6 +23,9 @@ pub enum ErrorKind {
     Io,
     /// Not implemented for this device or dtype yet.
     NotImplemented,
+    /// Autograd misuse: a second backward through a freed graph, a saved tensor modified in
+    /// place, an in-place op on a leaf that requires grad, ...
+    Autograd,
 }
 
 /// Pyrite's error: a kind and a message as clear as PyTorch's.

@@ -794,6 +794,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn uniform_(&self, from: f64, to: f64, gen: Option<&Generator>) -> Result<&Tensor> {
+        crate::autograd::record::inplace_unsupported(self, &[], "uniform_")?;
         let d = check_uniform("uniform_", from, to, self.dtype())?;
         fill_tensor(self, d, gen)?;
         Ok(self)
@@ -802,6 +803,7 @@ impl Tensor {
     /// Fills this tensor in place with normal samples (`t.normal_(mean, std, generator=gen)`);
     /// floating dtypes only.
     pub fn normal_(&self, mean: f64, std: f64, gen: Option<&Generator>) -> Result<&Tensor> {
+        crate::autograd::record::inplace_unsupported(self, &[], "normal_")?;
         let d = check_normal("normal_", mean, std, self.dtype())?;
         fill_tensor(self, d, gen)?;
         Ok(self)
@@ -810,6 +812,7 @@ impl Tensor {
     /// Fills this tensor in place with 1 (true) with probability `p`, else 0 (false)
     /// (`t.bernoulli_(p, generator=gen)`); any dtype.
     pub fn bernoulli_(&self, p: f64, gen: Option<&Generator>) -> Result<&Tensor> {
+        crate::autograd::record::inplace_unsupported(self, &[], "bernoulli_")?;
         let d = check_p("bernoulli_", p)?;
         fill_tensor(self, d, gen)?;
         Ok(self)
@@ -819,6 +822,7 @@ impl Tensor {
     /// when `to` is None, where `max` is the dtype's largest value (`2^digits` for floats, as
     /// PyTorch's `t.random_(from, to)`). `t.random_()` is `random_(0, None, None)`.
     pub fn random_(&self, from: i64, to: Option<i64>, gen: Option<&Generator>) -> Result<&Tensor> {
+        crate::autograd::record::inplace_unsupported(self, &[], "random_")?;
         let d = match to {
             Some(to) => check_randint("random_", from, to, self.dtype())?,
             None => check_int_range("random_", from as i128, int_bounds(self.dtype()).1, self.dtype())?,

@@ -1,12 +1,12 @@
 //! The [`Tensor`] type: a cheap handle to shared, strided storage with a runtime dtype and device.
 
 use crate::alloc::CpuBuffer;
-use crate::autograd::AutogradMeta;
+use crate::autograd::AutogradSlot;
 use crate::layout::Layout;
 use crate::shape::Shape;
 use crate::storage::{Storage, StorageCell};
 use crate::{bail, DType, Device, Element, Result};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// An n-dimensional array with a runtime dtype and device, like `torch.Tensor`.
 ///
@@ -30,8 +30,7 @@ pub(crate) struct TensorImpl {
     pub(crate) device: Device,
     /// requires_grad, grad and grad_fn live here (see `autograd`); the version counter is the
     /// storage's, shared by all views as in PyTorch.
-    #[allow(dead_code)]
-    pub(crate) autograd: Mutex<Option<Box<AutogradMeta>>>,
+    pub(crate) autograd: AutogradSlot,
 }
 
 impl Tensor {
@@ -41,7 +40,7 @@ impl Tensor {
         dtype: DType,
         device: Device,
     ) -> Tensor {
-        Tensor(Arc::new(TensorImpl { storage, layout, dtype, device, autograd: Mutex::new(None) }))
+        Tensor(Arc::new(TensorImpl { storage, layout, dtype, device, autograd: AutogradSlot::new() }))
     }
 
     /// A new contiguous tensor owning `buf`, which the caller has fully written.

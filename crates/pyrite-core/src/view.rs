@@ -2,6 +2,7 @@
 //! transpose, expand, narrow, slice, select, flatten, unflatten, unfold, diagonal) and the
 //! `t[1:, ..., None]`-style indexing helper [`Tensor::index`].
 
+use crate::autograd::record::{needs_grad, paused, record1};
 use crate::layout::Layout;
 use crate::shape::{wrap_dim, wrap_dims, DimVec, Shape};
 use crate::{bail, Result, Tensor};
@@ -196,7 +197,10 @@ impl Tensor {
     pub fn view(&self, shape: impl Into<ViewShape>) -> Result<Tensor> {
         let shape = shape.into().infer(self.numel(), "view")?;
         match self.layout().view_strides(shape.dims()) {
-            Some(strides) => Ok(self.with_layout(Layout { shape, strides, offset: self.storage_offset() })),
+            Some(strides) => {
+                let out = self.with_layout(Layout { shape, strides, offset: self.storage_offset() });
+                Ok(self.view_ad("ViewBackward0", out, reshape_back(self)))
+            }
             None => bail!(
                 Shape,
                 "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead."
@@ -208,19 +212,23 @@ impl Tensor {
     pub fn reshape(&self, shape: impl Into<ViewShape>) -> Result<Tensor> {
         let shape = shape.into().infer(self.numel(), "reshape")?;
         match self.layout().view_strides(shape.dims()) {
-            Some(strides) => Ok(self.with_layout(Layout { shape, strides, offset: self.storage_offset() })),
-            None => Ok(self.deep_clone()?.with_layout(Layout::contiguous(shape))),
+            Some(strides) => {
+                let out = self.with_layout(Layout { shape, strides, offset: self.storage_offset() });
+                Ok(self.view_ad("ViewBackward0", out, reshape_back(self)))
+            }
+            None => self.deep_clone()?.view(shape.dims()),
         }
     }
 
     /// Removes every size-1 dim (`t.squeeze()`).
     pub fn squeeze(&self) -> Result<Tensor> {
         let keep: Vec<usize> = (0..self.rank()).filter(|&d| self.dims()[d] != 1).collect();
-        Ok(self.with_layout(Layout {
+        let out = self.with_layout(Layout {
             shape: Shape(keep.iter().map(|&d| self.dims()[d]).collect()),
             strides: keep.iter().map(|&d| self.stride()[d]).collect(),
             offset: self.storage_offset(),
-        }))
+        });
+        Ok(self.view_ad("SqueezeBackward0", out, reshape_back(self)))
     }
 
     /// Removes `dim` if it has size 1 (`t.squeeze(dim)`); otherwise returns the same view.
@@ -233,17 +241,19 @@ impl Tensor {
         let ds = wrap_dims(dims, self.rank(), "squeeze")?;
         let keep: Vec<usize> =
             (0..self.rank()).filter(|d| !(ds.contains(d) && self.dims()[*d] == 1)).collect();
-        Ok(self.with_layout(Layout {
+        let out = self.with_layout(Layout {
             shape: Shape(keep.iter().map(|&d| self.dims()[d]).collect()),
             strides: keep.iter().map(|&d| self.stride()[d]).collect(),
             offset: self.storage_offset(),
-        }))
+        });
+        Ok(self.view_ad("SqueezeBackward1", out, reshape_back(self)))
     }
 
     /// Inserts a size-1 dim at `dim` (`t.unsqueeze(dim)`, `-1` appends).
     pub fn unsqueeze(&self, dim: isize) -> Result<Tensor> {
         let d = wrap_dim(dim, self.rank() + 1)?;
-        Ok(self.with_layout(self.layout().unsqueeze(d)))
+        let out = self.with_layout(self.layout().unsqueeze(d));
+        Ok(self.view_ad("UnsqueezeBackward0", out, reshape_back(self)))
     }
 
     /// Reorders dims (`t.permute(dims)`).
@@ -257,7 +267,12 @@ impl Tensor {
             );
         }
         let ds = wrap_dims(dims, self.rank(), "permute")?;
-        Ok(self.with_layout(self.layout().permute(&ds)))
+        let out = self.with_layout(self.layout().permute(&ds));
+        let mut inverse = vec![0isize; ds.len()];
+        for (i, &d) in ds.iter().enumerate() {
+            inverse[d] = i as isize;
+        }
+        Ok(self.view_ad("PermuteBackward0", out, move |g| g.permute(&inverse)))
     }
 
     /// Swaps two dims (`t.transpose(d0, d1)`).
@@ -267,7 +282,8 @@ impl Tensor {
         if self.rank() == 0 {
             return Ok(self.clone());
         }
-        Ok(self.with_layout(self.layout().transpose(a, b)))
+        let out = self.with_layout(self.layout().transpose(a, b));
+        Ok(self.view_ad("TransposeBackward0", out, move |g| g.transpose(a as isize, b as isize)))
     }
 
     /// `t.t()`: transposes a 2-d tensor; 0-d and 1-d tensors are returned as is.
@@ -297,12 +313,16 @@ impl Tensor {
                 target.push(d as usize);
             }
         }
-        Ok(self.with_layout(self.layout().expand(&target, "expand")?))
+        let out = self.with_layout(self.layout().expand(&target, "expand")?);
+        let shape = self.shape().clone();
+        Ok(self.view_ad("ExpandBackward0", out, move |g| g.sum_to_size(shape.clone())))
     }
 
     /// Broadcasts to `shape` (`torch.broadcast_to`).
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
-        Ok(self.with_layout(self.layout().expand(shape, "broadcast_to")?))
+        let out = self.with_layout(self.layout().expand(shape, "broadcast_to")?);
+        let shape = self.shape().clone();
+        Ok(self.view_ad("ExpandBackward0", out, move |g| g.sum_to_size(shape.clone())))
     }
 
     /// `t.expand_as(other)`.
@@ -328,7 +348,9 @@ impl Tensor {
         if s as usize + len > size {
             bail!(Index, "start ({start}) + length ({len}) exceeds dimension size ({size}).");
         }
-        Ok(self.with_layout(self.layout().narrow(d, s as usize, len)))
+        let out = self.with_layout(self.layout().narrow(d, s as usize, len));
+        let s = s as isize;
+        Ok(self.scatter_view_ad("SliceBackward0", out, move |t| t.narrow(d as isize, s, len)))
     }
 
     /// `t[start:end:step]` along `dim` with Python's clamping; `step` must be positive.
@@ -340,7 +362,9 @@ impl Tensor {
         let size = self.dims()[d];
         let s = start.map_or(0, |b| clamp_bound(b, size));
         let e = end.map_or(size, |b| clamp_bound(b, size)).max(s);
-        Ok(self.with_layout(self.layout().slice(d, s, e, step as usize)))
+        let out = self.with_layout(self.layout().slice(d, s, e, step as usize));
+        let (s, e) = (s as isize, e as isize);
+        Ok(self.scatter_view_ad("SliceBackward0", out, move |t| t.slice(d as isize, Some(s), Some(e), step)))
     }
 
     /// Fixes `dim` at `index` and removes it (`t.select(dim, index)`, `t[..., index]`).
@@ -354,7 +378,8 @@ impl Tensor {
             bail!(Index, "index {index} is out of bounds for dimension {d} with size {size}");
         }
         let i = if index < 0 { index + size } else { index } as usize;
-        Ok(self.with_layout(self.layout().select(d, i)))
+        let out = self.with_layout(self.layout().select(d, i));
+        Ok(self.scatter_view_ad("SelectBackward0", out, move |t| t.select(d as isize, i as isize)))
     }
 
     /// Merges dims `start..=end` into one (`t.flatten(start_dim, end_dim)`); a view when possible.
@@ -393,6 +418,9 @@ impl Tensor {
         if step == 0 {
             bail!(Value, "step is {step} but must be > 0");
         }
+        if crate::autograd::record::needs_grad(&[self]) {
+            bail!(NotImplemented, "unfold: the derivative is not implemented yet");
+        }
         Ok(self.with_layout(self.layout().unfold(d, size, step)))
     }
 
@@ -404,7 +432,9 @@ impl Tensor {
         if a == b {
             bail!(Value, "diagonal dimensions cannot be identical {d1}, {d2}");
         }
-        Ok(self.with_layout(self.layout().diagonal(offset, a, b)))
+        let out = self.with_layout(self.layout().diagonal(offset, a, b));
+        Ok(self
+            .scatter_view_ad("DiagonalBackward0", out, move |t| t.diagonal(offset, a as isize, b as isize)))
     }
 
     /// PyTorch-style basic indexing: `t.index(&idx![1.., .., None])` is `t[1:, :, None]`.
@@ -437,4 +467,62 @@ impl Tensor {
         }
         Ok(t)
     }
+}
+
+/// The gradient of a view that only regroups elements: reshaped back to the input's shape.
+fn reshape_back(input: &Tensor) -> impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static {
+    let shape = input.shape().clone();
+    move |g| g.reshape(shape.dims())
+}
+
+impl Tensor {
+    /// Records view `out` of `self`; `back` maps the view's gradient to `self`'s.
+    fn view_ad(
+        &self,
+        name: &str,
+        out: Tensor,
+        back: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static,
+    ) -> Tensor {
+        if !needs_grad(&[self]) {
+            return out;
+        }
+        record1(name, &[self], out, &[], move |_, g| Ok(vec![Some(back(&g[0])?)]))
+    }
+
+    /// Records view `out = view(self)` that picks some of `self`'s elements (narrow, slice,
+    /// select, diagonal): the gradient is zeros of `self`'s shape with the view's gradient
+    /// written through the same view.
+    fn scatter_view_ad(
+        &self,
+        name: &str,
+        out: Tensor,
+        view: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static,
+    ) -> Tensor {
+        if !needs_grad(&[self]) {
+            return out;
+        }
+        let shape = self.shape().clone();
+        let view = std::sync::Arc::new(view);
+        record1(name, &[self], out, &[], move |_, g| {
+            Ok(vec![Some(view_scatter(&g[0], &shape, view.clone())?)])
+        })
+    }
+}
+
+type ViewFn = std::sync::Arc<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>;
+
+/// Zeros of `shape` with `src` written into `view(zeros)` (PyTorch's `slice_scatter` family);
+/// differentiable: the gradient of `src` is `view(grad)`.
+fn view_scatter(src: &Tensor, shape: &Shape, view: ViewFn) -> Result<Tensor> {
+    let rec = needs_grad(&[src]);
+    let z = {
+        let _g = paused(rec);
+        let z = Tensor::zeros(shape.clone(), src.dtype())?;
+        view(&z)?.copy_(src)?;
+        z
+    };
+    if !rec {
+        return Ok(z);
+    }
+    Ok(record1("ViewScatterBackward0", &[src], z, &[], move |_, g| Ok(vec![Some(view(&g[0])?)])))
 }

@@ -2,6 +2,7 @@
 //! floor, trunc), remainder, fmod, pow, maximum, minimum, atan2; scalar forms; `out=` forms;
 //! and the `+ - * /` operators.
 
+use super::derivatives::{binary_ad, check_out};
 use super::{map2, Out};
 use crate::dtype::Scalar;
 use crate::shape::broadcast_shapes;
@@ -488,14 +489,15 @@ macro_rules! binary_methods {
         impl Tensor {$(
             #[doc = concat!("`torch.", stringify!($name), "(self, other)`: ", $doc, " with broadcasting and type promotion.")]
             pub fn $name(&self, other: &Tensor) -> Result<Tensor> {
-                binary(self, other, BinaryOp::$op, Out::New)
+                binary_ad(self, other, BinaryOp::$op)
             }
             #[doc = concat!("`torch.", stringify!($name), "(self, scalar)`: ", $doc, " with a Python-style scalar.")]
             pub fn $scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
-                binary(self, &scalar_tensor(other.into(), self.dtype())?, BinaryOp::$op, Out::New)
+                binary_ad(self, &scalar_tensor(other.into(), self.dtype())?, BinaryOp::$op)
             }
             #[doc = concat!("`torch.", stringify!($name), "(self, other, out=out)`: writes into `out`, which must have the broadcast shape.")]
             pub fn $out(&self, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+                check_out(stringify!($name), &[self, other])?;
                 binary(self, other, BinaryOp::$op, Out::Into(out))
             }
         )*}
@@ -532,7 +534,7 @@ impl Tensor {
             RoundingMode::Floor => BinaryOp::FloorDiv,
             RoundingMode::Trunc => BinaryOp::TruncDiv,
         };
-        binary(self, other, op, Out::New)
+        binary_ad(self, other, op)
     }
 
     /// `torch.add(self, other, alpha=alpha)`: `self + alpha * other`.

@@ -2,6 +2,7 @@
 //! `copy_`, `to_device`.
 
 use super::{map1, Out};
+use crate::autograd::record::{inplace_ad, needs_grad, record1};
 use crate::{bail, dispatch_all, DType, Device, Element, Result, Tensor};
 
 /// Converts one element between dtypes the way PyTorch does: through f64 when either side is
@@ -36,7 +37,12 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        convert(self, dtype, Out::New, "to")
+        let y = convert(self, dtype, Out::New, "to")?;
+        if !needs_grad(&[self]) || !dtype.is_floating_point() {
+            return Ok(y);
+        }
+        let from = self.dtype();
+        Ok(record1("ToCopyBackward0", &[self], y, &[], move |_, g| Ok(vec![Some(g[0].to_dtype(from)?)])))
     }
 
     /// This tensor on `device` (`t.to(device)`). Fails with a clear error for CUDA until a CUDA
@@ -57,7 +63,11 @@ impl Tensor {
 
     /// A new tensor with its own copy of the data (PyTorch's `t.clone()`), contiguous.
     pub fn deep_clone(&self) -> Result<Tensor> {
-        convert(self, self.dtype(), Out::New, "clone")
+        let y = convert(self, self.dtype(), Out::New, "clone")?;
+        if !needs_grad(&[self]) {
+            return Ok(y);
+        }
+        Ok(record1("CloneBackward0", &[self], y, &[], |_, g| Ok(vec![Some(g[0].clone())])))
     }
 
     /// Copies `src` into this tensor in place, broadcasting and converting dtype
@@ -75,7 +85,12 @@ impl Tensor {
                 self.shape()
             );
         }
-        convert(src, self.dtype(), Out::Into(self), "copy_")?;
+        inplace_ad(
+            self,
+            &[src],
+            |old| src.to_dtype(old.dtype())?.expand(old.dims()),
+            || convert(src, self.dtype(), Out::Into(self), "copy_").map(drop),
+        )?;
         Ok(self)
     }
 }

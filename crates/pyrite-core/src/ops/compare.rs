@@ -2,6 +2,7 @@
 //! isnan/isinf/isfinite, `where`, isclose/allclose.
 
 use super::{map1, map2, map3, Out};
+use crate::autograd::record::{needs_grad, paused, record1, Save};
 use crate::dtype::Scalar;
 use crate::ops::binary::{result_type, scalar_tensor};
 use crate::shape::broadcast_shapes;
@@ -165,6 +166,22 @@ pub fn where_impl(condition: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> 
     let shape =
         broadcast_shapes(broadcast_shapes(condition.dims(), x.dims(), "where")?.dims(), y.dims(), "where")?;
     let dt = result_type(x, y);
-    let (x, y) = (x.to_dtype(dt)?, y.to_dtype(dt)?);
-    dispatch_all!(dt, T => map3::<bool, T, T, T>(condition, &x, &y, &shape, Out::New, "where", |c, a, b| if c { a } else { b }))
+    let rec = needs_grad(&[x, y]);
+    let out = {
+        let _g = paused(rec);
+        let (x, y) = (x.to_dtype(dt)?, y.to_dtype(dt)?);
+        dispatch_all!(dt, T => map3::<bool, T, T, T>(condition, &x, &y, &shape, Out::New, "where", |c, a, b| if c { a } else { b }))?
+    };
+    if !rec || !dt.is_floating_point() {
+        return Ok(out);
+    }
+    // Each branch gets the gradient where it was chosen.
+    Ok(record1("WhereBackward0", &[x, y], out, &[Save::Input(condition)], |ctx, g| {
+        let (c, g) = (ctx.saved(0)?, &g[0]);
+        let zero = g.zeros_like()?;
+        Ok(vec![
+            ctx.needs_input_grad(0).then(|| g.where_(&c, &zero)).transpose()?,
+            ctx.needs_input_grad(1).then(|| zero.where_(&c, g)).transpose()?,
+        ])
+    }))
 }

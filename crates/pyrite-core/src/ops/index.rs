@@ -10,6 +10,7 @@
 
 use super::binary::Arith;
 use super::GRAIN;
+use crate::autograd::record::{needs_grad, paused, record1, Save};
 use crate::dtype::Scalar;
 use crate::layout::Layout;
 use crate::shape::{broadcast_shapes, wrap_dim, DimVec, Shape};
@@ -400,6 +401,17 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn index_select(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
+        let y = self.index_select_impl(dim, index)?;
+        if !needs_grad(&[self]) {
+            return Ok(y);
+        }
+        let shape = self.shape().clone();
+        Ok(record1("IndexSelectBackward0", &[self], y, &[Save::Input(index)], move |ctx, g| {
+            Ok(vec![Some(index_add_into_zeros(&g[0], dim, &ctx.saved(0)?, &shape)?)])
+        }))
+    }
+
+    fn index_select_impl(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
         let d = wrap_dim(dim, self.rank())?;
         if index.rank() > 1 {
             bail!(Index, "index_select(): Index is supposed to be a vector");
@@ -458,6 +470,17 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn gather(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
+        let y = self.gather_impl(dim, index)?;
+        if !needs_grad(&[self]) {
+            return Ok(y);
+        }
+        let shape = self.shape().clone();
+        Ok(record1("GatherBackward0", &[self], y, &[Save::Input(index)], move |ctx, g| {
+            Ok(vec![Some(scatter_into_zeros(&g[0], dim, &ctx.saved(0)?, &shape)?)])
+        }))
+    }
+
+    fn gather_impl(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
         let d = wrap_dim(dim, self.rank())?;
         let mut idx = read_index(index, "gather", IndexDtypes::I32OrI64)?;
         if index.numel() == 0 {
@@ -731,6 +754,7 @@ impl Tensor {
     /// (`t.scatter_(dim, index, src)`): `self[index[i][j]][j] = src[i][j]` for `dim = 0`.
     /// With repeated indices the last write wins.
     pub fn scatter_(&self, dim: isize, index: &Tensor, src: &Tensor) -> Result<&Tensor> {
+        crate::autograd::record::inplace_unsupported(self, &[index, src], "scatter_")?;
         self.scatter_impl(dim, index, Some(src), None, Reduce::Assign, true, "scatter")?;
         Ok(self)
     }
@@ -738,6 +762,7 @@ impl Tensor {
     /// Writes the scalar `value` in place at the positions `index` gives along `dim`
     /// (`t.scatter_(dim, index, value)`).
     pub fn scatter_value_(&self, dim: isize, index: &Tensor, value: impl Into<Scalar>) -> Result<&Tensor> {
+        crate::autograd::record::inplace_unsupported(self, &[index], "scatter_value_")?;
         self.scatter_impl(dim, index, None, Some(value.into()), Reduce::Assign, true, "scatter")?;
         Ok(self)
     }
@@ -768,6 +793,7 @@ impl Tensor {
     /// Adds `src` into this tensor in place at the positions `index` gives along `dim`;
     /// repeated indices accumulate (`t.scatter_add_(dim, index, src)`).
     pub fn scatter_add_(&self, dim: isize, index: &Tensor, src: &Tensor) -> Result<&Tensor> {
+        crate::autograd::record::inplace_unsupported(self, &[index, src], "scatter_add_")?;
         self.scatter_impl(dim, index, Some(src), None, Reduce::Sum, true, "scatter_add")?;
         Ok(self)
     }
@@ -799,6 +825,7 @@ impl Tensor {
         reduce: &str,
         include_self: bool,
     ) -> Result<&Tensor> {
+        crate::autograd::record::inplace_unsupported(self, &[index, src], "scatter_reduce_")?;
         let r = Reduce::parse(reduce)?;
         self.scatter_impl(dim, index, Some(src), None, r, include_self, "scatter_reduce")?;
         Ok(self)
@@ -955,6 +982,7 @@ impl Tensor {
         source: &Tensor,
         alpha: impl Into<Scalar>,
     ) -> Result<&Tensor> {
+        crate::autograd::record::inplace_unsupported(self, &[index, source], "index_add_")?;
         let (d, idx) =
             self.index_family_check(dim, index, Some(source), IndexDtypes::I32OrI64, false, "index_add_")?;
         let alpha = alpha.into();
@@ -995,6 +1023,7 @@ impl Tensor {
     /// Copies the slices of `source` along `dim` into this tensor in place at the positions in
     /// `index` (int64) (`t.index_copy_(dim, index, source)`).
     pub fn index_copy_(&self, dim: isize, index: &Tensor, source: &Tensor) -> Result<&Tensor> {
+        crate::autograd::record::inplace_unsupported(self, &[index, source], "index_copy_")?;
         let (d, idx) =
             self.index_family_check(dim, index, Some(source), IndexDtypes::I64, false, "index_copy_")?;
         dispatch_all!(self.dtype(), T => self.index_slices::<T>(d, &idx, Some(source), |_, s| s)?);
@@ -1019,6 +1048,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn index_fill_(&self, dim: isize, index: &Tensor, value: impl Into<Scalar>) -> Result<&Tensor> {
+        crate::autograd::record::inplace_unsupported(self, &[index], "index_fill_")?;
         if index.dtype() != DType::I64 {
             bail!(DType, "index_fill_(): Expected dtype int64 for index.");
         }
@@ -1058,6 +1088,7 @@ impl Tensor {
         values: &Tensor,
         accumulate: bool,
     ) -> Result<&Tensor> {
+        crate::autograd::record::inplace_unsupported(self, &[values], "index_put_")?;
         if values.dtype() != self.dtype() {
             bail!(
                 DType,
@@ -1125,6 +1156,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn masked_scatter_(&self, mask: &Tensor, source: &Tensor) -> Result<&Tensor> {
+        crate::autograd::record::inplace_unsupported(self, &[mask, source], "masked_scatter_")?;
         if mask.dtype() != DType::Bool {
             bail!(
                 DType,
@@ -1228,4 +1260,40 @@ fn scatter_apply<T: Arith>(
             }
         }
     }
+}
+
+/// Zeros of `shape` with `src` added at `index` along `dim` (`zeros.scatter_add_(dim, index,
+/// src)`): the gradient of `gather`, differentiable in `src` (its gradient is a gather).
+pub(crate) fn scatter_into_zeros(src: &Tensor, dim: isize, index: &Tensor, shape: &Shape) -> Result<Tensor> {
+    let rec = needs_grad(&[src]);
+    let z = {
+        let _g = paused(rec);
+        let z = Tensor::zeros(shape.clone(), src.dtype())?;
+        z.scatter_add_(dim, index, src)?;
+        z
+    };
+    if !rec {
+        return Ok(z);
+    }
+    Ok(record1("ScatterAddBackward0", &[src], z, &[Save::Input(index)], move |ctx, g| {
+        Ok(vec![Some(g[0].gather(dim, &ctx.saved(0)?)?)])
+    }))
+}
+
+/// Zeros of `shape` with the slices of `src` added at `index` along `dim`: the gradient of
+/// `index_select`, differentiable in `src` (its gradient is an index_select).
+fn index_add_into_zeros(src: &Tensor, dim: isize, index: &Tensor, shape: &Shape) -> Result<Tensor> {
+    let rec = needs_grad(&[src]);
+    let z = {
+        let _g = paused(rec);
+        let z = Tensor::zeros(shape.clone(), src.dtype())?;
+        z.index_add_(dim, index, src, 1)?;
+        z
+    };
+    if !rec {
+        return Ok(z);
+    }
+    Ok(record1("IndexAddBackward0", &[src], z, &[Save::Input(index)], move |ctx, g| {
+        Ok(vec![Some(g[0].index_select(dim, &ctx.saved(0)?)?)])
+    }))
 }

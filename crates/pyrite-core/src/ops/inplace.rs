@@ -2,7 +2,9 @@
 //! tensor's storage, so every view of it sees the change, and bump its version counter.
 
 use super::binary::{binary, scalar_tensor, BinaryOp};
+use super::derivatives::binary_ad;
 use super::{map2, Out};
+use crate::autograd::record::{inplace_ad, needs_grad, paused, record1, Save};
 use crate::dtype::Scalar;
 use crate::shape::broadcast_shapes;
 use crate::{bail, dispatch_all, DType, Element, Result, Tensor};
@@ -12,13 +14,17 @@ macro_rules! inplace_binary {
         impl Tensor {$(
             #[doc = concat!("In-place `", stringify!($op), "`: `other` broadcasts to this tensor's shape and the result must be castable to its dtype.")]
             pub fn $name(&self, other: &Tensor) -> Result<&Tensor> {
-                binary(self, other, BinaryOp::$op, Out::Into(self))?;
+                inplace_ad(
+                    self,
+                    &[other],
+                    |old| binary_ad(old, other, BinaryOp::$op),
+                    || binary(self, other, BinaryOp::$op, Out::Into(self)).map(drop),
+                )?;
                 Ok(self)
             }
             #[doc = concat!("In-place `", stringify!($op), "` with a scalar.")]
             pub fn $scalar(&self, other: impl Into<Scalar>) -> Result<&Tensor> {
-                binary(self, &scalar_tensor(other.into(), self.dtype())?, BinaryOp::$op, Out::Into(self))?;
-                Ok(self)
+                self.$name(&scalar_tensor(other.into(), self.dtype())?)
             }
         )*}
     };
@@ -54,7 +60,12 @@ impl Tensor {
 
     /// In-place clamp (`t.clamp_(min, max)`).
     pub fn clamp_(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<&Tensor> {
-        self.clamp_impl(min, max, Out::Into(self))?;
+        inplace_ad(
+            self,
+            &[],
+            |old| old.clamp(min, max),
+            || self.clamp_impl(min, max, Out::Into(self)).map(drop),
+        )?;
         Ok(self)
     }
 
@@ -86,18 +97,36 @@ impl Tensor {
         if self.dtype().is_integral() && matches!(v, Scalar::Float(f) if f.fract() != 0.0) {
             bail!(DType, "masked_fill_: value cannot be converted to type {} without overflow", self.dtype());
         }
-        dispatch_all!(self.dtype(), T => {
-            let fill = T::from_scalar(v);
-            map2::<T, bool, T>(self, mask, &shape, Out::Into(self), "masked_fill_", move |x, m| if m { fill } else { x })?;
-        });
+        inplace_ad(
+            self,
+            &[],
+            |old| old.masked_fill(mask, v),
+            || {
+                dispatch_all!(self.dtype(), T => {
+                    let fill = T::from_scalar(v);
+                    map2::<T, bool, T>(self, mask, &shape, Out::Into(self), "masked_fill_", move |x, m| if m { fill } else { x })?;
+                });
+                Ok(())
+            },
+        )?;
         Ok(self)
     }
 
     /// `torch.masked_fill`: a copy with elements where `mask` is true set to `value`.
     pub fn masked_fill(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
-        let shape = broadcast_shapes(self.dims(), mask.dims(), "masked_fill")?;
-        let out = self.broadcast_to(shape.dims())?.deep_clone()?;
-        out.masked_fill_(mask, value)?;
-        Ok(out)
+        let rec = needs_grad(&[self]);
+        let out = {
+            let _g = paused(rec);
+            let shape = broadcast_shapes(self.dims(), mask.dims(), "masked_fill")?;
+            let out = self.broadcast_to(shape.dims())?.deep_clone()?;
+            out.masked_fill_(mask, value)?;
+            out
+        };
+        if !rec {
+            return Ok(out);
+        }
+        Ok(record1("MaskedFillBackward0", &[self], out, &[Save::Input(mask)], |ctx, g| {
+            Ok(vec![Some(g[0].masked_fill(&ctx.saved(0)?, 0.0)?)])
+        }))
     }
 }

@@ -6,6 +6,7 @@
 //! `select`); joining and rearranging ops return fresh contiguous tensors.
 
 use super::GRAIN;
+use crate::autograd::record::{needs_grad, paused, record1};
 use crate::layout::Layout;
 use crate::shape::{wrap_dim, wrap_dims, DimVec, Shape};
 use crate::threads::parallel_for;
@@ -132,6 +133,46 @@ impl Tensor {
     /// ```
     pub fn cat<T: AsRef<Tensor>>(tensors: &[T], dim: isize) -> Result<Tensor> {
         let ts: Vec<&Tensor> = tensors.iter().map(|t| t.as_ref()).collect();
+        let rec = needs_grad(&ts);
+        let y = {
+            let _g = paused(rec);
+            Tensor::cat_impl(&ts, dim)?
+        };
+        if !rec {
+            return Ok(y);
+        }
+        // Each input's gradient is its slice of the output's gradient.
+        let skipped = |t: &Tensor| t.rank() == 1 && t.numel() == 0;
+        let r = ts.iter().find(|t| !skipped(t)).map_or(1, |t| t.rank());
+        let d = wrap_dim(dim, r)?;
+        let parts: Vec<(usize, usize, Shape)> = {
+            let mut start = 0;
+            ts.iter()
+                .map(|t| {
+                    let len = if skipped(t) { 0 } else { t.dims()[d] };
+                    start += len;
+                    (start - len, len, t.shape().clone())
+                })
+                .collect()
+        };
+        Ok(record1("CatBackward0", &ts, y, &[], move |ctx, g| {
+            parts
+                .iter()
+                .enumerate()
+                .map(|(i, (start, len, shape))| {
+                    if !ctx.needs_input_grad(i) {
+                        return Ok(None);
+                    }
+                    if shape.dims() == [0] {
+                        return Ok(Some(Tensor::zeros([0], g[0].dtype())?));
+                    }
+                    Ok(Some(g[0].narrow(d as isize, *start as isize, *len)?))
+                })
+                .collect()
+        }))
+    }
+
+    fn cat_impl(ts: &[&Tensor], dim: isize) -> Result<Tensor> {
         if ts.is_empty() {
             bail!(Value, "torch.cat(): expected a non-empty list of Tensors");
         }

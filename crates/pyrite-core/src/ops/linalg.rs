@@ -960,6 +960,8 @@ impl Tensor {
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
         let plan = plan_matmul(self, other)?;
         let r = addbmm_core(&plan.a, &plan.b, None, Scalar::Int(0), Scalar::Int(1), None, "addmm_impl_cpu_")?;
+        let r =
+            product_ad(if plan.a.rank() == 2 { "MmBackward0" } else { "BmmBackward0" }, &plan.a, &plan.b, r);
         if r.dims() == plan.result.as_slice() {
             Ok(r)
         } else {
@@ -999,7 +1001,8 @@ impl Tensor {
     pub fn mm(&self, mat2: &Tensor) -> Result<Tensor> {
         check_mm_shapes(self, mat2, "mm")?;
         check_same_dtype_mm(self, mat2)?;
-        addbmm_core(self, mat2, None, Scalar::Int(0), Scalar::Int(1), None, "addmm_impl_cpu_")
+        let r = addbmm_core(self, mat2, None, Scalar::Int(0), Scalar::Int(1), None, "addmm_impl_cpu_")?;
+        Ok(product_ad("MmBackward0", self, mat2, r))
     }
 
     /// `torch.mm(a, b, out=out)`; returns `out`.
@@ -1024,7 +1027,8 @@ impl Tensor {
     /// ```
     pub fn bmm(&self, mat2: &Tensor) -> Result<Tensor> {
         check_bmm(self, mat2, "bmm")?;
-        addbmm_core(self, mat2, None, Scalar::Int(0), Scalar::Int(1), None, "bmm")
+        let r = addbmm_core(self, mat2, None, Scalar::Int(0), Scalar::Int(1), None, "bmm")?;
+        Ok(product_ad("BmmBackward0", self, mat2, r))
     }
 
     /// `torch.bmm(a, b, out=out)`; returns `out`.
@@ -1089,6 +1093,7 @@ impl Tensor {
         beta: impl Into<Scalar>,
         alpha: impl Into<Scalar>,
     ) -> Result<Tensor> {
+        crate::autograd::record::inplace_unsupported(self, &[mat1, mat2], "addmm_")?;
         self.addmm_out(mat1, mat2, beta, alpha, self)
     }
 
@@ -1210,4 +1215,19 @@ impl Tensor {
     pub fn ger(&self, other: &Tensor) -> Result<Tensor> {
         self.outer(other)
     }
+}
+
+/// Records `r = a @ b` for matrices or equally batched stacks of them:
+/// `grad_a = g @ b^T`, `grad_b = a^T @ g`.
+fn product_ad(name: &str, a: &Tensor, b: &Tensor, r: Tensor) -> Tensor {
+    if !crate::autograd::record::needs_grad(&[a, b]) || !r.dtype().is_floating_point() {
+        return r;
+    }
+    use crate::autograd::record::{record1, Save};
+    record1(name, &[a, b], r, &[Save::Input(a), Save::Input(b)], |ctx, g| {
+        let g = &g[0];
+        let ga = ctx.needs_input_grad(0).then(|| g.matmul(&ctx.saved(1)?.transpose(-1, -2)?)).transpose()?;
+        let gb = ctx.needs_input_grad(1).then(|| ctx.saved(0)?.transpose(-1, -2)?.matmul(g)).transpose()?;
+        Ok(vec![ga, gb])
+    })
 }

@@ -9,6 +9,7 @@
 pub mod binary;
 pub mod cast;
 pub mod compare;
+pub(crate) mod derivatives;
 pub mod einsum;
 pub mod index;
 pub mod inplace;

@@ -15,6 +15,7 @@
 
 use super::SendPtr;
 use crate::alloc::CpuBuffer;
+use crate::autograd::record::{needs_grad, paused, record1, Save};
 use crate::shape::{wrap_dim, wrap_dims, DimVec, Shape};
 use crate::threads::parallel_for;
 use crate::{bail, dispatch_all, dispatch_float, get_default_dtype, DType, Element, Result, Tensor};
@@ -1026,7 +1027,19 @@ impl Tensor {
     /// ```
     pub fn sum_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
         let mask = reduce_mask(self.rank(), dims, true, "sum")?;
-        sum_plan(&Plan::new(self, &mask, keepdim)?, false)
+        let rec = needs_grad(&[self]);
+        let y = {
+            let _g = paused(rec);
+            sum_plan(&Plan::new(self, &mask, keepdim)?, false)?
+        };
+        if !rec {
+            return Ok(y);
+        }
+        let shape = self.shape().clone();
+        let name = if dims.is_empty() { "SumBackward0" } else { "SumBackward1" };
+        Ok(record1(name, &[self], y, &[], move |_, g| {
+            Ok(vec![Some(unreduce(&g[0], &shape, &mask, keepdim)?.expand(shape.dims())?)])
+        }))
     }
 
     /// `torch.nansum(x)`: the sum of all elements, treating NaN as 0.
@@ -1086,8 +1099,18 @@ impl Tensor {
         for &d in &dims {
             mask[d as usize] = true;
         }
-        let s = sum_plan(&Plan::new(self, &mask, true)?, false)?;
-        s.reshape(&target)
+        let rec = needs_grad(&[self]);
+        let s = {
+            let _g = paused(rec);
+            sum_plan(&Plan::new(self, &mask, true)?, false)?.reshape(&target)?
+        };
+        if !rec {
+            return Ok(s);
+        }
+        let shape = self.shape().clone();
+        Ok(record1("SumToSizeBackward0", &[self], s, &[], move |_, g| {
+            Ok(vec![Some(g[0].expand(shape.dims())?)])
+        }))
     }
 
     /// Alias of [`Tensor::sum_to_size`].
@@ -1115,7 +1138,21 @@ impl Tensor {
             format!("mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", scalar_name(self.dtype()))
         })?;
         let mask = reduce_mask(self.rank(), dims, true, "mean")?;
-        mean_plan(&Plan::new(self, &mask, keepdim)?, false)
+        let rec = needs_grad(&[self]);
+        let y = {
+            let _g = paused(rec);
+            mean_plan(&Plan::new(self, &mask, keepdim)?, false)?
+        };
+        if !rec {
+            return Ok(y);
+        }
+        let shape = self.shape().clone();
+        let count: usize = shape.dims().iter().zip(&mask).filter(|(_, &m)| m).map(|(&d, _)| d).product();
+        let name = if dims.is_empty() { "MeanBackward0" } else { "MeanBackward1" };
+        Ok(record1(name, &[self], y, &[], move |_, g| {
+            let g = unreduce(&g[0], &shape, &mask, keepdim)?.div_scalar(count as f64)?;
+            Ok(vec![Some(g.expand(shape.dims())?)])
+        }))
     }
 
     /// `torch.nanmean(x)`: the mean of the non-NaN elements.
@@ -1152,6 +1189,9 @@ impl Tensor {
     /// ```
     pub fn prod_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
         let mask = reduce_mask(self.rank(), dims, true, "prod")?;
+        if needs_grad(&[self]) {
+            bail!(NotImplemented, "prod: the derivative is not implemented yet");
+        }
         prod_plan(&Plan::new(self, &mask, keepdim)?)
     }
 
@@ -1160,14 +1200,14 @@ impl Tensor {
     pub fn max(&self) -> Result<Tensor> {
         let mask = vec![true; self.rank()];
         require_nonempty(self, &mask, false, "max")?;
-        extreme_plan(&Plan::new(self, &mask, false)?, true)
+        self.extreme_ad("MaxBackward1", &mask, false, true)
     }
 
     /// `torch.min(x)`: the smallest element as a 0-d tensor. Fails for an empty tensor.
     pub fn min(&self) -> Result<Tensor> {
         let mask = vec![true; self.rank()];
         require_nonempty(self, &mask, false, "min")?;
-        extreme_plan(&Plan::new(self, &mask, false)?, false)
+        self.extreme_ad("MinBackward1", &mask, false, false)
     }
 
     /// `torch.max(x, dim, keepdim)`: `(values, indices)` of the largest element along `dim`;
@@ -1185,14 +1225,14 @@ impl Tensor {
     pub fn max_dim(&self, dim: isize, keepdim: bool) -> Result<(Tensor, Tensor)> {
         let mask = mask_one(self, dim)?;
         require_nonempty(self, &mask, true, "max")?;
-        extreme_index_plan(&Plan::new(self, &mask, keepdim)?.rows()?, true)
+        self.extreme_index_ad("MaxBackward0", dim, &mask, keepdim, true)
     }
 
     /// `torch.min(x, dim, keepdim)`: `(values, indices)` of the smallest element along `dim`.
     pub fn min_dim(&self, dim: isize, keepdim: bool) -> Result<(Tensor, Tensor)> {
         let mask = mask_one(self, dim)?;
         require_nonempty(self, &mask, true, "min")?;
-        extreme_index_plan(&Plan::new(self, &mask, keepdim)?.rows()?, false)
+        self.extreme_index_ad("MinBackward0", dim, &mask, keepdim, false)
     }
 
     /// `torch.amax(x, dim=dims, keepdim=keepdim)`: the maximum over `dims` (empty means every
@@ -1200,14 +1240,14 @@ impl Tensor {
     pub fn amax(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
         let mask = reduce_mask(self.rank(), dims, true, "amax")?;
         require_nonempty(self, &mask, !dims.is_empty(), "amax")?;
-        extreme_plan(&Plan::new(self, &mask, keepdim)?, true)
+        self.extreme_ad("AmaxBackward0", &mask, keepdim, true)
     }
 
     /// `torch.amin(x, dim=dims, keepdim=keepdim)`: the minimum over `dims`.
     pub fn amin(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
         let mask = reduce_mask(self.rank(), dims, true, "amin")?;
         require_nonempty(self, &mask, !dims.is_empty(), "amin")?;
-        extreme_plan(&Plan::new(self, &mask, keepdim)?, false)
+        self.extreme_ad("AminBackward0", &mask, keepdim, false)
     }
 
     /// `torch.argmax(x, dim, keepdim)`: int64 index of the first maximum along `dim`, or in
@@ -1292,7 +1332,34 @@ impl Tensor {
     ) -> Result<(Tensor, Tensor)> {
         require_float(self, || "std and var only support floating point and complex dtypes".into())?;
         let mask = reduce_mask(self.rank(), dims, true, if sqrt { "std" } else { "var" })?;
-        var_plan(&Plan::new(self, &mask, keepdim)?.rows()?, correction, sqrt)
+        let rec = needs_grad(&[self]);
+        let (v, m) = {
+            let _g = paused(rec);
+            var_plan(&Plan::new(self, &mask, keepdim)?.rows()?, correction, sqrt)?
+        };
+        if !rec {
+            return Ok((v, m));
+        }
+        // d var = 2 (x - mean) / (n - correction); d std = d var / (2 std)
+        let shape = self.shape().clone();
+        let n: usize = shape.dims().iter().zip(&mask).filter(|(_, &k)| k).map(|(&d, _)| d).product();
+        let denom = (n as f64 - correction).max(0.0);
+        let rd: Vec<isize> = (0..mask.len()).filter(|&d| mask[d]).map(|d| d as isize).collect();
+        let name = if sqrt { "StdBackward0" } else { "VarBackward0" };
+        let v = record1(name, &[self], v, &[Save::Input(self), Save::Output(0)], move |ctx, g| {
+            let (x, out) = (ctx.saved(0)?, ctx.saved(1)?);
+            let mean = x.mean_dims(&rd, true)?;
+            let centered = x.sub(&mean)?;
+            let g = unreduce(&g[0], &shape, &mask, keepdim)?;
+            let gx = if sqrt {
+                centered.mul(&g.div(&unreduce(&out, &shape, &mask, keepdim)?)?)?.div_scalar(denom)?
+            } else {
+                centered.mul(&g)?.mul_scalar(2.0 / denom)?
+            };
+            Ok(vec![Some(gx)])
+        });
+        let m = self.mean_dims(dims, keepdim)?;
+        Ok((v, m))
     }
 
     /// `torch.linalg.vector_norm(x, ord, dim=dims, keepdim=keepdim)`: `(sum |x|^ord)^(1/ord)`
@@ -1325,7 +1392,41 @@ impl Tensor {
                 }
             }
         }
-        norm_plan(&Plan::new(self, &mask, keepdim)?, ord)
+        let rec = needs_grad(&[self]);
+        let y = {
+            let _g = paused(rec);
+            norm_plan(&Plan::new(self, &mask, keepdim)?, ord)?
+        };
+        if !rec {
+            return Ok(y);
+        }
+        let shape = self.shape().clone();
+        Ok(record1("NormBackward1", &[self], y, &[Save::Input(self), Save::Output(0)], move |ctx, g| {
+            let (x, out) = (ctx.saved(0)?, ctx.saved(1)?);
+            let g = unreduce(&g[0], &shape, &mask, keepdim)?;
+            let out = unreduce(&out, &shape, &mask, keepdim)?;
+            let gx = if ord == 0.0 {
+                x.zeros_like()?
+            } else if ord == 1.0 {
+                x.sign()?.mul(&g)?
+            } else if ord.is_infinite() {
+                // the gradient goes to the elements of largest |x|, split among ties
+                let hit = x.abs()?.eq(&out)?.to_dtype(x.dtype())?;
+                let rd: Vec<isize> = (0..mask.len()).filter(|&d| mask[d]).map(|d| d as isize).collect();
+                let ties = hit.sum_dims(&rd, true)?;
+                x.sign()?.mul(&hit)?.div(&ties)?.mul(&g)?
+            } else if ord == 2.0 {
+                // x / ||x||, taken as 0 where the norm is 0
+                let scale = g.div(&out)?.masked_fill(&out.eq_scalar(0.0)?, 0.0)?;
+                x.mul(&scale)?
+            } else {
+                // x |x|^(p-2) / ||x||^(p-1)
+                let scale = g.div(&out.pow_scalar(ord - 1.0)?)?.masked_fill(&out.eq_scalar(0.0)?, 0.0)?;
+                let w = x.abs()?.pow_scalar(ord - 2.0)?;
+                x.mul(&w)?.mul(&scale)?
+            };
+            Ok(vec![Some(gx)])
+        }))
     }
 
     /// `torch.linalg.vector_norm(x, ord, dim, keepdim)`: alias of [`Tensor::norm`].
@@ -1355,7 +1456,20 @@ impl Tensor {
         let x =
             if self.dtype().is_floating_point() { self.clone() } else { self.to_dtype(get_default_dtype())? };
         let mask = reduce_mask(x.rank(), dims, true, "logsumexp")?;
-        logsumexp_plan(&Plan::new(&x, &mask, keepdim)?.rows()?)
+        let rec = needs_grad(&[&x]);
+        let y = {
+            let _g = paused(rec);
+            logsumexp_plan(&Plan::new(&x, &mask, keepdim)?.rows()?)?
+        };
+        if !rec {
+            return Ok(y);
+        }
+        let shape = x.shape().clone();
+        Ok(record1("LogsumexpBackward0", &[&x], y, &[Save::Input(&x), Save::Output(0)], move |ctx, g| {
+            let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
+            let e = x.sub(&unreduce(&y, &shape, &mask, keepdim)?)?.exp()?;
+            Ok(vec![Some(unreduce(&g[0], &shape, &mask, keepdim)?.mul(&e)?)])
+        }))
     }
 
     /// `torch.all(x)`: true when every element is non-zero (NaN counts as non-zero). The
@@ -1402,5 +1516,69 @@ impl Tensor {
     pub fn count_nonzero(&self, dims: &[isize]) -> Result<Tensor> {
         let mask = reduce_mask(self.rank(), dims, true, "count_nonzero")?;
         count_nonzero_plan(&Plan::new(self, &mask, false)?)
+    }
+}
+
+// ------------------------------------------------------------------ autograd helpers
+
+/// A reduction's result (or its gradient) with the reduced dims put back as size 1, so that
+/// it broadcasts against the input.
+fn unreduce(t: &Tensor, input: &Shape, mask: &[bool], keepdim: bool) -> Result<Tensor> {
+    if keepdim {
+        return Ok(t.clone());
+    }
+    let kept: Vec<usize> = input.dims().iter().zip(mask).map(|(&d, &m)| if m { 1 } else { d }).collect();
+    t.reshape(kept.as_slice())
+}
+
+impl Tensor {
+    /// max/min/amax/amin over `mask`, recorded: the gradient is split evenly among the
+    /// elements equal to the extreme (PyTorch's `evenly_distribute_backward`).
+    fn extreme_ad(&self, name: &str, mask: &[bool], keepdim: bool, max: bool) -> Result<Tensor> {
+        let rec = needs_grad(&[self]);
+        let y = {
+            let _g = paused(rec);
+            extreme_plan(&Plan::new(self, mask, keepdim)?, max)?
+        };
+        if !rec {
+            return Ok(y);
+        }
+        let shape = self.shape().clone();
+        let mask = mask.to_vec();
+        Ok(record1(name, &[self], y, &[Save::Input(self), Save::Output(0)], move |ctx, g| {
+            let (x, out) = (ctx.saved(0)?, ctx.saved(1)?);
+            let hit = x.eq(&unreduce(&out, &shape, &mask, keepdim)?)?.to_dtype(x.dtype())?;
+            let rd: Vec<isize> = (0..mask.len()).filter(|&d| mask[d]).map(|d| d as isize).collect();
+            let ties = hit.sum_dims(&rd, true)?;
+            Ok(vec![Some(hit.div(&ties)?.mul(&unreduce(&g[0], &shape, &mask, keepdim)?)?)])
+        }))
+    }
+
+    /// max_dim/min_dim, recorded: the gradient goes to the returned index only.
+    fn extreme_index_ad(
+        &self,
+        name: &str,
+        dim: isize,
+        mask: &[bool],
+        keepdim: bool,
+        max: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let rec = needs_grad(&[self]);
+        let (v, i) = {
+            let _g = paused(rec);
+            extreme_index_plan(&Plan::new(self, mask, keepdim)?.rows()?, max)?
+        };
+        if !rec {
+            return Ok((v, i));
+        }
+        let shape = self.shape().clone();
+        let mask = mask.to_vec();
+        let d = wrap_dim(dim, self.rank().max(1))? as isize;
+        let v = record1(name, &[self], v, &[Save::Input(&i)], move |ctx, g| {
+            let idx = unreduce(&ctx.saved(0)?, &shape, &mask, keepdim)?;
+            let g = unreduce(&g[0], &shape, &mask, keepdim)?;
+            Ok(vec![Some(crate::ops::index::scatter_into_zeros(&g, d, &idx, &shape)?)])
+        });
+        Ok((v, i))
     }
 }

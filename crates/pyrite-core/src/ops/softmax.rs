@@ -10,6 +10,7 @@
 use super::reduce::{grain_for, line_width, simd, FloatAcc, Real};
 use super::SendPtr;
 use crate::alloc::CpuBuffer;
+use crate::autograd::record::{needs_grad, paused, record1, Save};
 use crate::shape::wrap_dim;
 use crate::threads::parallel_for;
 use crate::{bail, dispatch_float, DType, Result, Tensor};
@@ -303,7 +304,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn softmax(&self, dim: isize) -> Result<Tensor> {
-        softmax_impl(self, dim, false)
+        softmax_ad(self, dim, false)
     }
 
     /// `torch.log_softmax(x, dim)`: `x - max - log(sum(exp(x - max)))` along `dim`.
@@ -315,16 +316,40 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn log_softmax(&self, dim: isize) -> Result<Tensor> {
-        softmax_impl(self, dim, true)
+        softmax_ad(self, dim, true)
     }
 
     /// `torch.softmax(x, dim, dtype=dtype)`: converts to the floating-point `dtype` first.
     pub fn softmax_dtype(&self, dim: isize, dtype: DType) -> Result<Tensor> {
-        softmax_impl(&self.to_dtype(dtype)?, dim, false)
+        softmax_ad(&self.to_dtype(dtype)?, dim, false)
     }
 
     /// `torch.log_softmax(x, dim, dtype=dtype)`: converts to the floating-point `dtype` first.
     pub fn log_softmax_dtype(&self, dim: isize, dtype: DType) -> Result<Tensor> {
-        softmax_impl(&self.to_dtype(dtype)?, dim, true)
+        softmax_ad(&self.to_dtype(dtype)?, dim, true)
     }
+}
+
+/// Softmax or log-softmax, recorded for autograd. With `y` the output and `g` its gradient:
+/// softmax: `y * (g - sum(g * y))`; log-softmax: `g - exp(y) * sum(g)`, sums along `dim`.
+fn softmax_ad(x: &Tensor, dim: isize, log: bool) -> Result<Tensor> {
+    let rec = needs_grad(&[x]);
+    let y = {
+        let _g = paused(rec);
+        softmax_impl(x, dim, log)?
+    };
+    if !rec {
+        return Ok(y);
+    }
+    let name = if log { "LogSoftmaxBackward0" } else { "SoftmaxBackward0" };
+    Ok(record1(name, &[x], y, &[Save::Output(0)], move |ctx, g| {
+        let (y, g) = (ctx.saved(0)?, &g[0]);
+        let d = [dim];
+        let gx = if log {
+            g.sub(&y.exp()?.mul(&g.sum_dims(&d, true)?)?)?
+        } else {
+            y.mul(&g.sub(&g.mul(&y)?.sum_dims(&d, true)?)?)?
+        };
+        Ok(vec![Some(gx)])
+    }))
 }

@@ -1,7 +1,9 @@
 //! Unary pointwise ops: math functions (which promote integers to the default float dtype),
 //! activations, rounding, clamp, lerp, nan_to_num.
 
+use super::derivatives::{check_out, unary_ad};
 use super::{map1, map3, Out};
+use crate::autograd::record::{needs_grad, paused, record1, Save};
 use crate::dtype::Scalar;
 use crate::ops::binary::scalar_tensor;
 use crate::shape::broadcast_shapes;
@@ -137,10 +139,11 @@ macro_rules! float_methods {
         impl Tensor {$(
             #[doc = concat!("`torch.", stringify!($name), "`: ", $doc, ". Integer inputs give the default float dtype.")]
             pub fn $name(&self) -> Result<Tensor> {
-                float_op!(self, Out::New, stringify!($name), |$v| $body)
+                unary_ad(stringify!($name), self, float_op!(self, Out::New, stringify!($name), |$v| $body)?)
             }
             #[doc = concat!("`torch.", stringify!($name), "(self, out=out)`.")]
             pub fn $out(&self, out: &Tensor) -> Result<Tensor> {
+                check_out(stringify!($name), &[self])?;
                 float_op!(self, Out::Into(out), stringify!($name), |$v| $body)
             }
         )*}
@@ -187,11 +190,12 @@ impl Tensor {
     /// assert!((y.to_vec::<f32>().unwrap()[1] - std::f32::consts::E).abs() < 1e-6);
     /// ```
     pub fn exp(&self) -> Result<Tensor> {
-        self.exp_impl(Out::New)
+        unary_ad("exp", self, self.exp_impl(Out::New)?)
     }
 
     /// `torch.exp(self, out=out)`.
     pub fn exp_out(&self, out: &Tensor) -> Result<Tensor> {
+        check_out("exp", &[self])?;
         self.exp_impl(Out::Into(out))
     }
 
@@ -244,36 +248,52 @@ impl Tensor {
     /// `torch.frac`: fractional part, `x - trunc(x)` (floats only).
     pub fn frac(&self) -> Result<Tensor> {
         require_float(self, "frac_cpu")?;
-        float_op!(self, Out::New, "frac", |v| v - v.trunc())
+        unary_ad("frac", self, float_op!(self, Out::New, "frac", |v| v - v.trunc())?)
     }
 
     /// `torch.nn.functional.mish`: `x * tanh(softplus(x))` (floats only).
     pub fn mish(&self) -> Result<Tensor> {
         require_float(self, "mish_cpu")?;
-        float_op!(self, Out::New, "mish", |v| v * (if v > 20.0 { v } else { v.exp().ln_1p() }).tanh())
+        unary_ad(
+            "mish",
+            self,
+            float_op!(self, Out::New, "mish", |v| v * (if v > 20.0 { v } else { v.exp().ln_1p() }).tanh())?,
+        )
     }
 
     /// `torch.sigmoid`: `1 / (1 + exp(-x))`.
     pub fn sigmoid(&self) -> Result<Tensor> {
-        float_unary(self, Out::New, "sigmoid", sigmoid32, |v: f64| 1.0 / (1.0 + (-v).exp()))
+        unary_ad(
+            "sigmoid",
+            self,
+            float_unary(self, Out::New, "sigmoid", sigmoid32, |v: f64| 1.0 / (1.0 + (-v).exp()))?,
+        )
     }
 
     /// `torch.nn.functional.silu`: `x * sigmoid(x)`.
     pub fn silu(&self) -> Result<Tensor> {
         require_float(self, "silu_cpu")?;
-        float_unary(self, Out::New, "silu", |v| v * sigmoid32(v), |v: f64| v / (1.0 + (-v).exp()))
+        unary_ad(
+            "silu",
+            self,
+            float_unary(self, Out::New, "silu", |v| v * sigmoid32(v), |v: f64| v / (1.0 + (-v).exp()))?,
+        )
     }
 
     /// `torch.nn.functional.gelu(x, approximate='none' | 'tanh')`.
     pub fn gelu(&self, tanh_approximation: bool) -> Result<Tensor> {
         require_float(self, "GeluKernelImpl")?;
         if tanh_approximation {
-            float_op!(self, Out::New, "gelu", |v| {
+            let y = float_op!(self, Out::New, "gelu", |v| {
                 let k = 0.797_884_560_802_865_4;
                 0.5 * v * (1.0 + (k * (v + 0.044715 * v * v * v)).tanh())
-            })
+            })?;
+            unary_ad("gelu_tanh", self, y)
         } else {
-            float_op!(self, Out::New, "gelu", |v| 0.5 * v * (1.0 + (v * 0.707_106_781_186_547_6).erf_()))
+            let y = float_op!(self, Out::New, "gelu", |v| 0.5
+                * v
+                * (1.0 + (v * 0.707_106_781_186_547_6).erf_()))?;
+            unary_ad("gelu", self, y)
         }
     }
 
@@ -282,18 +302,27 @@ impl Tensor {
     pub fn softplus(&self, beta: f64, threshold: f64) -> Result<Tensor> {
         require_float(self, "softplus_cpu")?;
         let (b32, t32) = (beta as f32, threshold as f32);
-        float_unary(
+        let y = float_unary(
             self,
             Out::New,
             "softplus",
             move |v| if v * b32 > t32 { v } else { (v * b32).exp().ln_1p() / b32 },
             move |v| if v * beta > threshold { v } else { (v * beta).exp().ln_1p() / beta },
-        )
+        )?;
+        if !needs_grad(&[self]) {
+            return Ok(y);
+        }
+        // d/dx = sigmoid(beta x) below the threshold, 1 above it
+        Ok(record1("SoftplusBackward0", &[self], y, &[Save::Input(self)], move |ctx, g| {
+            let bx = ctx.saved(0)?.mul_scalar(beta)?;
+            let d = bx.sigmoid()?.masked_fill(&bx.gt_scalar(threshold)?, 1.0)?;
+            Ok(vec![Some(g[0].mul(&d)?)])
+        }))
     }
 
     /// `torch.relu`: `max(x, 0)`, keeping the dtype; NaN stays NaN.
     pub fn relu(&self) -> Result<Tensor> {
-        self.clamp(Some(Scalar::Int(0)), None)
+        unary_ad("relu", self, self.clamp_impl(Some(Scalar::Int(0)), None, Out::New)?)
     }
 
     /// `torch.neg`: `-x`. Fails for bool tensors, as in PyTorch.
@@ -309,12 +338,20 @@ impl Tensor {
 
     /// `torch.abs`, keeping the dtype.
     pub fn abs(&self) -> Result<Tensor> {
-        keep_dtype(self, "abs", |v| if v < 0.0 { -v } else { v * 1.0 }, |v: i64| v.wrapping_abs())
+        unary_ad(
+            "abs",
+            self,
+            keep_dtype(self, "abs", |v| if v < 0.0 { -v } else { v * 1.0 }, |v: i64| v.wrapping_abs())?,
+        )
     }
 
     /// `torch.sign`: -1, 0 or 1 (0 for NaN), keeping the dtype.
     pub fn sign(&self) -> Result<Tensor> {
-        keep_dtype(self, "sign", |v| ((0.0 < v) as i32 - (v < 0.0) as i32) as f64, |v: i64| v.signum())
+        unary_ad(
+            "sign",
+            self,
+            keep_dtype(self, "sign", |v| ((0.0 < v) as i32 - (v < 0.0) as i32) as f64, |v: i64| v.signum())?,
+        )
     }
 
     /// `torch.square`: `x * x`, keeping the dtype (bool squares to int64 as in PyTorch).
@@ -327,24 +364,24 @@ impl Tensor {
 
     /// `torch.floor`; integers are returned unchanged.
     pub fn floor(&self) -> Result<Tensor> {
-        keep_dtype(self, "floor", f64::floor, |v| v)
+        unary_ad("floor", self, keep_dtype(self, "floor", f64::floor, |v| v)?)
     }
     /// `torch.ceil`; integers are returned unchanged.
     pub fn ceil(&self) -> Result<Tensor> {
-        keep_dtype(self, "ceil", f64::ceil, |v| v)
+        unary_ad("ceil", self, keep_dtype(self, "ceil", f64::ceil, |v| v)?)
     }
     /// `torch.round`: round half to even; integers are returned unchanged.
     pub fn round(&self) -> Result<Tensor> {
-        keep_dtype(self, "round", f64::round_ties_even, |v| v)
+        unary_ad("round", self, keep_dtype(self, "round", f64::round_ties_even, |v| v)?)
     }
     /// `torch.round(x, decimals=d)`.
     pub fn round_decimals(&self, decimals: i32) -> Result<Tensor> {
         let s = 10f64.powi(decimals);
-        keep_dtype(self, "round", move |v| (v * s).round_ties_even() / s, |v| v)
+        unary_ad("round", self, keep_dtype(self, "round", move |v| (v * s).round_ties_even() / s, |v| v)?)
     }
     /// `torch.trunc`; integers are returned unchanged.
     pub fn trunc(&self) -> Result<Tensor> {
-        keep_dtype(self, "trunc", f64::trunc, |v| v)
+        unary_ad("trunc", self, keep_dtype(self, "trunc", f64::trunc, |v| v)?)
     }
 
     /// `torch.clamp(x, min, max)` with optional scalar bounds; NaN propagates and `min > max`
@@ -357,11 +394,27 @@ impl Tensor {
     /// assert_eq!(c.to_vec::<f32>().unwrap(), vec![-1., 0.5, 1.]);
     /// ```
     pub fn clamp(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
-        self.clamp_impl(min, max, Out::New)
+        let y = self.clamp_impl(min, max, Out::New)?;
+        if !needs_grad(&[self]) || !y.dtype().is_floating_point() {
+            return Ok(y);
+        }
+        // The gradient passes where min <= x <= max.
+        Ok(record1("ClampBackward1", &[self], y, &[Save::Input(self)], move |ctx, g| {
+            let x = ctx.saved(0)?;
+            let mut keep = x.eq(&x)?; // false at NaN
+            if let Some(lo) = min {
+                keep = keep.logical_and(&x.ge_scalar(lo)?)?;
+            }
+            if let Some(hi) = max {
+                keep = keep.logical_and(&x.le_scalar(hi)?)?;
+            }
+            Ok(vec![Some(g[0].mul(&keep.to_dtype(g[0].dtype())?)?)])
+        }))
     }
 
     /// `torch.clamp(x, min, max, out=out)`.
     pub fn clamp_out(&self, min: Option<Scalar>, max: Option<Scalar>, out: &Tensor) -> Result<Tensor> {
+        check_out("clamp", &[self])?;
         self.clamp_impl(min, max, Out::Into(out))
     }
 
@@ -425,11 +478,28 @@ impl Tensor {
             weight.dims(),
             "lerp",
         )?;
-        let (a, b, w) = (self.to_dtype(dt)?, end.to_dtype(dt)?, weight.to_dtype(dt)?);
-        crate::dispatch_float!(dt, T => map3::<T, T, T, T>(&a, &b, &w, &shape, Out::New, "lerp", |s, e, w| {
-            let (s, e, w) = (s.to_f64(), e.to_f64(), w.to_f64());
-            T::from_f64(if w.abs() < 0.5 { s + w * (e - s) } else { e - (e - s) * (1.0 - w) })
-        }), _ => unreachable!())
+        let rec = needs_grad(&[self, end, weight]);
+        let y = {
+            let _g = paused(rec);
+            let (a, b, w) = (self.to_dtype(dt)?, end.to_dtype(dt)?, weight.to_dtype(dt)?);
+            crate::dispatch_float!(dt, T => map3::<T, T, T, T>(&a, &b, &w, &shape, Out::New, "lerp", |s, e, w| {
+                let (s, e, w) = (s.to_f64(), e.to_f64(), w.to_f64());
+                T::from_f64(if w.abs() < 0.5 { s + w * (e - s) } else { e - (e - s) * (1.0 - w) })
+            }), _ => unreachable!())?
+        };
+        if !rec {
+            return Ok(y);
+        }
+        let saves = [Save::Input(self), Save::Input(end), Save::Input(weight)];
+        Ok(record1("LerpBackward1", &[self, end, weight], y, &saves, |ctx, g| {
+            let (s, e, w) = (ctx.saved(0)?, ctx.saved(1)?, ctx.saved(2)?);
+            let g = &g[0];
+            Ok(vec![
+                ctx.needs_input_grad(0).then(|| g.mul(&w.rsub_scalar(1.0)?)).transpose()?,
+                ctx.needs_input_grad(1).then(|| g.mul(&w)).transpose()?,
+                ctx.needs_input_grad(2).then(|| g.mul(&e.sub(&s)?)).transpose()?,
+            ])
+        }))
     }
 
     /// `torch.lerp(self, end, weight)` with a scalar weight.
@@ -452,6 +522,14 @@ impl Tensor {
                 if f.is_nan() { nn } else if f == f64::INFINITY { pi } else if f == f64::NEG_INFINITY { ni } else { v }
             })
         }, _ => self.deep_clone())
+        .and_then(|y| {
+            if !needs_grad(&[self]) {
+                return Ok(y);
+            }
+            Ok(record1("NanToNumBackward0", &[self], y, &[Save::Input(self)], |ctx, g| {
+                Ok(vec![Some(g[0].mul(&ctx.saved(0)?.isfinite()?.to_dtype(g[0].dtype())?)?)])
+            }))
+        })
     }
 }
 

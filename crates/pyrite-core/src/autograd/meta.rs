@@ -1,0 +1,382 @@
+//! Per-tensor autograd state and the tensor methods that read and change it:
+//! `requires_grad_`, `grad`, `is_leaf`, `grad_fn`, `detach`, `retain_grad`, hooks.
+
+use super::graph::{Edge, Node, NodeKind, PreHook, TensorMeta};
+use crate::{bail, Result, Tensor};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+/// A tensor hook: sees the gradient flowing into a tensor and may return a replacement.
+pub(crate) type HookFn = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
+/// Runs after a leaf's `.grad` was updated, with the leaf.
+pub(crate) type PostAccumulateHookFn = Arc<dyn Fn(&Tensor) -> Result<()> + Send + Sync>;
+
+/// Per-tensor autograd state, allocated only for tensors that take part in autograd.
+#[derive(Default)]
+pub(crate) struct AutogradMeta {
+    /// Set on leaves by `requires_grad_(true)`; non-leaves require grad through `grad_fn`.
+    requires_grad: bool,
+    grad: Option<Tensor>,
+    grad_fn: Option<Arc<Node>>,
+    output_nr: usize,
+    /// A leaf's `AccumulateGrad` node, shared by every graph that uses the leaf while any
+    /// of them is alive.
+    accumulator: Weak<Node>,
+    retains_grad: bool,
+    /// Hooks of a leaf (a non-leaf's hooks live on its `grad_fn`).
+    hooks: Vec<(u64, HookFn)>,
+    post_accumulate_hooks: Vec<(u64, PostAccumulateHookFn)>,
+}
+
+/// The slot in every tensor. `active` is a lock-free hint that the tensor requires grad, so
+/// that ops on plain tensors pay one atomic load, not a lock.
+pub(crate) struct AutogradSlot {
+    active: AtomicBool,
+    meta: Mutex<Option<Box<AutogradMeta>>>,
+}
+
+impl AutogradSlot {
+    pub const fn new() -> AutogradSlot {
+        AutogradSlot { active: AtomicBool::new(false), meta: Mutex::new(None) }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut AutogradMeta) -> R) -> R {
+        let mut g = self.meta.lock().unwrap();
+        let m = g.get_or_insert_with(Default::default);
+        let r = f(m);
+        let active = m.requires_grad || m.grad_fn.is_some();
+        self.active.store(active, Ordering::Release);
+        r
+    }
+
+    fn read<R>(&self, f: impl FnOnce(Option<&AutogradMeta>) -> R) -> R {
+        let g = self.meta.lock().unwrap();
+        f(g.as_deref())
+    }
+}
+
+impl Drop for AutogradSlot {
+    fn drop(&mut self) {
+        // A grad_fn holds the graph: free it through the node's iterative drop.
+        let _ = self.meta.get_mut().map(|m| m.take());
+    }
+}
+
+static HOOK_ID: AtomicU64 = AtomicU64::new(0);
+
+/// Unregisters a hook when [`RemovableHandle::remove`] is called (PyTorch's
+/// `RemovableHandle`). Dropping the handle keeps the hook.
+pub struct RemovableHandle {
+    id: u64,
+    target: HookTarget,
+}
+
+enum HookTarget {
+    Leaf(Weak<crate::tensor::TensorImpl>),
+    Node(Weak<Node>),
+}
+
+impl RemovableHandle {
+    /// Removes the hook; later backward passes no longer call it.
+    pub fn remove(&self) {
+        match &self.target {
+            HookTarget::Leaf(w) => {
+                if let Some(t) = w.upgrade() {
+                    t.autograd.with(|m| {
+                        m.hooks.retain(|(i, _)| *i != self.id);
+                        m.post_accumulate_hooks.retain(|(i, _)| *i != self.id);
+                    });
+                }
+            }
+            HookTarget::Node(w) => {
+                if let Some(n) = w.upgrade() {
+                    n.pre_hooks.lock().unwrap().retain(|h| h.id != self.id);
+                }
+            }
+        }
+    }
+}
+
+impl Tensor {
+    /// `t.requires_grad`: whether gradients flow to this tensor (a leaf marked with
+    /// [`Tensor::requires_grad_`], or the result of recorded ops on such tensors).
+    pub fn requires_grad(&self) -> bool {
+        self.0.autograd.active.load(Ordering::Acquire)
+    }
+
+    /// `t.requires_grad_(flag)`: marks a leaf as one whose gradient autograd computes.
+    /// Only floating-point tensors can require grad; a non-leaf's flag cannot be turned off.
+    ///
+    /// ```
+    /// use pyrite_core::{DType, Tensor};
+    /// let x = Tensor::new([1f32, 2., 3.])?.requires_grad_(true)?;
+    /// let y = x.mul(&x)?.sum()?;
+    /// y.backward()?;
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, vec![2., 4., 6.]);
+    /// assert!(Tensor::new([1i64])?.requires_grad_(true).is_err());
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn requires_grad_(&self, requires_grad: bool) -> Result<Tensor> {
+        if requires_grad && !self.dtype().is_floating_point() {
+            bail!(
+                Autograd,
+                "only Tensors of floating point and complex dtype can require gradients (got {})",
+                self.dtype()
+            );
+        }
+        if !self.is_leaf() {
+            if !requires_grad {
+                bail!(
+                    Autograd,
+                    "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+                );
+            }
+            return Ok(self.clone());
+        }
+        self.0.autograd.with(|m| m.requires_grad = requires_grad);
+        Ok(self.clone())
+    }
+
+    /// `t.is_leaf`: true unless the tensor was made by a recorded op (its `grad_fn` is set).
+    pub fn is_leaf(&self) -> bool {
+        self.grad_fn().is_none()
+    }
+
+    /// `t.grad_fn`: the node that made this tensor, e.g. `MulBackward0`; `None` for leaves.
+    pub fn grad_fn(&self) -> Option<Arc<Node>> {
+        if !self.requires_grad() {
+            return None;
+        }
+        self.0.autograd.read(|m| m.and_then(|m| m.grad_fn.clone()))
+    }
+
+    /// Which output of its `grad_fn` this tensor is.
+    pub(crate) fn output_nr(&self) -> usize {
+        self.0.autograd.read(|m| m.map_or(0, |m| m.output_nr))
+    }
+
+    /// `t.grad`: the accumulated gradient; `None` until a backward pass reaches this leaf (or
+    /// a non-leaf that called [`Tensor::retain_grad`]).
+    pub fn grad(&self) -> Option<Tensor> {
+        self.0.autograd.read(|m| m.and_then(|m| m.grad.clone()))
+    }
+
+    /// `t.grad = g`: sets or clears (`None`) the gradient. The gradient must have this
+    /// tensor's shape.
+    pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
+        if let Some(g) = &grad {
+            if g.dims() != self.dims() {
+                bail!(
+                    Shape,
+                    "assigned grad has data of a different size: expected {:?}, got {:?}",
+                    self.dims(),
+                    g.dims()
+                );
+            }
+            if g.dtype() != self.dtype() {
+                bail!(
+                    DType,
+                    "assigned grad has data of a different type: expected {}, got {}",
+                    self.dtype(),
+                    g.dtype()
+                );
+            }
+        }
+        self.0.autograd.with(|m| m.grad = grad);
+        Ok(())
+    }
+
+    /// `t.retain_grad()`: makes a non-leaf keep its gradient in `.grad` after backward.
+    /// A no-op on leaves; an error on tensors that do not require grad.
+    pub fn retain_grad(&self) -> Result<()> {
+        let Some(f) = self.grad_fn() else {
+            if self.requires_grad() {
+                return Ok(());
+            }
+            bail!(Autograd, "can't retain_grad on Tensor that has requires_grad=False");
+        };
+        if self.0.autograd.with(|m| std::mem::replace(&mut m.retains_grad, true)) {
+            return Ok(());
+        }
+        let weak = Arc::downgrade(&self.0);
+        let hook: HookFn = Arc::new(move |g: &Tensor| {
+            if let Some(t) = weak.upgrade() {
+                let g = g.detach();
+                t.autograd.with(|m| -> Result<()> {
+                    m.grad = Some(match m.grad.take() {
+                        None => g.deep_clone()?,
+                        Some(old) => old.add(&g)?,
+                    });
+                    Ok(())
+                })?;
+            }
+            Ok(None)
+        });
+        let id = HOOK_ID.fetch_add(1, Ordering::Relaxed);
+        f.pre_hooks.lock().unwrap().push(PreHook { id, slot: self.output_nr(), f: hook });
+        Ok(())
+    }
+
+    /// `t.retains_grad`.
+    pub fn retains_grad(&self) -> bool {
+        self.0.autograd.read(|m| m.is_some_and(|m| m.retains_grad))
+    }
+
+    /// `t.register_hook(f)`: `f` sees every gradient computed for this tensor and may return
+    /// a replacement (`Some`) or leave it (`None`). Returns a handle that removes the hook.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let x = Tensor::new([1f32, 2.])?.requires_grad_(true)?;
+    /// let h = x.register_hook(|g| Ok(Some(g.mul_scalar(10.0)?)))?;
+    /// x.sum()?.backward()?;
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, vec![10., 10.]);
+    /// h.remove();
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn register_hook(
+        &self,
+        hook: impl Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static,
+    ) -> Result<RemovableHandle> {
+        if !self.requires_grad() {
+            bail!(Autograd, "cannot register a hook on a tensor that doesn't require gradient");
+        }
+        let id = HOOK_ID.fetch_add(1, Ordering::Relaxed);
+        let f: HookFn = Arc::new(hook);
+        match self.grad_fn() {
+            Some(node) => {
+                node.pre_hooks.lock().unwrap().push(PreHook { id, slot: self.output_nr(), f });
+                Ok(RemovableHandle { id, target: HookTarget::Node(Arc::downgrade(&node)) })
+            }
+            None => {
+                self.0.autograd.with(|m| m.hooks.push((id, f)));
+                Ok(RemovableHandle { id, target: HookTarget::Leaf(Arc::downgrade(&self.0)) })
+            }
+        }
+    }
+
+    /// `t.register_post_accumulate_grad_hook(f)`: on a leaf, `f` runs with the leaf after
+    /// each backward pass has added into its `.grad` (an optimizer step can live here).
+    pub fn register_post_accumulate_grad_hook(
+        &self,
+        hook: impl Fn(&Tensor) -> Result<()> + Send + Sync + 'static,
+    ) -> Result<RemovableHandle> {
+        if !self.requires_grad() {
+            bail!(Autograd, "cannot register a hook on a tensor that doesn't require gradient");
+        }
+        if !self.is_leaf() {
+            bail!(Autograd, "post accumulate grad hooks cannot be registered on non-leaf tensors");
+        }
+        let id = HOOK_ID.fetch_add(1, Ordering::Relaxed);
+        self.0.autograd.with(|m| m.post_accumulate_hooks.push((id, Arc::new(hook))));
+        Ok(RemovableHandle { id, target: HookTarget::Leaf(Arc::downgrade(&self.0)) })
+    }
+
+    /// `t.detach()`: the same data (shared storage, shared version counter) cut off from the
+    /// graph; it does not require grad.
+    pub fn detach(&self) -> Tensor {
+        self.with_layout(self.layout().clone())
+    }
+
+    /// `t.detach_()`: cuts this tensor itself off from the graph, making it a leaf that does
+    /// not require grad.
+    pub fn detach_(&self) -> Result<Tensor> {
+        self.0.autograd.with(|m| {
+            m.grad_fn = None;
+            m.requires_grad = false;
+            m.output_nr = 0;
+        });
+        Ok(self.clone())
+    }
+
+    // ---------------------------------------------------------------- crate internals
+
+    /// The edge a gradient for this tensor flows along: its `grad_fn`, or for a leaf that
+    /// requires grad its `AccumulateGrad` node (made on first use).
+    pub(crate) fn gradient_edge(&self) -> Option<Edge> {
+        if !self.requires_grad() {
+            return None;
+        }
+        let me = self.clone();
+        self.0.autograd.with(|m| {
+            if let Some(f) = &m.grad_fn {
+                return Some(Edge { node: f.clone(), input_nr: m.output_nr });
+            }
+            if !m.requires_grad {
+                return None;
+            }
+            if let Some(acc) = m.accumulator.upgrade() {
+                return Some(Edge { node: acc, input_nr: 0 });
+            }
+            let meta = TensorMeta::of(&me);
+            let node = Arc::new(Node::new(
+                "AccumulateGrad".into(),
+                Vec::new(),
+                Vec::new(),
+                vec![meta],
+                NodeKind::AccumulateGrad(me),
+                None,
+            ));
+            m.accumulator = Arc::downgrade(&node);
+            Some(Edge { node, input_nr: 0 })
+        })
+    }
+
+    /// Makes this (fresh) tensor output `output_nr` of `node`.
+    pub(crate) fn set_grad_fn(&self, node: Arc<Node>, output_nr: usize) {
+        self.0.autograd.with(|m| {
+            m.grad_fn = Some(node);
+            m.output_nr = output_nr;
+        });
+    }
+
+    /// An alias of this tensor's data that is output `output_nr` of `node`.
+    pub(crate) fn attach(&self, node: Arc<Node>, output_nr: usize) -> Tensor {
+        let t = self.detach();
+        t.set_grad_fn(node, output_nr);
+        t
+    }
+
+    pub(crate) fn leaf_hooks(&self) -> Vec<HookFn> {
+        self.0
+            .autograd
+            .read(|m| m.map(|m| m.hooks.iter().map(|(_, h)| h.clone()).collect()).unwrap_or_default())
+    }
+
+    pub(crate) fn post_accumulate_hooks(&self) -> Vec<PostAccumulateHookFn> {
+        self.0.autograd.read(|m| {
+            m.map(|m| m.post_accumulate_hooks.iter().map(|(_, h)| h.clone()).collect()).unwrap_or_default()
+        })
+    }
+
+    /// Adds `g` into this leaf's `.grad` (`AccumulateGrad`). With `create_graph` the sum is
+    /// recorded (out of place) so that the gradient itself can be differentiated.
+    pub(crate) fn accumulate_grad(&self, g: Tensor, create_graph: bool) -> Result<()> {
+        let old = self.grad();
+        let new = match old {
+            None => {
+                if create_graph {
+                    g
+                } else if g.is_contiguous()
+                    && Arc::strong_count(&g.0) == 1
+                    && Arc::strong_count(g.storage()) == 1
+                {
+                    g.detach() // the engine's own buffer: adopt it
+                } else {
+                    g.detach().deep_clone()?
+                }
+            }
+            Some(old) => {
+                if create_graph || old.requires_grad() {
+                    old.add(&g)?
+                } else {
+                    let _ng = super::no_grad();
+                    old.add_(&g)?;
+                    old
+                }
+            }
+        };
+        self.0.autograd.with(|m| m.grad = Some(new));
+        Ok(())
+    }
+}

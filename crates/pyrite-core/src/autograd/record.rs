@@ -1,0 +1,139 @@
+//! How an op records itself: the one pattern every differentiable op follows.
+//!
+//! ```ignore
+//! pub fn exp(&self) -> Result<Tensor> {
+//!     let y = self.exp_impl(Out::New)?;              // the kernel never records
+//!     if !needs_grad(&[self]) {
+//!         return Ok(y);
+//!     }
+//!     // d exp(x) = exp(x) dx: save the output, multiply the incoming gradient by it.
+//!     Ok(record1("ExpBackward0", &[self], y, &[Save::Output(0)], |ctx, g| {
+//!         Ok(vec![Some(g[0].mul(&ctx.saved(0)?)?)])
+//!     }))
+//! }
+//! ```
+//!
+//! Backward formulas are written with the same public tensor ops, so when the engine runs
+//! them with `create_graph` they record a graph of their own: higher-order gradients come for
+//! free. Formulas return one gradient per input, of the input's shape (a gradient that
+//! broadcasts to the input, e.g. from a broadcasting op, is summed back by the engine).
+
+use super::graph::{Ctx, Node, NodeKind, TensorMeta};
+use super::saved::SavedTensor;
+use crate::{Result, Tensor};
+use std::sync::Arc;
+
+/// Whether an op on `inputs` must be recorded: grad mode is on and an input requires grad.
+#[inline]
+pub(crate) fn needs_grad(inputs: &[&Tensor]) -> bool {
+    inputs.iter().any(|t| t.requires_grad()) && super::is_grad_enabled()
+}
+
+/// A tensor the backward formula needs: one of the op's inputs, or one of its outputs.
+pub(crate) enum Save<'a> {
+    Input(&'a Tensor),
+    Output(usize),
+}
+
+/// Records an op: a node named `name` whose formula is `backward`, fed by `inputs`. Returns
+/// the outputs as tensors attached to the node (aliases of `outputs`; float outputs only).
+pub(crate) fn record(
+    name: &str,
+    inputs: &[&Tensor],
+    outputs: Vec<Tensor>,
+    saved: &[Save<'_>],
+    backward: impl Fn(&Ctx<'_>, &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
+) -> Vec<Tensor> {
+    let next = inputs.iter().map(|t| t.gradient_edge()).collect();
+    let in_meta = inputs.iter().map(|t| TensorMeta::of(t)).collect();
+    let out_meta = outputs.iter().map(TensorMeta::of).collect();
+    let saved_tensors: Vec<SavedTensor> = saved
+        .iter()
+        .map(|s| match s {
+            Save::Input(t) => SavedTensor::input(t),
+            Save::Output(i) => SavedTensor::output(&outputs[*i], *i),
+        })
+        .collect();
+    let node = Arc::new(Node::new(
+        name.to_string(),
+        next,
+        in_meta,
+        out_meta,
+        NodeKind::Backward(Box::new(backward)),
+        super::anomaly::trace(),
+    ));
+    node.saved.lock().unwrap().tensors = saved_tensors;
+    outputs
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| if t.dtype().is_floating_point() { t.attach(node.clone(), i) } else { t })
+        .collect()
+}
+
+/// [`record`] for an op with one output.
+pub(crate) fn record1(
+    name: &str,
+    inputs: &[&Tensor],
+    output: Tensor,
+    saved: &[Save<'_>],
+    backward: impl Fn(&Ctx<'_>, &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
+) -> Tensor {
+    record(name, inputs, vec![output], saved, backward).pop().expect("one output")
+}
+
+/// Pauses recording while an op that records itself computes its forward from other public
+/// ops (`paused(recording)` returns a no-grad guard when `recording`).
+#[inline]
+pub(crate) fn paused(recording: bool) -> Option<super::GradModeGuard> {
+    recording.then(super::no_grad)
+}
+
+/// PyTorch's error for an in-place op on a leaf that requires grad (outside `no_grad`).
+fn check_leaf(t: &Tensor) -> Result<()> {
+    if t.requires_grad() && t.is_leaf() && super::is_grad_enabled() {
+        crate::bail!(Autograd, "a leaf Variable that requires grad is being used in an in-place operation.");
+    }
+    Ok(())
+}
+
+/// Runs in-place op `kernel` on `t`. Under autograd, the op is recorded: it is computed out of
+/// place (`out_of_place`, from a recorded copy of `t`'s old value), the result is written into
+/// `t` and `t`'s history moves to the new node, as PyTorch's in-place ops rebase history.
+/// Saved tensors that shared `t`'s storage see the version bump and refuse to be used.
+///
+/// Not yet handled: when `t` is a view, the history of its base is not updated.
+pub(crate) fn inplace_ad(
+    t: &Tensor,
+    others: &[&Tensor],
+    out_of_place: impl FnOnce(&Tensor) -> Result<Tensor>,
+    kernel: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    let recording =
+        super::is_grad_enabled() && (t.requires_grad() || others.iter().any(|o| o.requires_grad()));
+    if !recording {
+        return kernel();
+    }
+    check_leaf(t)?;
+    let y = out_of_place(&t.deep_clone()?)?.to_dtype(t.dtype())?;
+    {
+        let _g = super::no_grad();
+        t.copy_(&y)?;
+    }
+    match y.grad_fn() {
+        Some(f) => t.set_grad_fn(f, y.output_nr()),
+        None => {
+            t.detach_()?;
+        }
+    }
+    Ok(())
+}
+
+/// For in-place ops whose autograd is not written yet: refuses to run when it would have to
+/// be recorded, instead of computing wrong gradients.
+pub(crate) fn inplace_unsupported(t: &Tensor, others: &[&Tensor], name: &str) -> Result<()> {
+    check_leaf(t)?;
+    if needs_grad(&[t]) || needs_grad(others) {
+        crate::bail!(NotImplemented, "{name}: autograd through this in-place op is not implemented yet; use it under no_grad or on tensors that do not require grad");
+    }
+    Ok(())
+}

@@ -1,0 +1,378 @@
+//! The autograd engine's behaviour as a PyTorch user observes it: leaves and grads, graph
+//! shapes, retain_graph, create_graph, grad modes, hooks, in-place checks, custom functions.
+
+use pyrite_core::autograd::{self, Function, FunctionCtx};
+use pyrite_core::{DType, ErrorKind, Result, Tensor};
+
+fn leaf(v: &[f64]) -> Tensor {
+    Tensor::from_slice(v, [v.len()]).unwrap().requires_grad_(true).unwrap()
+}
+
+fn vals(t: &Tensor) -> Vec<f64> {
+    t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap()
+}
+
+fn grad_of(t: &Tensor) -> Vec<f64> {
+    vals(&t.grad().expect("grad is set"))
+}
+
+#[test]
+fn leaves_non_leaves_and_grad_fn_names() -> Result<()> {
+    let x = leaf(&[1., 2.]);
+    assert!(x.is_leaf() && x.requires_grad() && x.grad().is_none() && x.grad_fn().is_none());
+    let y = x.mul_scalar(3.0)?.exp()?;
+    assert!(!y.is_leaf() && y.requires_grad());
+    assert_eq!(y.grad_fn().unwrap().name(), "ExpBackward0");
+    let next = y.grad_fn().unwrap().next_functions();
+    assert_eq!(next[0].as_ref().unwrap().0.name(), "MulBackward0");
+    // plain tensors stay out of the graph
+    let c = Tensor::ones([2], DType::F64)?;
+    assert!(!c.add(&c)?.requires_grad());
+    assert!(Tensor::new([1i64])?.requires_grad_(true).is_err());
+    assert!(y.requires_grad_(false).is_err(), "a non-leaf's flag cannot be turned off");
+    Ok(())
+}
+
+#[test]
+fn display_shows_grad_fn_and_requires_grad() -> Result<()> {
+    let x = leaf(&[1., 2.]);
+    assert_eq!(x.to_string(), "tensor([1., 2.], dtype=torch.float64, requires_grad=True)");
+    let y = x.mul(&x)?;
+    assert_eq!(y.to_string(), "tensor([1., 4.], dtype=torch.float64, grad_fn=<MulBackward0>)");
+    Ok(())
+}
+
+#[test]
+fn gradients_accumulate_until_cleared() -> Result<()> {
+    let x = leaf(&[1., 2., 3.]);
+    x.mul(&x)?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![2., 4., 6.]);
+    x.mul(&x)?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![4., 8., 12.]);
+    x.set_grad(None)?;
+    x.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![1., 1., 1.]);
+    x.grad().unwrap().zero_()?;
+    assert_eq!(grad_of(&x), vec![0., 0., 0.]);
+    Ok(())
+}
+
+#[test]
+fn backward_needs_a_scalar_or_a_gradient() -> Result<()> {
+    let x = leaf(&[1., 2.]);
+    let y = x.mul_scalar(2.0)?;
+    let e = y.backward().unwrap_err();
+    assert_eq!(e.to_string(), "grad can be implicitly created only for scalar outputs");
+    y.backward_with(&Tensor::new([1f64, 10.])?)?;
+    assert_eq!(grad_of(&x), vec![2., 20.]);
+    let e = Tensor::ones([1], DType::F32)?.backward().unwrap_err();
+    assert!(e.to_string().contains("does not require grad and does not have a grad_fn"));
+    let e = y.backward_with(&Tensor::ones([3], DType::F64)?).unwrap_err();
+    assert!(e.to_string().contains("Mismatch in shape"));
+    Ok(())
+}
+
+#[test]
+fn a_freed_graph_cannot_be_used_twice_unless_retained() -> Result<()> {
+    let x = leaf(&[1., 2.]);
+    let y = x.exp()?.sum()?; // ExpBackward0 saves its output
+    y.backward_opts(None, true, false)?;
+    y.backward()?; // retained once, so this works and frees it
+    assert_eq!(grad_of(&x), vals(&x.exp()?.mul_scalar(2.0)?));
+    let e = y.backward().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Autograd);
+    assert!(e.to_string().starts_with("Trying to backward through the graph a second time"));
+    // A graph without saved tensors can be walked again (as in PyTorch).
+    let z = x.add_scalar(1.0)?.sum()?;
+    z.backward()?;
+    z.backward()?;
+    Ok(())
+}
+
+#[test]
+fn diamond_graph_and_a_tensor_used_many_times() -> Result<()> {
+    // y = x*x feeds two branches that meet again: d/dx (sin(y) + y*y*y) = (cos(y) + 3y^2) 2x
+    let x = leaf(&[0.5, -1.5]);
+    let y = x.mul(&x)?;
+    let z = y.sin()?.add(&y.mul(&y)?.mul(&y)?)?.sum()?;
+    z.backward()?;
+    let want: Vec<f64> =
+        [0.5f64, -1.5].iter().map(|&x| (2.0 * x) * ((x * x).cos() + 3.0 * (x * x).powi(2))).collect();
+    for (g, w) in grad_of(&x).iter().zip(&want) {
+        assert!((g - w).abs() < 1e-12, "{g} vs {w}");
+    }
+    Ok(())
+}
+
+#[test]
+fn unused_inputs_and_mixed_requires_grad() -> Result<()> {
+    let a = leaf(&[1., 2.]);
+    let b = leaf(&[3., 4.]);
+    let c = Tensor::new([5f64, 6.])?; // no grad
+    let y = a.mul(&c)?.sum()?;
+    let e = autograd::grad(&[&y], &[&a, &b], None, Some(true), false, false).unwrap_err();
+    assert!(e.to_string().contains("appears to not have been used in the graph"));
+    let g = autograd::grad(&[&y], &[&a, &b], None, None, false, true)?;
+    assert_eq!(vals(g[0].as_ref().unwrap()), vec![5., 6.]);
+    assert!(g[1].is_none());
+    // grad() does not touch .grad
+    assert!(a.grad().is_none());
+    let e = autograd::grad(&[&y], &[&c], None, None, false, true).unwrap_err();
+    assert!(e.to_string().contains("does not require grad"));
+    Ok(())
+}
+
+#[test]
+fn a_ten_thousand_op_chain_runs_and_frees_without_stack_overflow() -> Result<()> {
+    let x = leaf(&[1.0]);
+    let mut y = x.clone();
+    for _ in 0..10_000 {
+        y = y.mul_scalar(1.0001)?;
+    }
+    y.sum()?.backward()?;
+    let want = 1.0001f64.powi(10_000);
+    assert!((grad_of(&x)[0] - want).abs() < 1e-9 * want);
+    // dropping an unused 100k-node graph must not recurse either
+    let mut z = x.clone();
+    for _ in 0..100_000 {
+        z = z.add_scalar(1.0)?;
+    }
+    drop(z);
+    Ok(())
+}
+
+#[test]
+fn independent_backward_passes_on_many_threads() {
+    let handles: Vec<_> = (0..4)
+        .map(|k| {
+            std::thread::spawn(move || {
+                let x = leaf(&[k as f64, 1.0]);
+                for _ in 0..50 {
+                    x.set_grad(None).unwrap();
+                    x.mul(&x).unwrap().mul_scalar(k as f64).unwrap().sum().unwrap().backward().unwrap();
+                }
+                grad_of(&x)
+            })
+        })
+        .collect();
+    for (k, h) in handles.into_iter().enumerate() {
+        let k = k as f64;
+        assert_eq!(h.join().unwrap(), vec![2.0 * k * k, 2.0 * k]);
+    }
+}
+
+#[test]
+fn higher_order_gradients_with_create_graph() -> Result<()> {
+    // f = sum(x^3): grad = 3x^2, Hessian-vector product with v: 6 x v
+    let x = leaf(&[1., -2., 0.5]);
+    let f = x.pow_scalar(3.0)?.sum()?;
+    let g = autograd::grad(&[&f], &[&x], None, None, true, false)?.remove(0).unwrap();
+    assert!(g.requires_grad(), "create_graph records the gradient computation");
+    assert_eq!(vals(&g), vec![3., 12., 0.75]);
+    let v = Tensor::new([1f64, 1., 2.])?;
+    let hv = autograd::grad(&[&g], &[&x], Some(&[&v]), None, false, false)?.remove(0).unwrap();
+    assert_eq!(vals(&hv), vec![6., -12., 6.]);
+    // a gradient penalty: d/dx ||grad||^2 accumulated through backward
+    let y = x.pow_scalar(3.0)?.sum()?;
+    let g = autograd::grad(&[&y], &[&x], None, None, true, false)?.remove(0).unwrap();
+    g.square()?.sum()?.backward()?; // d/dx sum(9 x^4) = 36 x^3
+    assert_eq!(grad_of(&x), vec![36., -288., 4.5]);
+    Ok(())
+}
+
+#[test]
+fn grad_modes_are_scoped_nested_and_per_thread() -> Result<()> {
+    let x = leaf(&[1.]);
+    {
+        let _a = autograd::no_grad();
+        assert!(!autograd::is_grad_enabled());
+        assert!(!x.mul(&x)?.requires_grad());
+        {
+            let _b = autograd::enable_grad();
+            assert!(x.mul(&x)?.requires_grad());
+        }
+        assert!(!x.mul(&x)?.requires_grad());
+        // other threads keep their own mode
+        std::thread::spawn(|| assert!(autograd::is_grad_enabled())).join().unwrap();
+    }
+    assert!(autograd::is_grad_enabled());
+    {
+        let _i = autograd::inference_mode();
+        let _e = autograd::enable_grad(); // does not leave inference mode
+        assert!(!x.mul(&x)?.requires_grad());
+        assert!(autograd::is_inference_mode_enabled());
+    }
+    {
+        let _s = autograd::set_grad_enabled(false);
+        assert!(!x.exp()?.requires_grad());
+    }
+    assert!(x.exp()?.requires_grad());
+    Ok(())
+}
+
+#[test]
+fn detach_shares_data_but_not_history() -> Result<()> {
+    let x = leaf(&[1., 2.]);
+    let y = x.mul_scalar(2.0)?;
+    let d = y.detach();
+    assert!(!d.requires_grad() && d.is_leaf());
+    assert!(d.same_storage(&y));
+    let z = y.mul_scalar(1.0)?;
+    z.detach_()?;
+    assert!(!z.requires_grad() && z.grad_fn().is_none());
+    Ok(())
+}
+
+#[test]
+fn retain_grad_keeps_a_non_leaf_gradient() -> Result<()> {
+    let x = leaf(&[1., 2.]);
+    let y = x.mul_scalar(3.0)?;
+    y.retain_grad()?;
+    assert!(y.retains_grad());
+    y.mul(&y)?.sum()?.backward()?;
+    assert_eq!(grad_of(&y), vec![6., 12.]);
+    assert_eq!(grad_of(&x), vec![18., 36.]);
+    assert!(Tensor::ones([1], DType::F32)?.retain_grad().is_err());
+    Ok(())
+}
+
+#[test]
+fn tensor_hooks_see_and_replace_gradients_until_removed() -> Result<()> {
+    let x = leaf(&[1., 2.]);
+    let y = x.mul_scalar(2.0)?;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let h1 = y.register_hook(move |g| {
+        s.lock().unwrap().push(vals(g));
+        Ok(None)
+    })?;
+    let h2 = x.register_hook(|g| Ok(Some(g.mul_scalar(10.0)?)))?;
+    y.sum()?.backward_opts(None, true, false)?;
+    assert_eq!(*seen.lock().unwrap(), vec![vec![1., 1.]]);
+    assert_eq!(grad_of(&x), vec![20., 20.]);
+    h1.remove();
+    h2.remove();
+    x.set_grad(None)?;
+    y.sum()?.backward()?;
+    assert_eq!(seen.lock().unwrap().len(), 1, "removed hook is not called");
+    assert_eq!(grad_of(&x), vec![2., 2.]);
+    // a post-accumulate hook sees the leaf after its .grad was updated
+    let got = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let g2 = got.clone();
+    x.register_post_accumulate_grad_hook(move |t| {
+        *g2.lock().unwrap() = Some(vals(&t.grad().unwrap()));
+        Ok(())
+    })?;
+    x.sum()?.backward()?;
+    assert_eq!(got.lock().unwrap().clone().unwrap(), vec![3., 3.]);
+    assert!(y.register_post_accumulate_grad_hook(|_| Ok(())).is_err());
+    Ok(())
+}
+
+#[test]
+fn in_place_ops_are_checked_like_pytorch() -> Result<()> {
+    // on a leaf that requires grad: refused (allowed under no_grad, as optimizers do)
+    let w = leaf(&[1., 2.]);
+    let e = w.add_scalar_(1.0).unwrap_err();
+    assert_eq!(e.to_string(), "a leaf Variable that requires grad is being used in an in-place operation.");
+    {
+        let _g = autograd::no_grad();
+        w.add_scalar_(1.0)?;
+    }
+    assert_eq!(vals(&w), vec![2., 3.]);
+    // a saved tensor modified in place: backward refuses
+    let y = w.exp()?; // saves its output y
+    let z = y.sum()?;
+    y.mul_scalar_(2.0)?;
+    let e = z.backward().unwrap_err();
+    assert!(e.to_string().starts_with("one of the variables needed for gradient computation has been modified by an inplace operation: [torch.DoubleTensor [2]], which is output 0 of ExpBackward0, is at version 1; expected version 0 instead."), "{e}");
+    // in-place on a non-leaf is recorded: d/dw sum((w * 3) += w) = 4
+    let v = leaf(&[1., 2.]);
+    let u = v.mul_scalar(3.0)?;
+    u.add_(&v)?;
+    assert_eq!(u.grad_fn().unwrap().name(), "AddBackward0");
+    u.sum()?.backward()?;
+    assert_eq!(grad_of(&v), vec![4., 4.]);
+    // out= forms refuse inputs that require grad
+    let out = Tensor::empty([2], DType::F64)?;
+    assert!(v.add_out(&v, &out).unwrap_err().to_string().contains("don't support automatic differentiation"));
+    Ok(())
+}
+
+/// y = x^3 with a hand-written backward.
+struct Cube;
+impl Function for Cube {
+    fn forward(&self, ctx: &mut FunctionCtx, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        assert!(!autograd::is_grad_enabled(), "forward runs without recording");
+        ctx.save_for_backward(&[inputs[0]]);
+        ctx.save_value("p", 3.0f64);
+        Ok(vec![inputs[0].pow_scalar(3.0)?])
+    }
+    fn backward(&self, ctx: &FunctionCtx, grads: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        let x = &ctx.saved_tensors()[0];
+        let p: f64 = *ctx.value("p")?;
+        Ok(vec![Some(grads[0].mul(&x.pow_scalar(p - 1.0)?.mul_scalar(p)?)?)])
+    }
+}
+
+#[test]
+fn custom_functions_are_differentiable_twice() -> Result<()> {
+    let x = leaf(&[2., -1.]);
+    let y = autograd::apply(Cube, &[&x])?.remove(0);
+    assert_eq!(y.grad_fn().unwrap().name(), "CubeBackward");
+    let g = autograd::grad(&[&y.sum()?], &[&x], None, None, true, false)?.remove(0).unwrap();
+    assert_eq!(vals(&g), vec![12., 3.]);
+    g.sum()?.backward()?; // d/dx 3x^2 = 6x through the custom backward
+    assert_eq!(grad_of(&x), vec![12., -6.]);
+    autograd::gradcheck(|xs| Ok(autograd::apply(Cube, &[&xs[0]])?.remove(0)), &[x], Default::default())?;
+    Ok(())
+}
+
+#[test]
+fn a_wrong_custom_backward_is_caught() -> Result<()> {
+    struct Bad;
+    impl Function for Bad {
+        fn forward(&self, _: &mut FunctionCtx, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+            Ok(vec![inputs[0].mul_scalar(2.0)?])
+        }
+        fn backward(&self, _: &FunctionCtx, grads: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+            Ok(vec![Some(grads[0].narrow(0, 0, 1)?)])
+        }
+    }
+    let x = leaf(&[1., 2.]);
+    let e = autograd::apply(Bad, &[&x])?.remove(0).sum()?.backward().unwrap_err();
+    assert!(e.to_string().contains("returned an invalid gradient at index 0"), "{e}");
+    // and gradcheck notices a backward that is wrong but well-shaped
+    struct Off;
+    impl Function for Off {
+        fn forward(&self, _: &mut FunctionCtx, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+            Ok(vec![inputs[0].mul_scalar(2.0)?])
+        }
+        fn backward(&self, _: &FunctionCtx, grads: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+            Ok(vec![Some(grads[0].mul_scalar(2.1)?)])
+        }
+    }
+    let e =
+        autograd::gradcheck(|xs| Ok(autograd::apply(Off, &[&xs[0]])?.remove(0)), &[x], Default::default())
+            .unwrap_err();
+    assert!(e.to_string().starts_with("Jacobian mismatch for output 0 with respect to input 0"));
+    Ok(())
+}
+
+#[test]
+fn anomaly_mode_names_the_op_that_made_nan() -> Result<()> {
+    let x = leaf(&[0.]);
+    let y = x.sqrt()?.mul_scalar(0.0)?.sum()?;
+    {
+        let _a = autograd::detect_anomaly();
+        let e = y.backward_opts(None, true, false).unwrap_err();
+        assert!(
+            e.to_string().contains("Function 'SqrtBackward0' returned nan values in its 0th output"),
+            "{e}"
+        );
+    }
+    // without anomaly mode the NaN simply flows into .grad, as in PyTorch
+    y.backward()?;
+    assert!(grad_of(&x)[0].is_nan());
+    Ok(())
+}
