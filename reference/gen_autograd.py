@@ -25,28 +25,7 @@ def pos(*shape, dtype=F64):
 
 
 def grad_case(name, op, fn, inputs, diff, call, args=None, views=None):
-    """fn(*viewed_inputs) -> output; records out and d out / d inputs[diff] for a random g."""
-    views = views or [None] * len(inputs)
-    # the output shape, to make the upstream gradient
-    from refgen import apply_views
-    out0 = fn(*[apply_views(x, v) for x, v in zip(inputs, views)])
-    g = torch.randn(out0.shape, dtype=out0.dtype)
-
-    def run(*vs):
-        *xs, gg = vs
-        xs = [x.detach().requires_grad_(True) if i in diff else x for i, x in enumerate(xs)]
-        out = fn(*xs)
-        grads = torch.autograd.grad(out, [xs[i] for i in diff], gg, allow_unused=True)
-        grads = [torch.zeros_like(xs[i]) if gr is None else gr for i, gr in zip(diff, grads)]
-        return [out] + grads
-
-    a = dict(args or {})
-    a["diff"] = diff
-    tol = {}
-    if out0.dtype == F32:
-        tol = dict(atol=1e-5, rtol=1e-4)
-    rf.case(name, op, inputs + [g], run, call=call, args=a, views=views + [None], **tol)
-
+    rf.grad_case(name, op, fn, inputs, diff, call, args=args, views=views)
 
 for dt in (F32, F64):
     s = "f32" if dt == F32 else "f64"
@@ -149,6 +128,8 @@ for dt in (F32, F64):
                   f"torch.matmul(a{list(sa)}, b{list(sb)})")
     grad_case(f"mm_t_{s}", "mm", torch.mm, [rnd(4, 3, dtype=dt), rnd(4, 5, dtype=dt)], [0, 1], "torch.mm(a.t(), b)",
               views=[[["t"]], None])
+    grad_case(f"linear_{s}", "linear", lambda x, w, b: x @ w.t() + b,
+              [rnd(5, 3, dtype=dt), rnd(4, 3, dtype=dt), rnd(4, dtype=dt)], [0, 1, 2], "x @ w.t() + b")
     grad_case(f"bmm_{s}", "bmm", torch.bmm, [rnd(2, 3, 4, dtype=dt), rnd(2, 4, 5, dtype=dt)], [0, 1], "torch.bmm(a, b)")
     # ------------------------------------------------------------- joins and indexing
     grad_case(f"cat_{s}", "cat", lambda a, b: torch.cat([a, b], 1), [rnd(2, 3, dtype=dt), rnd(2, 2, dtype=dt)],

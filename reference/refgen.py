@@ -123,6 +123,29 @@ class RefFile:
             "n_in": len(inputs), "n_out": 0, "atol": 0.0, "rtol": 0.0, "error": msg,
         })
 
+    def grad_case(self, name, op, fn, inputs, diff, call, args=None, views=None):
+        """Records fn(*viewed_inputs) and torch.autograd.grad of it with respect to inputs[diff]
+        for a random upstream gradient g, appended as the last input. Outputs: [out, grads...]."""
+        views = views or [None] * len(inputs)
+        # the output shape, to make the upstream gradient
+        out0 = fn(*[apply_views(x, v) for x, v in zip(inputs, views)])
+        g = torch.randn(out0.shape, dtype=out0.dtype)
+
+        def run(*vs):
+            *xs, gg = vs
+            xs = [x.detach().requires_grad_(True) if i in diff else x for i, x in enumerate(xs)]
+            out = fn(*xs)
+            grads = torch.autograd.grad(out, [xs[i] for i in diff], gg, allow_unused=True)
+            grads = [torch.zeros_like(xs[i]) if gr is None else gr for i, gr in zip(diff, grads)]
+            return [out] + grads
+
+        a = dict(args or {})
+        a["diff"] = diff
+        tol = {}
+        if out0.dtype == torch.float32:
+            tol = dict(atol=1e-5, rtol=1e-4)
+        self.case(name, op, inputs + [g], run, call=call, args=a, views=views + [None], **tol)
+
     def save(self):
         os.makedirs(DATA, exist_ok=True)
         header = {"__metadata__": {"family": self.family, "torch": torch.__version__,

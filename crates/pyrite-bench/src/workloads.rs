@@ -9,7 +9,7 @@ type Workload = fn(&Args) -> Map<String, Value>;
 
 /// Every workload Pyrite implements so far, in the reference's order.
 pub fn all() -> Vec<(&'static str, Workload)> {
-    vec![("matmul", matmul), ("elementwise", elementwise), ("overhead", overhead)]
+    vec![("matmul", matmul), ("elementwise", elementwise), ("overhead", overhead), ("autograd", autograd)]
 }
 
 fn randn(shape: &[usize]) -> Tensor {
@@ -85,5 +85,57 @@ fn overhead(args: &Args) -> Map<String, Value> {
     res.insert("add_1x1_us".into(), json!(round(t * 1e6, 3)));
     res.insert("add_1x1_us_best".into(), json!(round(min(&times) * 1e6, 3)));
     res.insert("add_1x1_spread".into(), json!(spread(&times)));
+    res
+}
+
+/// Autograd engine overhead: a chain of 100 tiny ops, and mlp_big forward + backward written
+/// with plain tensor ops (cross-entropy as log_softmax + gather + mean), no optimizer.
+fn autograd(args: &Args) -> Map<String, Value> {
+    pyrite::manual_seed(0);
+    let mut res = Map::new();
+    let x0 = Tensor::ones([1], DType::F32).unwrap().requires_grad_(true).unwrap();
+    let c = Tensor::full([1], 1.0001, DType::F32).unwrap();
+    let chain = || {
+        let mut y = x0.clone();
+        for _ in 0..50 {
+            y = y.mul(&c).unwrap();
+            y = y.add(&c).unwrap();
+        }
+        y.backward().unwrap();
+        x0.set_grad(None).unwrap();
+    };
+    let (t, times) = timeit(args, 20, Some(0.2), chain);
+    res.insert("chain_op_us".into(), json!(round(t / 100.0 * 1e6, 3)));
+    res.insert("chain_op_us_best".into(), json!(round(min(&times) / 100.0 * 1e6, 3)));
+
+    let bs = 128;
+    let dims = [784usize, 1024, 1024, 10];
+    let mut ws = Vec::new();
+    let mut bias = Vec::new();
+    for i in 0..3 {
+        let w = randn(&[dims[i + 1], dims[i]]).mul_scalar((dims[i] as f64).powf(-0.5)).unwrap();
+        ws.push(w.requires_grad_(true).unwrap());
+        bias.push(Tensor::zeros([dims[i + 1]], DType::F32).unwrap().requires_grad_(true).unwrap());
+    }
+    let x = randn(&[bs, 784]);
+    let y = Tensor::randint(0, 10, [bs], DType::I64).unwrap().unsqueeze(1).unwrap();
+    let step = || {
+        let mut h = x.clone();
+        for i in 0..3 {
+            h = h.matmul(&ws[i].t().unwrap()).unwrap().add(&bias[i]).unwrap();
+            if i < 2 {
+                h = h.relu().unwrap();
+            }
+        }
+        let loss = h.log_softmax(1).unwrap().gather(1, &y).unwrap().mean().unwrap().neg().unwrap();
+        loss.backward().unwrap();
+        for p in ws.iter().chain(&bias) {
+            p.set_grad(None).unwrap();
+        }
+    };
+    let (t, times) = timeit(args, 5, None, step);
+    res.insert("mlp_big_fwdbwd_steps_per_s".into(), json!(round(1.0 / t, 2)));
+    res.insert("mlp_big_fwdbwd_steps_per_s_best".into(), json!(round(1.0 / min(&times), 2)));
+    res.insert("mlp_big_fwdbwd_ms".into(), json!(round(t * 1e3, 3)));
     res
 }

@@ -479,7 +479,7 @@ impl Tensor {
     /// Records view `out` of `self`; `back` maps the view's gradient to `self`'s.
     fn view_ad(
         &self,
-        name: &str,
+        name: &'static str,
         out: Tensor,
         back: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static,
     ) -> Tensor {
@@ -494,7 +494,7 @@ impl Tensor {
     /// written through the same view.
     fn scatter_view_ad(
         &self,
-        name: &str,
+        name: &'static str,
         out: Tensor,
         view: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static,
     ) -> Tensor {

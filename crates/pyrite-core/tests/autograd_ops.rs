@@ -5,7 +5,6 @@
 mod common;
 
 use common::Case;
-use pyrite_core::autograd::{self, gradcheck, gradgradcheck, GradcheckOptions};
 use pyrite_core::{DType, Result, Scalar, Tensor};
 
 /// The Pyrite call mirroring the case's PyTorch call, on inputs `x` (without the upstream
@@ -91,6 +90,7 @@ fn op(c: &Case, x: &[Tensor]) -> Result<Tensor> {
         "squeeze_unsqueeze" => a.squeeze_dim(1)?.unsqueeze(0)?,
         "matmul" => a.matmul(&x[1])?,
         "mm" => a.mm(&x[1])?,
+        "linear" => a.matmul(&x[1].t()?)?.add(&x[2])?,
         "bmm" => a.bmm(&x[1])?,
         "cat" => Tensor::cat(&[a, &x[1]], c.i("dim"))?,
         "stack" => Tensor::stack(&[a, &x[1]], c.i("dim"))?,
@@ -104,32 +104,9 @@ fn op(c: &Case, x: &[Tensor]) -> Result<Tensor> {
     })
 }
 
-/// The differentiable inputs of a case, marked as requiring grad.
-fn leaves(c: &Case) -> Vec<Tensor> {
-    let diff: Vec<usize> = c.sizes("diff");
-    let n = c.inputs.len() - 1;
-    (0..n)
-        .map(|i| if diff.contains(&i) { c.x(i).requires_grad_(true).unwrap() } else { c.x(i).clone() })
-        .collect()
-}
-
 #[test]
 fn gradients_match_pytorch() {
-    common::check_family("autograd", |c| {
-        let xs = leaves(c);
-        let out = op(c, &xs)?;
-        let g = c.inputs.last().unwrap();
-        let diff: Vec<&Tensor> = c.sizes("diff").iter().map(|&i| &xs[i]).collect();
-        let grads = autograd::grad(&[&out], &diff, Some(&[g]), None, false, true)?;
-        let mut res = vec![out.detach()];
-        for (gr, x) in grads.into_iter().zip(&diff) {
-            res.push(match gr {
-                Some(g) => g,
-                None => x.zeros_like()?,
-            });
-        }
-        Ok(res)
-    });
+    common::check_gradients("autograd", op);
 }
 
 /// Cases finite differences cannot check: points where the function is not differentiable
@@ -143,25 +120,6 @@ const NO_GRADGRAD: &[&str] =
 
 #[test]
 fn gradients_match_finite_differences() {
-    let cases = common::load("autograd");
-    let mut checked = 0;
-    let mut failures = Vec::new();
-    for c in cases.iter().filter(|c| c.name.ends_with("_f64")) {
-        if KINKED.iter().any(|k| c.name.starts_with(k)) {
-            continue;
-        }
-        let xs = leaves(c);
-        let f = |x: &[Tensor]| op(c, x);
-        if let Err(e) = gradcheck(f, &xs, GradcheckOptions::default()) {
-            failures.push(format!("{} [{}] gradcheck: {e}", c.name, c.call));
-        }
-        if !NO_GRADGRAD.iter().any(|k| c.name.starts_with(k)) {
-            if let Err(e) = gradgradcheck(f, &xs, None, GradcheckOptions::default()) {
-                failures.push(format!("{} [{}] gradgradcheck: {e}", c.name, c.call));
-            }
-        }
-        checked += 1;
-    }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    let checked = common::check_finite_differences("autograd", op, KINKED, NO_GRADGRAD);
     assert!(checked > 80, "only {checked} cases checked");
 }

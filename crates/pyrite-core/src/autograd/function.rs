@@ -120,7 +120,7 @@ pub fn apply<F: Function>(f: F, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
     let values = ctx.values.clone();
     let name = f.name();
     let inputs_vec: Vec<&Tensor> = inputs.to_vec();
-    let out = record(&name, &inputs_vec, outputs, &saves, move |c, grads| {
+    let out = record(name, &inputs_vec, outputs, &saves, move |c, grads| {
         let saved = (0..n_saved).map(|i| c.saved(i)).collect::<Result<Vec<_>>>()?;
         let bctx = FunctionCtx {
             to_save: Vec::new(),

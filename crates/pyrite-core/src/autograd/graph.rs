@@ -9,6 +9,7 @@
 use super::meta::{HookFn, PostAccumulateHookFn};
 use super::saved::SavedTensor;
 use crate::{DType, Device, Result, Shape, Tensor};
+use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -56,7 +57,7 @@ pub(crate) struct PreHook {
 
 /// One recorded op (PyTorch's `torch.autograd.graph.Node`).
 pub struct Node {
-    pub(crate) name: String,
+    pub(crate) name: Cow<'static, str>,
     /// Creation order; the engine runs ready nodes newest first, as PyTorch does.
     pub(crate) seq: u64,
     /// One per forward input: where that input's gradient goes (`None`: it needs none).
@@ -87,7 +88,7 @@ pub(crate) fn next_seq() -> u64 {
 
 impl Node {
     pub(crate) fn new(
-        name: String,
+        name: Cow<'static, str>,
         next: Vec<Option<Edge>>,
         inputs: Vec<TensorMeta>,
         outputs: Vec<TensorMeta>,

@@ -330,6 +330,12 @@ impl Tensor {
         });
     }
 
+    /// Whether this handle is the only one to a tensor outside any graph (a kernel's fresh
+    /// result), so that autograd state can be set on it directly.
+    pub(crate) fn is_fresh(&self) -> bool {
+        Arc::strong_count(&self.0) == 1 && Arc::weak_count(&self.0) == 0 && !self.requires_grad()
+    }
+
     /// An alias of this tensor's data that is output `output_nr` of `node`.
     pub(crate) fn attach(&self, node: Arc<Node>, output_nr: usize) -> Tensor {
         let t = self.detach();

@@ -21,6 +21,7 @@
 use super::graph::{Ctx, Node, NodeKind, TensorMeta};
 use super::saved::SavedTensor;
 use crate::{Result, Tensor};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Whether an op on `inputs` must be recorded: grad mode is on and an input requires grad.
@@ -38,7 +39,7 @@ pub(crate) enum Save<'a> {
 /// Records an op: a node named `name` whose formula is `backward`, fed by `inputs`. Returns
 /// the outputs as tensors attached to the node (aliases of `outputs`; float outputs only).
 pub(crate) fn record(
-    name: &str,
+    name: impl Into<Cow<'static, str>>,
     inputs: &[&Tensor],
     outputs: Vec<Tensor>,
     saved: &[Save<'_>],
@@ -55,7 +56,7 @@ pub(crate) fn record(
         })
         .collect();
     let node = Arc::new(Node::new(
-        name.to_string(),
+        name.into(),
         next,
         in_meta,
         out_meta,
@@ -66,13 +67,22 @@ pub(crate) fn record(
     outputs
         .into_iter()
         .enumerate()
-        .map(|(i, t)| if t.dtype().is_floating_point() { t.attach(node.clone(), i) } else { t })
+        .map(|(i, t)| {
+            if !t.dtype().is_floating_point() {
+                t
+            } else if t.is_fresh() {
+                t.set_grad_fn(node.clone(), i); // a new tensor only we hold: attach in place
+                t
+            } else {
+                t.attach(node.clone(), i) // shared (e.g. an input returned as is): an alias
+            }
+        })
         .collect()
 }
 
 /// [`record`] for an op with one output.
 pub(crate) fn record1(
-    name: &str,
+    name: impl Into<Cow<'static, str>>,
     inputs: &[&Tensor],
     output: Tensor,
     saved: &[Save<'_>],

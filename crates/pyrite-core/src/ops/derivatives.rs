@@ -141,7 +141,7 @@ pub(crate) fn unary_ad(op: &'static str, x: &Tensor, y: Tensor) -> Result<Tensor
         &[Save::Input(x)]
     };
     let name = node_name(op);
-    Ok(record1(&name, &[x], y, save, move |ctx, g| {
+    Ok(record1(name, &[x], y, save, move |ctx, g| {
         let g = &g[0];
         let s = || ctx.saved(0);
         let gx = match op {

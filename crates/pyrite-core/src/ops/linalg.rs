@@ -1219,15 +1219,47 @@ impl Tensor {
 
 /// Records `r = a @ b` for matrices or equally batched stacks of them:
 /// `grad_a = g @ b^T`, `grad_b = a^T @ g`.
-fn product_ad(name: &str, a: &Tensor, b: &Tensor, r: Tensor) -> Tensor {
+fn product_ad(name: &'static str, a: &Tensor, b: &Tensor, r: Tensor) -> Tensor {
     if !crate::autograd::record::needs_grad(&[a, b]) || !r.dtype().is_floating_point() {
         return r;
     }
     use crate::autograd::record::{record1, Save};
-    record1(name, &[a, b], r, &[Save::Input(a), Save::Input(b)], |ctx, g| {
+    // Each gradient is computed in its operand's memory order: for an operand that is a
+    // transposed contiguous matrix (`x @ w.t()`, as in a linear layer), `(B^T A)^T` rather than
+    // `A B^T`, so that the gradient reaching the contiguous leaf is contiguous and needs no copy
+    // (PyTorch's `mm_mat2_backward` does the same).
+    let (a_t, b_t) = (is_transposed(a), is_transposed(b));
+    record1(name, &[a, b], r, &[Save::Input(a), Save::Input(b)], move |ctx, g| {
         let g = &g[0];
-        let ga = ctx.needs_input_grad(0).then(|| g.matmul(&ctx.saved(1)?.transpose(-1, -2)?)).transpose()?;
-        let gb = ctx.needs_input_grad(1).then(|| ctx.saved(0)?.transpose(-1, -2)?.matmul(g)).transpose()?;
+        let tr = |t: &Tensor| t.transpose(-1, -2);
+        let ga = ctx
+            .needs_input_grad(0)
+            .then(|| {
+                let b = ctx.saved(1)?;
+                if a_t {
+                    tr(&b.matmul(&tr(g)?)?)
+                } else {
+                    g.matmul(&tr(&b)?)
+                }
+            })
+            .transpose()?;
+        let gb = ctx
+            .needs_input_grad(1)
+            .then(|| {
+                let a = ctx.saved(0)?;
+                if b_t {
+                    tr(&tr(g)?.matmul(&a)?)
+                } else {
+                    tr(&a)?.matmul(g)
+                }
+            })
+            .transpose()?;
         Ok(vec![ga, gb])
     })
+}
+
+/// Whether the last two dims of `t` are laid out column-major (a transposed matrix).
+fn is_transposed(t: &Tensor) -> bool {
+    let r = t.rank();
+    r >= 2 && t.stride()[r - 2] == 1 && t.stride()[r - 1] >= t.dims()[r - 2].max(1) && t.dims()[r - 1] > 1
 }

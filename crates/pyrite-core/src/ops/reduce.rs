@@ -1534,7 +1534,7 @@ fn unreduce(t: &Tensor, input: &Shape, mask: &[bool], keepdim: bool) -> Result<T
 impl Tensor {
     /// max/min/amax/amin over `mask`, recorded: the gradient is split evenly among the
     /// elements equal to the extreme (PyTorch's `evenly_distribute_backward`).
-    fn extreme_ad(&self, name: &str, mask: &[bool], keepdim: bool, max: bool) -> Result<Tensor> {
+    fn extreme_ad(&self, name: &'static str, mask: &[bool], keepdim: bool, max: bool) -> Result<Tensor> {
         let rec = needs_grad(&[self]);
         let y = {
             let _g = paused(rec);
@@ -1557,7 +1557,7 @@ impl Tensor {
     /// max_dim/min_dim, recorded: the gradient goes to the returned index only.
     fn extreme_index_ad(
         &self,
-        name: &str,
+        name: &'static str,
         dim: isize,
         mask: &[bool],
         keepdim: bool,

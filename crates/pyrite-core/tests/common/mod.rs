@@ -234,3 +234,68 @@ pub fn check_family(family: &str, run: impl Fn(&Case) -> Result<Vec<Tensor>>) {
     }
     eprintln!("{family}: {} cases match PyTorch", cases.len());
 }
+
+// ------------------------------------------------------------------ gradients
+
+/// The differentiable inputs of a gradient case (`args.diff`), marked as requiring grad; the
+/// last input (the upstream gradient) is left out.
+pub fn grad_leaves(c: &Case) -> Vec<Tensor> {
+    let diff: Vec<usize> = c.sizes("diff");
+    let n = c.inputs.len() - 1;
+    (0..n)
+        .map(|i| if diff.contains(&i) { c.x(i).requires_grad_(true).unwrap() } else { c.x(i).clone() })
+        .collect()
+}
+
+/// Checks a family recorded by `reference/gen_autograd*.py`: for each case, `op(case, inputs)`
+/// must give PyTorch's output, and `autograd::grad` of it (with the recorded upstream
+/// gradient) PyTorch's gradients.
+pub fn check_gradients(family: &str, op: fn(&Case, &[Tensor]) -> Result<Tensor>) {
+    check_family(family, |c| {
+        let xs = grad_leaves(c);
+        let out = op(c, &xs)?;
+        let g = c.inputs.last().unwrap();
+        let diff: Vec<&Tensor> = c.sizes("diff").iter().map(|&i| &xs[i]).collect();
+        let grads = pyrite_core::autograd::grad(&[&out], &diff, Some(&[g]), None, false, true)?;
+        let mut res = vec![out.detach()];
+        for (gr, x) in grads.into_iter().zip(&diff) {
+            res.push(match gr {
+                Some(g) => g,
+                None => x.zeros_like()?,
+            });
+        }
+        Ok(res)
+    });
+}
+
+/// Runs `gradcheck` (and `gradgradcheck`, unless the case name starts with an entry of
+/// `no_gradgrad`) on every f64 case of `family` whose name does not start with an entry of
+/// `skip`. Returns how many cases were checked.
+pub fn check_finite_differences(
+    family: &str,
+    op: fn(&Case, &[Tensor]) -> Result<Tensor>,
+    skip: &[&str],
+    no_gradgrad: &[&str],
+) -> usize {
+    use pyrite_core::autograd::{gradcheck, gradgradcheck, GradcheckOptions};
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for c in load(family).iter().filter(|c| c.name.ends_with("_f64")) {
+        if skip.iter().any(|k| c.name.starts_with(k)) {
+            continue;
+        }
+        let xs = grad_leaves(c);
+        let f = |x: &[Tensor]| op(c, x);
+        if let Err(e) = gradcheck(f, &xs, GradcheckOptions::default()) {
+            failures.push(format!("{} [{}] gradcheck: {e}", c.name, c.call));
+        }
+        if !no_gradgrad.iter().any(|k| c.name.starts_with(k)) {
+            if let Err(e) = gradgradcheck(f, &xs, None, GradcheckOptions::default()) {
+                failures.push(format!("{} [{}] gradgradcheck: {e}", c.name, c.call));
+            }
+        }
+        checked += 1;
+    }
+    assert!(failures.is_empty(), "{family}: {} failures:\n{}", failures.len(), failures.join("\n"));
+    checked
+}
