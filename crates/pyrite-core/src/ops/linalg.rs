@@ -502,13 +502,29 @@ fn panels<T: MatElem>(
         };
     };
     if threads > 1 && np > 1 {
-        use rayon::prelude::*;
+        use std::sync::atomic::{AtomicUsize, Ordering};
         let (_, pool) = crate::threads::pool();
-        pool.install(|| {
-            for q in (0..k).step_by(PANEL_K) {
-                (0..np).into_par_iter().with_max_len(1).for_each(|p| step(q, p));
-            }
-        });
+        for q in (0..k).step_by(PANEL_K) {
+            // Panels are claimed from a counter by the calling thread and by up to
+            // `threads - 1` pool tasks. The caller starts at once (waking a parked worker costs
+            // 20-60 us on the benchmark VM, a large part of a 256^3 product), and a worker that
+            // wakes late just finds fewer panels left. Who computes a panel does not change
+            // its result.
+            let next = AtomicUsize::new(0);
+            let claim = || loop {
+                let p = next.fetch_add(1, Ordering::Relaxed);
+                if p >= np {
+                    break;
+                }
+                step(q, p);
+            };
+            pool.in_place_scope(|s| {
+                for _ in 1..threads.min(np) {
+                    s.spawn(|_| claim());
+                }
+                claim();
+            });
+        }
     } else {
         for q in (0..k).step_by(PANEL_K) {
             for p in 0..np {
