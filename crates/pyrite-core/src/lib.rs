@@ -36,7 +36,7 @@ pub mod storage;
 mod strided;
 mod tensor;
 pub mod threads;
-mod view;
+pub(crate) mod view;
 
 pub use half;
 

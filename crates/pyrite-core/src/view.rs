@@ -483,10 +483,13 @@ impl Tensor {
         out: Tensor,
         back: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static,
     ) -> Tensor {
-        if !needs_grad(&[self]) {
-            return out;
-        }
-        record1(name, &[self], out, &[], move |_, g| Ok(vec![Some(back(&g[0])?)]))
+        let out = if needs_grad(&[self]) {
+            record1(name, &[self], out, &[], move |_, g| Ok(vec![Some(back(&g[0])?)]))
+        } else {
+            out
+        };
+        self.mark_view(&out);
+        out
     }
 
     /// Records view `out = view(self)` that picks some of `self`'s elements (narrow, slice,
@@ -498,22 +501,25 @@ impl Tensor {
         out: Tensor,
         view: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static,
     ) -> Tensor {
-        if !needs_grad(&[self]) {
-            return out;
-        }
-        let shape = self.shape().clone();
-        let view = std::sync::Arc::new(view);
-        record1(name, &[self], out, &[], move |_, g| {
-            Ok(vec![Some(view_scatter(&g[0], &shape, view.clone())?)])
-        })
+        let out = if needs_grad(&[self]) {
+            let shape = self.shape().clone();
+            let view = std::sync::Arc::new(view);
+            record1(name, &[self], out, &[], move |_, g| {
+                Ok(vec![Some(view_scatter(&g[0], &shape, view.clone())?)])
+            })
+        } else {
+            out
+        };
+        self.mark_view(&out);
+        out
     }
 }
 
-type ViewFn = std::sync::Arc<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>;
+pub(crate) type ViewFn = std::sync::Arc<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>;
 
 /// Zeros of `shape` with `src` written into `view(zeros)` (PyTorch's `slice_scatter` family);
 /// differentiable: the gradient of `src` is `view(grad)`.
-fn view_scatter(src: &Tensor, shape: &Shape, view: ViewFn) -> Result<Tensor> {
+pub(crate) fn view_scatter(src: &Tensor, shape: &Shape, view: ViewFn) -> Result<Tensor> {
     let rec = needs_grad(&[src]);
     let z = {
         let _g = paused(rec);
@@ -525,4 +531,17 @@ fn view_scatter(src: &Tensor, shape: &Shape, view: ViewFn) -> Result<Tensor> {
         return Ok(z);
     }
     Ok(record1("ViewScatterBackward0", &[src], z, &[], move |_, g| Ok(vec![Some(view(&g[0])?)])))
+}
+
+/// A view of contiguous `t` with an explicit layout (`offset` relative to `t`'s first
+/// element): how the in-place machinery addresses a view's elements inside a gradient of its
+/// base's shape. Recorded like any view that picks elements.
+pub(crate) fn strided_view(t: &Tensor, shape: Shape, strides: DimVec, offset: usize) -> Result<Tensor> {
+    let t = t.contiguous()?;
+    let layout =
+        Layout { shape: shape.clone(), strides: strides.clone(), offset: t.storage_offset() + offset };
+    let out = t.with_layout(layout);
+    Ok(t.scatter_view_ad("AsStridedBackward0", out, move |x| {
+        strided_view(x, shape.clone(), strides.clone(), offset)
+    }))
 }

@@ -376,3 +376,48 @@ fn anomaly_mode_names_the_op_that_made_nan() -> Result<()> {
     assert!(grad_of(&x)[0].is_nan());
     Ok(())
 }
+
+#[test]
+fn in_place_ops_on_views_rewrite_the_base_history() -> Result<()> {
+    // y = 2x; y[:2] *= 3  =>  d sum(y) / dx = [6, 6, 2, 2]
+    let x = leaf(&[1., 2., 3., 4.]);
+    let y = x.mul_scalar(2.0)?;
+    y.narrow(0, 0, 2)?.mul_scalar_(3.0)?;
+    assert_eq!(vals(&y), vec![6., 12., 6., 8.]);
+    assert_eq!(y.grad_fn().unwrap().name(), "CopySlices");
+    y.mul(&Tensor::new([1f64, 10., 100., 1000.])?)?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![6., 60., 200., 2000.]);
+
+    // writing a tensor that requires grad into a slice of a plain buffer (an RNN output loop)
+    let w = leaf(&[1., 2., 3.]);
+    let out = Tensor::zeros([2, 3], DType::F64)?;
+    for i in 0..2 {
+        out.select(0, i)?.copy_(&w.mul_scalar((i + 1) as f64)?)?;
+    }
+    assert!(out.requires_grad());
+    let c = Tensor::new([[1f64, 2., 3.], [4., 5., 6.]])?;
+    out.mul(&c)?.sum()?.backward()?;
+    // d/dw sum_i (i+1) w * c[i] = c[0] + 2 c[1]
+    assert_eq!(grad_of(&w), vec![9., 12., 15.]);
+
+    // a view of a leaf that requires grad cannot be modified in place
+    let e = x.narrow(0, 0, 1)?.add_scalar_(1.0).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "a view of a leaf Variable that requires grad is being used in an in-place operation."
+    );
+    Ok(())
+}
+
+#[test]
+fn in_place_on_a_view_passes_gradcheck_and_gradgradcheck() -> Result<()> {
+    let x = leaf(&[0.3, -1.2, 0.7, 2.0]);
+    let f = |xs: &[Tensor]| -> Result<Tensor> {
+        let y = xs[0].mul_scalar(2.0)?;
+        y.narrow(0, 0, 2)?.mul_(&xs[0].narrow(0, 2, 2)?)?;
+        y.square()?.sum()
+    };
+    autograd::gradcheck(f, &[x.clone()], Default::default())?;
+    autograd::gradgradcheck(f, &[x], None, Default::default())?;
+    Ok(())
+}

@@ -23,6 +23,9 @@ pub(crate) struct AutogradMeta {
     /// of them is alive.
     accumulator: Weak<Node>,
     retains_grad: bool,
+    /// For a view made while grad mode was on: the tensor whose storage it views (never itself
+    /// a view). An in-place op on the view rewrites the base's history (`CopySlices`).
+    view_base: Option<Tensor>,
     /// Hooks of a leaf (a non-leaf's hooks live on its `grad_fn`).
     hooks: Vec<(u64, HookFn)>,
     post_accumulate_hooks: Vec<(u64, PostAccumulateHookFn)>,
@@ -320,6 +323,21 @@ impl Tensor {
             m.accumulator = Arc::downgrade(&node);
             Some(Edge { node, input_nr: 0 })
         })
+    }
+
+    /// The base this view was taken from, if it was made while grad mode was on.
+    pub(crate) fn view_base(&self) -> Option<Tensor> {
+        self.0.autograd.read(|m| m.and_then(|m| m.view_base.clone()))
+    }
+
+    /// Records that `out`, a view of this tensor, shares its base (only while grad mode is on:
+    /// only then can an in-place op on the view need to rewrite the base's history).
+    pub(crate) fn mark_view(&self, out: &Tensor) {
+        if !super::is_grad_enabled() {
+            return;
+        }
+        let base = self.view_base().unwrap_or_else(|| self.clone());
+        out.0.autograd.with(|m| m.view_base = Some(base));
     }
 
     /// Makes this (fresh) tensor output `output_nr` of `node`.

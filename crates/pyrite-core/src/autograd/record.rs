@@ -124,16 +124,68 @@ pub(crate) fn inplace_ad(
         return kernel();
     }
     check_leaf(t)?;
+    let base = t.view_base();
+    if let Some(b) = &base {
+        if b.requires_grad() && b.is_leaf() {
+            crate::bail!(
+                Autograd,
+                "a view of a leaf Variable that requires grad is being used in an in-place operation."
+            );
+        }
+        if !b.is_contiguous() {
+            crate::bail!(
+                NotImplemented,
+                "autograd of an in-place op on a view of a non-contiguous tensor is not implemented yet"
+            );
+        }
+    }
     let y = out_of_place(&t.deep_clone()?)?.to_dtype(t.dtype())?;
     {
         let _g = super::no_grad();
         t.copy_(&y)?;
     }
-    match y.grad_fn() {
-        Some(f) => t.set_grad_fn(f, y.output_nr()),
+    match base {
+        Some(b) => rebase_view(t, &b, &y),
         None => {
-            t.detach_()?;
+            match y.grad_fn() {
+                Some(f) => t.set_grad_fn(f, y.output_nr()),
+                None => {
+                    t.detach_()?;
+                }
+            }
+            Ok(())
         }
+    }
+}
+
+/// After view `t` of `base` was overwritten in place with `y`: `base`'s history becomes
+/// PyTorch's `CopySlices` (the old base with the view's region replaced by `y`), and `t`'s
+/// becomes a view of that.
+fn rebase_view(t: &Tensor, base: &Tensor, y: &Tensor) -> Result<()> {
+    if !base.requires_grad() && !y.requires_grad() {
+        return Ok(());
+    }
+    let shape = t.shape().clone();
+    let strides: crate::shape::DimVec = t.stride().into();
+    let offset = t.storage_offset() - base.storage_offset();
+    let base_shape = base.shape().clone();
+    let (sh, st) = (shape.clone(), strides.clone());
+    let new_base = record1("CopySlices", &[base, y], base.detach(), &[], move |_, g| {
+        // The region's gradient goes to y, the rest (the region zeroed) to the old base.
+        let region = crate::view::strided_view(&g[0], sh.clone(), st.clone(), offset)?;
+        let (sh2, st2) = (sh.clone(), st.clone());
+        let view: crate::view::ViewFn =
+            Arc::new(move |z: &Tensor| crate::view::strided_view(z, sh2.clone(), st2.clone(), offset));
+        let outside = g[0].sub(&crate::view::view_scatter(&region, &base_shape, view)?)?;
+        Ok(vec![Some(outside), Some(region)])
+    });
+    let node = new_base.grad_fn().expect("recorded");
+    base.set_grad_fn(node, 0);
+    // t is now a view of the new base
+    let t_new = crate::view::strided_view(base, shape, strides, offset)?;
+    match t_new.grad_fn() {
+        Some(f) => t.set_grad_fn(f, 0),
+        None => t.detach_().map(drop)?,
     }
     Ok(())
 }
