@@ -130,6 +130,20 @@ for dt in (F32, F64):
               views=[[["t"]], None])
     grad_case(f"linear_{s}", "linear", lambda x, w, b: x @ w.t() + b,
               [rnd(5, 3, dtype=dt), rnd(4, 3, dtype=dt), rnd(4, dtype=dt)], [0, 1, 2], "x @ w.t() + b")
+    grad_case(f"addmm_{s}", "addmm", lambda i, a, b: torch.addmm(i, a, b, beta=0.5, alpha=2.0),
+              [rnd(4, dtype=dt), rnd(3, 5, dtype=dt), rnd(5, 4, dtype=dt)], [0, 1, 2],
+              "torch.addmm(i, a, b, beta=0.5, alpha=2.0)")
+    grad_case(f"baddbmm_{s}", "baddbmm", lambda i, a, b: torch.baddbmm(i, a, b, alpha=1.5),
+              [rnd(2, 3, 4, dtype=dt), rnd(2, 3, 5, dtype=dt), rnd(2, 5, 4, dtype=dt)], [0, 1, 2],
+              "torch.baddbmm(i, a, b, alpha=1.5)")
+    for eq, shapes in (("ij,jk->ik", [(3, 4), (4, 5)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+                       ("ii->i", [(4, 4)]), ("ii", [(3, 3)]), ("ij->", [(3, 4)]), ("i,j->ij", [(3,), (4,)]),
+                       ("...ij,...jk", [(2, 3, 4), (4, 2)]), ("iij,jk->ik", [(3, 3, 4), (4, 2)]),
+                       ("ijk,ikl->jl", [(2, 3, 4), (2, 4, 5)])):
+        tag = eq.replace(",", "_").replace("->", "_to_").replace("...", "E")
+        grad_case(f"einsum_{tag}_{s}", "einsum", lambda *xs, eq=eq: torch.einsum(eq, *xs),
+                  [rnd(*sh, dtype=dt) for sh in shapes], list(range(len(shapes))), f"torch.einsum('{eq}', ...)",
+                  args={"eq": eq})
     grad_case(f"bmm_{s}", "bmm", torch.bmm, [rnd(2, 3, 4, dtype=dt), rnd(2, 4, 5, dtype=dt)], [0, 1], "torch.bmm(a, b)")
     # ------------------------------------------------------------- joins and indexing
     grad_case(f"cat_{s}", "cat", lambda a, b: torch.cat([a, b], 1), [rnd(2, 3, dtype=dt), rnd(2, 2, dtype=dt)],

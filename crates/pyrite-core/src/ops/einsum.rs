@@ -59,13 +59,16 @@ fn sum_keepdim(t: &Tensor, dims: &[usize]) -> Result<Tensor> {
 }
 
 /// Drops the trailing dims from `n` on, which must all have size 1 (a view).
-fn truncate_dims(t: &Tensor, n: usize) -> Tensor {
+fn truncate_dims(t: &Tensor, n: usize) -> Result<Tensor> {
+    if t.requires_grad() {
+        return t.reshape(&t.dims()[..n]); // a recorded view
+    }
     let l = t.layout();
-    t.with_layout(Layout {
+    Ok(t.with_layout(Layout {
         shape: Shape(l.dims()[..n].iter().copied().collect()),
         strides: l.strides()[..n].iter().copied().collect(),
         offset: l.offset(),
-    })
+    }))
 }
 
 /// `(left * right).sum(sum_dims, keepdim=True)` for two operands of equal rank whose dims
@@ -301,8 +304,13 @@ pub fn einsum(equation: &str, operands: &[&Tensor]) -> Result<Tensor> {
     let mut ell_sizes = vec![1usize; ell_num_dim];
     let mut dim_counts = vec![0usize; perm_index];
     let mut ops: VecDeque<Tensor> = VecDeque::with_capacity(num_ops);
+    // Under autograd einsum is a composite of recorded ops, as in PyTorch: the aligning view
+    // is taken on a contiguous operand with a recorded strided view, the contractions use
+    // permute, reshape, mul and bmm.
+    let recording = crate::autograd::record::needs_grad(operands);
     for (k, labels) in op_labels.iter().enumerate() {
-        let op = operands[k];
+        let owned = if recording { operands[k].contiguous()? } else { operands[k].clone() };
+        let op = &owned;
         let mut shape: Vec<usize> = op.dims().to_vec();
         let mut strides: Vec<usize> = op.stride().to_vec();
         let mut perm = vec![UNSET; perm_index];
@@ -376,7 +384,11 @@ pub fn einsum(equation: &str, operands: &[&Tensor]) -> Result<Tensor> {
             strides: perm.iter().map(|&p| strides[p]).collect(),
             offset: op.storage_offset(),
         };
-        ops.push_back(op.with_layout(layout));
+        if recording {
+            ops.push_back(crate::view::strided_view(op, layout.shape, layout.strides, 0)?);
+        } else {
+            ops.push_back(op.with_layout(layout));
+        }
     }
 
     // 5. Contract left to right.
@@ -419,10 +431,10 @@ pub fn einsum(equation: &str, operands: &[&Tensor]) -> Result<Tensor> {
     if perm_index > out_num_dim {
         let trailing: Vec<usize> = (out_num_dim..perm_index).collect();
         if trailing.iter().all(|&d| result.dims()[d] == 1) && num_ops > 1 {
-            return Ok(truncate_dims(&result, out_num_dim));
+            return truncate_dims(&result, out_num_dim);
         }
         let s = sum_keepdim(&result, &trailing)?;
-        return Ok(truncate_dims(&s, out_num_dim));
+        return truncate_dims(&s, out_num_dim);
     }
     Ok(result)
 }

@@ -1079,6 +1079,9 @@ impl Tensor {
         check_mm_shapes(mat1, mat2, "addmm")?;
         check_same_dtype_mm(mat1, mat2)?;
         check_input(self, &[mat1.dims()[0], mat2.dims()[1]], mat1.dtype(), "mat2", "addmm")?;
+        if crate::autograd::record::needs_grad(&[self, mat1, mat2]) {
+            return scaled_sum(self, &mat1.mm(mat2)?, beta, alpha);
+        }
         addbmm_core(mat1, mat2, Some(self), beta, alpha, None, "addmm_impl_cpu_")
     }
 
@@ -1135,6 +1138,9 @@ impl Tensor {
         check_bmm(batch1, batch2, "baddbmm")?;
         let shape = [batch1.dims()[0], batch1.dims()[1], batch2.dims()[2]];
         check_input(self, &shape, batch1.dtype(), "batch2", "baddbmm")?;
+        if crate::autograd::record::needs_grad(&[self, batch1, batch2]) {
+            return scaled_sum(self, &batch1.bmm(batch2)?, beta, alpha);
+        }
         addbmm_core(batch1, batch2, Some(self), beta, alpha, None, "baddbmm")
     }
 
@@ -1278,4 +1284,15 @@ fn product_ad(name: &'static str, a: &Tensor, b: &Tensor, r: Tensor) -> Tensor {
 fn is_transposed(t: &Tensor) -> bool {
     let r = t.rank();
     r >= 2 && t.stride()[r - 2] == 1 && t.stride()[r - 1] >= t.dims()[r - 2].max(1) && t.dims()[r - 1] > 1
+}
+
+/// `beta * input + alpha * product` from recorded ops (how addmm and baddbmm are
+/// differentiated); `beta == 0` ignores `input`, as PyTorch does.
+fn scaled_sum(input: &Tensor, product: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    let p = if alpha == Scalar::Int(1) { product.clone() } else { product.mul_scalar(alpha)? };
+    if beta == Scalar::Int(0) || beta == Scalar::Float(0.0) {
+        return Ok(p);
+    }
+    let i = if beta == Scalar::Int(1) { input.clone() } else { input.mul_scalar(beta)? };
+    i.add(&p)
 }
