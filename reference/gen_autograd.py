@@ -95,6 +95,21 @@ for dt in (F32, F64):
         grad_case(f"std_c{corr}_{s}", "std_dims", lambda x, c=corr: x.std((0, 2), correction=c, keepdim=True), [x],
                   [0], f"x.std((0, 2), correction={corr}, keepdim=True)",
                   args={"dims": [0, 2], "correction": corr, "keepdim": True})
+    grad_case(f"prod_dims_{s}", "prod_dims", lambda x: x.prod(1), [rnd(3, 4, dtype=dt)], [0], "x.prod(1)",
+              args={"dims": [1], "keepdim": False})
+    zx = rnd(3, 4, dtype=dt)
+    zx[0, 1] = 0.0
+    zx[2, 0] = 0.0
+    zx[2, 3] = 0.0
+    grad_case(f"prod_zeros_{s}", "prod_dims", lambda x: x.prod(1, keepdim=True), [zx], [0],
+              "x.prod(1, keepdim=True) with zeros", args={"dims": [1], "keepdim": True})
+    grad_case(f"prod_all_{s}", "prod", torch.prod, [rnd(2, 3, dtype=dt)], [0], "x.prod()")
+    nx = rnd(3, 4, dtype=dt)
+    nx[1, 2] = float("nan")
+    grad_case(f"nansum_{s}", "nansum_dims", lambda x: x.nansum(1), [nx], [0], "x.nansum(1)",
+              args={"dims": [1], "keepdim": False})
+    grad_case(f"nanmean_{s}", "nanmean_dims", lambda x: x.nanmean(0), [nx], [0], "x.nanmean(0)",
+              args={"dims": [0], "keepdim": False})
     grad_case(f"logsumexp_{s}", "logsumexp", lambda x: x.logsumexp(2), [x], [0], "x.logsumexp(2)",
               args={"dims": [2], "keepdim": False})
     for p in (1.0, 2.0, 3.0, float("inf")):

@@ -66,6 +66,10 @@ fn op(c: &Case, x: &[Tensor]) -> Result<Tensor> {
         "sum_dims" => a.sum_dims(&dims("dims"), c.b("keepdim"))?,
         "mean_dims" => a.mean_dims(&dims("dims"), c.b("keepdim"))?,
         "mean" => a.mean()?,
+        "prod_dims" => a.prod_dims(&dims("dims"), c.b("keepdim"))?,
+        "prod" => a.prod()?,
+        "nansum_dims" => a.nansum_dims(&dims("dims"), c.b("keepdim"))?,
+        "nanmean_dims" => a.nanmean_dims(&dims("dims"), c.b("keepdim"))?,
         "amax" => a.amax(&dims("dims"), c.b("keepdim"))?,
         "amin" => a.amin(&dims("dims"), c.b("keepdim"))?,
         "max" => a.max()?,
@@ -114,12 +118,22 @@ fn gradients_match_pytorch() {
 
 /// Cases finite differences cannot check: points where the function is not differentiable
 /// (ties), where only PyTorch's convention can be checked, and an f64 -> f32 cast.
-const KINKED: &[&str] =
-    &["amax_ties", "amin_ties", "max_all_ties", "maximum_bcast", "minimum_bcast", "norm_pinf", "to_dtype"];
+const KINKED: &[&str] = &[
+    "amax_ties",
+    "amin_ties",
+    "max_all_ties",
+    "maximum_bcast",
+    "minimum_bcast",
+    "norm_pinf",
+    "to_dtype",
+    "nansum",
+    "nanmean",
+];
 
 /// Cases whose second derivative is not smooth enough (or zero) for gradgradcheck.
+/// (prod with zeros: its double backward is not implemented yet and says so.)
 const NO_GRADGRAD: &[&str] =
-    &["floor", "frac", "relu", "abs", "clamp", "remainder", "max_dim", "min_dim", "norm_p1"];
+    &["floor", "frac", "relu", "abs", "clamp", "remainder", "max_dim", "min_dim", "norm_p1", "prod_zeros"];
 
 #[test]
 fn gradients_match_finite_differences() {

@@ -1050,7 +1050,8 @@ impl Tensor {
     /// `torch.nansum(x, dim=dims, keepdim=keepdim)`: [`Tensor::sum_dims`] treating NaN as 0.
     pub fn nansum_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
         let mask = reduce_mask(self.rank(), dims, true, "nansum")?;
-        sum_plan(&Plan::new(self, &mask, keepdim)?, true)
+        let y = sum_plan(&Plan::new(self, &mask, keepdim)?, true)?;
+        self.nan_reduction_ad("NansumBackward0", y, mask, keepdim, false)
     }
 
     /// `x.sum_to_size(shape)`: sums a tensor that was broadcast from `shape` back to `shape`
@@ -1170,7 +1171,8 @@ impl Tensor {
             )
         })?;
         let mask = reduce_mask(self.rank(), dims, true, "nanmean")?;
-        mean_plan(&Plan::new(self, &mask, keepdim)?, true)
+        let y = mean_plan(&Plan::new(self, &mask, keepdim)?, true)?;
+        self.nan_reduction_ad("NanmeanBackward0", y, mask, keepdim, true)
     }
 
     /// `torch.prod(x)`: the product of all elements (int64 for integer and bool inputs; 1 for
@@ -1189,10 +1191,32 @@ impl Tensor {
     /// ```
     pub fn prod_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
         let mask = reduce_mask(self.rank(), dims, true, "prod")?;
-        if needs_grad(&[self]) {
-            bail!(NotImplemented, "prod: the derivative is not implemented yet");
+        let rec = needs_grad(&[self]);
+        let y = {
+            let _g = paused(rec);
+            prod_plan(&Plan::new(self, &mask, keepdim)?)?
+        };
+        if !rec || !y.dtype().is_floating_point() {
+            return Ok(y);
         }
-        prod_plan(&Plan::new(self, &mask, keepdim)?)
+        let shape = self.shape().clone();
+        let name = if dims.is_empty() { "ProdBackward0" } else { "ProdBackward1" };
+        Ok(record1(name, &[self], y, &[Save::Input(self), Save::Output(0)], move |ctx, g| {
+            let (x, out) = (ctx.saved(0)?, ctx.saved(1)?);
+            let g = unreduce(&g[0], &shape, &mask, keepdim)?;
+            // d prod / d x_i = the product of the other elements: prod / x_i without zeros
+            if !x.eq_scalar(0.0)?.any()?.item::<bool>()? {
+                return Ok(vec![Some(g.mul(&unreduce(&out, &shape, &mask, keepdim)?)?.div(&x)?)]);
+            }
+            if ctx.create_graph() {
+                bail!(
+                    NotImplemented,
+                    "prod: double backward through an input containing zeros is not implemented yet"
+                );
+            }
+            let _ng = crate::autograd::no_grad();
+            Ok(vec![Some(g.mul(&product_of_others(&x, &mask)?)?)])
+        }))
     }
 
     /// `torch.max(x)`: the largest element as a 0-d tensor (NaN if any element is NaN).
@@ -1580,5 +1604,57 @@ impl Tensor {
             Ok(vec![Some(crate::ops::index::scatter_into_zeros(&g, d, &idx, &shape)?)])
         });
         Ok((v, i))
+    }
+}
+
+/// For each element, the product of the other elements of its reduction group (over the dims
+/// in `mask`), by exclusive cumulative products from both ends: right with zeros, where
+/// `prod / x` is not.
+fn product_of_others(x: &Tensor, mask: &[bool]) -> Result<Tensor> {
+    let r = x.rank();
+    let kept: Vec<usize> = (0..r).filter(|&d| !mask[d]).collect();
+    let red: Vec<usize> = (0..r).filter(|&d| mask[d]).collect();
+    let perm: Vec<isize> = kept.iter().chain(&red).map(|&d| d as isize).collect();
+    let outer: usize = kept.iter().map(|&d| x.dims()[d]).product();
+    let k: usize = red.iter().map(|&d| x.dims()[d]).product();
+    let xp = x.permute(&perm)?.reshape([outer, k])?;
+    let ones = Tensor::ones([outer, 1], x.dtype())?;
+    let left = Tensor::cat(&[ones.clone(), xp.narrow(1, 0, k.saturating_sub(1))?], 1)?.cumprod(1)?;
+    let right = Tensor::cat(&[xp.narrow(1, 1.min(k) as isize, k.saturating_sub(1))?, ones], 1)?
+        .flip(&[1])?
+        .cumprod(1)?
+        .flip(&[1])?;
+    let permuted: Vec<usize> = perm.iter().map(|&d| x.dims()[d as usize]).collect();
+    let mut inverse = vec![0isize; r];
+    for (i, &d) in perm.iter().enumerate() {
+        inverse[d as usize] = i as isize;
+    }
+    left.mul(&right)?.reshape(permuted.as_slice())?.permute(&inverse)
+}
+
+impl Tensor {
+    /// nansum/nanmean, recorded: NaN elements get no gradient.
+    fn nan_reduction_ad(
+        &self,
+        name: &'static str,
+        y: Tensor,
+        mask: Vec<bool>,
+        keepdim: bool,
+        mean: bool,
+    ) -> Result<Tensor> {
+        if !needs_grad(&[self]) || !y.dtype().is_floating_point() {
+            return Ok(y);
+        }
+        let shape = self.shape().clone();
+        let rd: Vec<isize> = (0..mask.len()).filter(|&d| mask[d]).map(|d| d as isize).collect();
+        Ok(record1(name, &[self], y, &[Save::Input(self)], move |ctx, g| {
+            let x = ctx.saved(0)?;
+            let keep = x.isnan()?.logical_not()?.to_dtype(x.dtype())?;
+            let mut g = unreduce(&g[0], &shape, &mask, keepdim)?.mul(&keep)?;
+            if mean {
+                g = g.div(&keep.sum_dims(&rd, true)?)?;
+            }
+            Ok(vec![Some(g)])
+        }))
     }
 }
