@@ -1,6 +1,7 @@
 //! Creation: zeros, ones, empty, full and their `_like` forms, arange, linspace, logspace, eye,
 //! tril/triu, one_hot.
 
+use crate::autograd::record::{needs_grad, paused, record1};
 use crate::dtype::Scalar;
 use crate::shape::Shape;
 use crate::{bail, dispatch_all, DType, Element, Result, Tensor};
@@ -114,12 +115,28 @@ impl Tensor {
 
     /// The lower triangle of the last two dims, zeroing above `diagonal` (`torch.tril`).
     pub fn tril(&self, diagonal: isize) -> Result<Tensor> {
-        self.triangle(diagonal, true)
+        self.triangle_ad(diagonal, true)
     }
 
     /// The upper triangle of the last two dims, zeroing below `diagonal` (`torch.triu`).
     pub fn triu(&self, diagonal: isize) -> Result<Tensor> {
-        self.triangle(diagonal, false)
+        self.triangle_ad(diagonal, false)
+    }
+
+    /// tril/triu, recorded: the gradient is the same triangle of the output's gradient.
+    fn triangle_ad(&self, diagonal: isize, lower: bool) -> Result<Tensor> {
+        let rec = needs_grad(&[self]);
+        let y = {
+            let _g = paused(rec);
+            self.triangle(diagonal, lower)?
+        };
+        if !rec {
+            return Ok(y);
+        }
+        let name = if lower { "TrilBackward0" } else { "TriuBackward0" };
+        Ok(record1(name, &[self], y, &[], move |_, g| {
+            Ok(vec![Some(if lower { g[0].tril(diagonal)? } else { g[0].triu(diagonal)? })])
+        }))
     }
 
     fn triangle(&self, diagonal: isize, lower: bool) -> Result<Tensor> {

@@ -10,7 +10,7 @@
 
 use super::binary::Arith;
 use super::GRAIN;
-use crate::autograd::record::{needs_grad, paused, record1, Save};
+use crate::autograd::record::{inplace_ad, needs_grad, paused, record1, Save};
 use crate::dtype::Scalar;
 use crate::layout::Layout;
 use crate::shape::{broadcast_shapes, wrap_dim, DimVec, Shape};
@@ -518,12 +518,25 @@ impl Tensor {
                 bail!(Index, "out of range: tried to access index {v} on a tensor of {n} elements.");
             }
         }
-        dispatch_all!(self.dtype(), T => self.with_slice::<T, _>(|s| {
+        let y = dispatch_all!(self.dtype(), T => self.with_slice::<T, _>(|s| {
             Tensor::build::<T>(index.shape().clone(), |out| {
                 for (o, &v) in out.iter_mut().zip(&idx) {
                     *o = s[if v < 0 { v + n } else { v } as usize];
                 }
             })
+        }))?;
+        if !needs_grad(&[self]) {
+            return Ok(y);
+        }
+        // The gradient: zeros of the flattened input with the output's gradient added at the
+        // (wrapped) flat positions.
+        let wrapped: Vec<i64> = idx.iter().map(|&v| if v < 0 { v + n } else { v }).collect();
+        let k = wrapped.len();
+        let wrapped = Tensor::from_vec(wrapped, [k])?;
+        let shape = self.shape().clone();
+        Ok(record1("TakeBackward0", &[self], y, &[], move |_, g| {
+            let flat = index_add_into_zeros(&g[0].reshape([k])?, 0, &wrapped, &Shape::from([n as usize]))?;
+            Ok(vec![Some(flat.reshape(shape.dims())?)])
         }))
     }
 
@@ -542,6 +555,23 @@ impl Tensor {
             bail!(DType, "masked_select: expected BoolTensor for mask, got {}", mask.dtype());
         }
         let shape = broadcast_shapes(self.dims(), mask.dims(), "masked_select")?;
+        let rec = needs_grad(&[self]);
+        let y = {
+            let _g = paused(rec);
+            self.masked_select_impl(mask, &shape)?
+        };
+        if !rec {
+            return Ok(y);
+        }
+        // The gradient: the selected positions of zeros (of the broadcast shape) get the
+        // output's gradient, in order; the engine sums it back to this tensor's shape.
+        Ok(record1("MaskedSelectBackward0", &[self], y, &[Save::Input(mask)], move |ctx, g| {
+            let z = Tensor::zeros(shape.clone(), g[0].dtype())?;
+            Ok(vec![Some(z.masked_scatter(&ctx.saved(0)?, &g[0])?)])
+        }))
+    }
+
+    fn masked_select_impl(&self, mask: &Tensor, shape: &Shape) -> Result<Tensor> {
         let x = self.broadcast_to(shape.dims())?;
         let m = mask.broadcast_to(shape.dims())?.gather_elements::<bool>();
         let count = m.iter().filter(|&&b| b).count();
@@ -616,6 +646,24 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn index_tensor(&self, indices: &[Option<Tensor>]) -> Result<Tensor> {
+        let rec = needs_grad(&[self]);
+        let y = {
+            let _g = paused(rec);
+            self.index_tensor_impl(indices)?
+        };
+        if !rec {
+            return Ok(y);
+        }
+        // The gradient: zeros with the output's gradient accumulated at the indexed positions.
+        let shape = self.shape().clone();
+        let indices = indices.to_vec();
+        Ok(record1("IndexBackward0", &[self], y, &[], move |_, g| {
+            let z = Tensor::zeros(shape.clone(), g[0].dtype())?;
+            Ok(vec![Some(z.index_put(&indices, &g[0], true)?)])
+        }))
+    }
+
+    fn index_tensor_impl(&self, indices: &[Option<Tensor>]) -> Result<Tensor> {
         let adv = match AdvIndex::new(self, indices)? {
             Some(a) => a,
             None => return self.deep_clone(),
@@ -754,16 +802,25 @@ impl Tensor {
     /// (`t.scatter_(dim, index, src)`): `self[index[i][j]][j] = src[i][j]` for `dim = 0`.
     /// With repeated indices the last write wins.
     pub fn scatter_(&self, dim: isize, index: &Tensor, src: &Tensor) -> Result<&Tensor> {
-        crate::autograd::record::inplace_unsupported(self, &[index, src], "scatter_")?;
-        self.scatter_impl(dim, index, Some(src), None, Reduce::Assign, true, "scatter")?;
+        inplace_ad(
+            self,
+            &[src],
+            |old| old.scatter(dim, index, src),
+            || self.scatter_impl(dim, index, Some(src), None, Reduce::Assign, true, "scatter"),
+        )?;
         Ok(self)
     }
 
     /// Writes the scalar `value` in place at the positions `index` gives along `dim`
     /// (`t.scatter_(dim, index, value)`).
     pub fn scatter_value_(&self, dim: isize, index: &Tensor, value: impl Into<Scalar>) -> Result<&Tensor> {
-        crate::autograd::record::inplace_unsupported(self, &[index], "scatter_value_")?;
-        self.scatter_impl(dim, index, None, Some(value.into()), Reduce::Assign, true, "scatter")?;
+        let v = value.into();
+        inplace_ad(
+            self,
+            &[],
+            |old| old.scatter_value(dim, index, v),
+            || self.scatter_impl(dim, index, None, Some(v), Reduce::Assign, true, "scatter"),
+        )?;
         Ok(self)
     }
 
@@ -778,23 +835,51 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn scatter(&self, dim: isize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        let rec = needs_grad(&[self, src]);
+        let out = self.clone_then(rec, |o| o.scatter_(dim, index, src).map(drop))?;
+        if !rec {
+            return Ok(out);
+        }
+        // Overwritten positions get no gradient; each src element gets the gradient of the
+        // position it was written to (PyTorch's formula, also for repeated indices).
+        Ok(record1("ScatterBackward0", &[self, src], out, &[Save::Input(index)], move |ctx, g| {
+            let idx = ctx.saved(0)?;
+            let a = if ctx.needs_input_grad(0) { Some(g[0].scatter_value(dim, &idx, 0)?) } else { None };
+            let b = if ctx.needs_input_grad(1) { Some(g[0].gather(dim, &idx)?) } else { None };
+            Ok(vec![a, b])
+        }))
+    }
+
+    /// A copy of this tensor (not recorded when `rec`) changed in place by `f`: the forward of
+    /// the out-of-place forms of the in-place index ops.
+    fn clone_then(&self, rec: bool, f: impl FnOnce(&Tensor) -> Result<()>) -> Result<Tensor> {
+        let _g = paused(rec);
         let out = self.deep_clone()?;
-        out.scatter_(dim, index, src)?;
+        f(&out)?;
         Ok(out)
     }
 
     /// Out-of-place [`Tensor::scatter_value_`] (`torch.scatter(self, dim, index, value)`).
     pub fn scatter_value(&self, dim: isize, index: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
-        let out = self.deep_clone()?;
-        out.scatter_value_(dim, index, value)?;
-        Ok(out)
+        let rec = needs_grad(&[self]);
+        let out = self.clone_then(rec, |o| o.scatter_value_(dim, index, value).map(drop))?;
+        if !rec {
+            return Ok(out);
+        }
+        Ok(record1("ScatterBackward1", &[self], out, &[Save::Input(index)], move |ctx, g| {
+            Ok(vec![Some(g[0].scatter_value(dim, &ctx.saved(0)?, 0)?)])
+        }))
     }
 
     /// Adds `src` into this tensor in place at the positions `index` gives along `dim`;
     /// repeated indices accumulate (`t.scatter_add_(dim, index, src)`).
     pub fn scatter_add_(&self, dim: isize, index: &Tensor, src: &Tensor) -> Result<&Tensor> {
-        crate::autograd::record::inplace_unsupported(self, &[index, src], "scatter_add_")?;
-        self.scatter_impl(dim, index, Some(src), None, Reduce::Sum, true, "scatter_add")?;
+        inplace_ad(
+            self,
+            &[src],
+            |old| old.scatter_add(dim, index, src),
+            || self.scatter_impl(dim, index, Some(src), None, Reduce::Sum, true, "scatter_add"),
+        )?;
         Ok(self)
     }
 
@@ -808,9 +893,16 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn scatter_add(&self, dim: isize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-        let out = self.deep_clone()?;
-        out.scatter_add_(dim, index, src)?;
-        Ok(out)
+        let rec = needs_grad(&[self, src]);
+        let out = self.clone_then(rec, |o| o.scatter_add_(dim, index, src).map(drop))?;
+        if !rec {
+            return Ok(out);
+        }
+        Ok(record1("ScatterAddBackward0", &[self, src], out, &[Save::Input(index)], move |ctx, g| {
+            let a = if ctx.needs_input_grad(0) { Some(g[0].clone()) } else { None };
+            let b = if ctx.needs_input_grad(1) { Some(g[0].gather(dim, &ctx.saved(0)?)?) } else { None };
+            Ok(vec![a, b])
+        }))
     }
 
     /// Reduces `src` into this tensor in place at the positions `index` gives along `dim`
@@ -825,9 +917,13 @@ impl Tensor {
         reduce: &str,
         include_self: bool,
     ) -> Result<&Tensor> {
-        crate::autograd::record::inplace_unsupported(self, &[index, src], "scatter_reduce_")?;
         let r = Reduce::parse(reduce)?;
-        self.scatter_impl(dim, index, Some(src), None, r, include_self, "scatter_reduce")?;
+        inplace_ad(
+            self,
+            &[src],
+            |old| old.scatter_reduce(dim, index, src, reduce, include_self),
+            || self.scatter_impl(dim, index, Some(src), None, r, include_self, "scatter_reduce"),
+        )?;
         Ok(self)
     }
 
@@ -850,9 +946,48 @@ impl Tensor {
         reduce: &str,
         include_self: bool,
     ) -> Result<Tensor> {
-        let out = self.deep_clone()?;
-        out.scatter_reduce_(dim, index, src, reduce, include_self)?;
-        Ok(out)
+        let rec = needs_grad(&[self, src]);
+        let out =
+            self.clone_then(rec, |o| o.scatter_reduce_(dim, index, src, reduce, include_self).map(drop))?;
+        if !rec {
+            return Ok(out);
+        }
+        let mean = match reduce {
+            "sum" => false,
+            "mean" => true,
+            _ => bail!(
+                NotImplemented,
+                "scatter_reduce(): autograd for reduce='{reduce}' is not implemented yet (only 'sum' and 'mean'); use it under no_grad or on tensors that do not require grad"
+            ),
+        };
+        let (sshape, srcshape) = (self.shape().clone(), src.shape().clone());
+        Ok(record1("ScatterReduceBackward0", &[self, src], out, &[Save::Input(index)], move |ctx, g| {
+            let idx = ctx.saved(0)?;
+            let mut gs = g[0].clone();
+            if mean {
+                // divide by the number of values averaged into each position (1 where none)
+                let n = {
+                    let _g = crate::autograd::no_grad();
+                    let base = if include_self {
+                        Tensor::ones(sshape.clone(), gs.dtype())?
+                    } else {
+                        Tensor::zeros(sshape.clone(), gs.dtype())?
+                    };
+                    let n = base.scatter_add(dim, &idx, &Tensor::ones(srcshape.clone(), gs.dtype())?)?;
+                    n.masked_fill(&n.eq_scalar(0)?, 1)?
+                };
+                gs = gs.div(&n)?;
+            }
+            let a = if !ctx.needs_input_grad(0) {
+                None
+            } else if include_self {
+                Some(gs.clone())
+            } else {
+                Some(gs.scatter_value(dim, &idx, 0)?)
+            };
+            let b = if ctx.needs_input_grad(1) { Some(gs.gather(dim, &idx)?) } else { None };
+            Ok(vec![a, b])
+        }))
     }
 
     /// Checks `index` (1-D or 0-d) and `source` for the `index_*` family and returns the
@@ -982,19 +1117,31 @@ impl Tensor {
         source: &Tensor,
         alpha: impl Into<Scalar>,
     ) -> Result<&Tensor> {
-        crate::autograd::record::inplace_unsupported(self, &[index, source], "index_add_")?;
-        let (d, idx) =
-            self.index_family_check(dim, index, Some(source), IndexDtypes::I32OrI64, false, "index_add_")?;
         let alpha = alpha.into();
-        dispatch_all!(self.dtype(), T => {
-            let a = T::from_scalar(alpha);
-            let one = alpha == Scalar::Int(1) || alpha == Scalar::Float(1.0) || alpha == Scalar::Bool(true);
-            if one {
-                self.index_slices::<T>(d, &idx, Some(source), T::op_add)?;
-            } else {
-                self.index_slices::<T>(d, &idx, Some(source), move |x, s| T::op_add(x, T::op_mul(a, s)))?;
-            }
-        });
+        inplace_ad(
+            self,
+            &[source],
+            |old| old.index_add(dim, index, source, alpha),
+            || {
+                let (d, idx) = self.index_family_check(
+                    dim,
+                    index,
+                    Some(source),
+                    IndexDtypes::I32OrI64,
+                    false,
+                    "index_add_",
+                )?;
+                dispatch_all!(self.dtype(), T => {
+                    let a = T::from_scalar(alpha);
+                    if is_one(alpha) {
+                        self.index_slices::<T>(d, &idx, Some(source), T::op_add)?;
+                    } else {
+                        self.index_slices::<T>(d, &idx, Some(source), move |x, s| T::op_add(x, T::op_mul(a, s)))?;
+                    }
+                });
+                Ok(())
+            },
+        )?;
         Ok(self)
     }
 
@@ -1015,26 +1162,60 @@ impl Tensor {
         source: &Tensor,
         alpha: impl Into<Scalar>,
     ) -> Result<Tensor> {
-        let out = self.deep_clone()?;
-        out.index_add_(dim, index, source, alpha)?;
-        Ok(out)
+        let alpha = alpha.into();
+        let rec = needs_grad(&[self, source]);
+        let out = self.clone_then(rec, |o| o.index_add_(dim, index, source, alpha).map(drop))?;
+        if !rec {
+            return Ok(out);
+        }
+        Ok(record1("IndexAddBackward0", &[self, source], out, &[Save::Input(index)], move |ctx, g| {
+            let a = if ctx.needs_input_grad(0) { Some(g[0].clone()) } else { None };
+            let b = if ctx.needs_input_grad(1) {
+                let s = g[0].index_select(dim, &ctx.saved(0)?)?;
+                Some(if is_one(alpha) { s } else { s.mul_scalar(alpha)? })
+            } else {
+                None
+            };
+            Ok(vec![a, b])
+        }))
     }
 
     /// Copies the slices of `source` along `dim` into this tensor in place at the positions in
     /// `index` (int64) (`t.index_copy_(dim, index, source)`).
     pub fn index_copy_(&self, dim: isize, index: &Tensor, source: &Tensor) -> Result<&Tensor> {
-        crate::autograd::record::inplace_unsupported(self, &[index, source], "index_copy_")?;
-        let (d, idx) =
-            self.index_family_check(dim, index, Some(source), IndexDtypes::I64, false, "index_copy_")?;
-        dispatch_all!(self.dtype(), T => self.index_slices::<T>(d, &idx, Some(source), |_, s| s)?);
+        inplace_ad(
+            self,
+            &[source],
+            |old| old.index_copy(dim, index, source),
+            || {
+                let (d, idx) = self.index_family_check(
+                    dim,
+                    index,
+                    Some(source),
+                    IndexDtypes::I64,
+                    false,
+                    "index_copy_",
+                )?;
+                dispatch_all!(self.dtype(), T => self.index_slices::<T>(d, &idx, Some(source), |_, s| s)?);
+                Ok(())
+            },
+        )?;
         Ok(self)
     }
 
     /// Out-of-place [`Tensor::index_copy_`] (`torch.index_copy`).
     pub fn index_copy(&self, dim: isize, index: &Tensor, source: &Tensor) -> Result<Tensor> {
-        let out = self.deep_clone()?;
-        out.index_copy_(dim, index, source)?;
-        Ok(out)
+        let rec = needs_grad(&[self, source]);
+        let out = self.clone_then(rec, |o| o.index_copy_(dim, index, source).map(drop))?;
+        if !rec {
+            return Ok(out);
+        }
+        Ok(record1("IndexCopyBackward0", &[self, source], out, &[Save::Input(index)], move |ctx, g| {
+            let idx = ctx.saved(0)?;
+            let a = if ctx.needs_input_grad(0) { Some(g[0].index_fill(dim, &idx, 0)?) } else { None };
+            let b = if ctx.needs_input_grad(1) { Some(g[0].index_select(dim, &idx)?) } else { None };
+            Ok(vec![a, b])
+        }))
     }
 
     /// Fills the slices along `dim` at the positions in `index` (int64; negative counts from
@@ -1048,24 +1229,37 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn index_fill_(&self, dim: isize, index: &Tensor, value: impl Into<Scalar>) -> Result<&Tensor> {
-        crate::autograd::record::inplace_unsupported(self, &[index], "index_fill_")?;
-        if index.dtype() != DType::I64 {
-            bail!(DType, "index_fill_(): Expected dtype int64 for index.");
-        }
-        let (d, idx) = self.index_family_check(dim, index, None, IndexDtypes::I64, true, "index_fill_")?;
         let v = value.into();
-        dispatch_all!(self.dtype(), T => {
-            let fill = T::from_scalar(v);
-            self.index_slices::<T>(d, &idx, None, move |_, _| fill)?;
-        });
+        inplace_ad(
+            self,
+            &[],
+            |old| old.index_fill(dim, index, v),
+            || {
+                if index.dtype() != DType::I64 {
+                    bail!(DType, "index_fill_(): Expected dtype int64 for index.");
+                }
+                let (d, idx) =
+                    self.index_family_check(dim, index, None, IndexDtypes::I64, true, "index_fill_")?;
+                dispatch_all!(self.dtype(), T => {
+                    let fill = T::from_scalar(v);
+                    self.index_slices::<T>(d, &idx, None, move |_, _| fill)?;
+                });
+                Ok(())
+            },
+        )?;
         Ok(self)
     }
 
     /// Out-of-place [`Tensor::index_fill_`] (`torch.index_fill`).
     pub fn index_fill(&self, dim: isize, index: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
-        let out = self.deep_clone()?;
-        out.index_fill_(dim, index, value)?;
-        Ok(out)
+        let rec = needs_grad(&[self]);
+        let out = self.clone_then(rec, |o| o.index_fill_(dim, index, value).map(drop))?;
+        if !rec {
+            return Ok(out);
+        }
+        Ok(record1("IndexFillBackward0", &[self], out, &[Save::Input(index)], move |ctx, g| {
+            Ok(vec![Some(g[0].index_fill(dim, &ctx.saved(0)?, 0)?)])
+        }))
     }
 
     /// `t[indices] = values` in place (`t.index_put_(indices, values, accumulate)`): the
@@ -1088,7 +1282,16 @@ impl Tensor {
         values: &Tensor,
         accumulate: bool,
     ) -> Result<&Tensor> {
-        crate::autograd::record::inplace_unsupported(self, &[values], "index_put_")?;
+        inplace_ad(
+            self,
+            &[values],
+            |old| old.index_put(indices, values, accumulate),
+            || self.index_put_impl(indices, values, accumulate),
+        )?;
+        Ok(self)
+    }
+
+    fn index_put_impl(&self, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<()> {
         if values.dtype() != self.dtype() {
             bail!(
                 DType,
@@ -1106,7 +1309,7 @@ impl Tensor {
                 } else {
                     self.copy_(values)?;
                 }
-                return Ok(self);
+                return Ok(());
             }
         };
         let shape = adv.result_shape();
@@ -1135,14 +1338,31 @@ impl Tensor {
                 });
             });
         });
-        Ok(self)
+        Ok(())
     }
 
     /// Out-of-place [`Tensor::index_put_`] (`torch.index_put`).
     pub fn index_put(&self, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
-        let out = self.deep_clone()?;
-        out.index_put_(indices, values, accumulate)?;
-        Ok(out)
+        let rec = needs_grad(&[self, values]);
+        let out = self.clone_then(rec, |o| o.index_put_(indices, values, accumulate).map(drop))?;
+        if !rec {
+            return Ok(out);
+        }
+        // self: the gradient where no value was written (all of it with `accumulate`);
+        // values: the gradient at the indexed positions (summed back to values' shape).
+        let indices = indices.to_vec();
+        let vshape = values.shape().clone();
+        Ok(record1("IndexPutBackward0", &[self, values], out, &[], move |ctx, g| {
+            let a = if !ctx.needs_input_grad(0) {
+                None
+            } else if accumulate {
+                Some(g[0].clone())
+            } else {
+                Some(g[0].index_put(&indices, &Tensor::zeros(vshape.clone(), g[0].dtype())?, false)?)
+            };
+            let b = if ctx.needs_input_grad(1) { Some(g[0].index_tensor(&indices)?) } else { None };
+            Ok(vec![a, b])
+        }))
     }
 
     /// Copies consecutive elements of `source` into this tensor in place where `mask` (bool,
@@ -1156,7 +1376,16 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn masked_scatter_(&self, mask: &Tensor, source: &Tensor) -> Result<&Tensor> {
-        crate::autograd::record::inplace_unsupported(self, &[mask, source], "masked_scatter_")?;
+        inplace_ad(
+            self,
+            &[source],
+            |old| old.masked_scatter(mask, source),
+            || self.masked_scatter_impl(mask, source),
+        )?;
+        Ok(self)
+    }
+
+    fn masked_scatter_impl(&self, mask: &Tensor, source: &Tensor) -> Result<()> {
         if mask.dtype() != DType::Bool {
             bail!(
                 DType,
@@ -1202,17 +1431,49 @@ impl Tensor {
                 });
             });
         });
-        Ok(self)
+        Ok(())
     }
 
     /// Out-of-place [`Tensor::masked_scatter_`] (`torch.masked_scatter`); `self` and `mask`
     /// broadcast together.
     pub fn masked_scatter(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
         let shape = broadcast_shapes(self.dims(), mask.dims(), "masked_scatter")?;
-        let out = self.broadcast_to(shape.dims())?.deep_clone()?;
-        out.masked_scatter_(mask, source)?;
-        Ok(out)
+        let rec = needs_grad(&[self, source]);
+        let out = {
+            let _g = paused(rec);
+            let out = self.broadcast_to(shape.dims())?.deep_clone()?;
+            out.masked_scatter_(mask, source)?;
+            out
+        };
+        if !rec {
+            return Ok(out);
+        }
+        // self: the gradient where the mask is false (summed back to self's shape); source:
+        // the gradient at the masked positions, in order, padded with zeros to source's size.
+        let sshape = source.shape().clone();
+        Ok(record1("MaskedScatterBackward0", &[self, source], out, &[Save::Input(mask)], move |ctx, g| {
+            let mask = ctx.saved(0)?;
+            let a = if ctx.needs_input_grad(0) { Some(g[0].masked_fill(&mask, 0)?) } else { None };
+            let b = if ctx.needs_input_grad(1) {
+                let sel = g[0].masked_select(&mask)?;
+                let n = sshape.numel();
+                let sel = if sel.numel() < n {
+                    Tensor::cat(&[sel.clone(), Tensor::zeros([n - sel.numel()], sel.dtype())?], 0)?
+                } else {
+                    sel
+                };
+                Some(sel.reshape(sshape.dims())?)
+            } else {
+                None
+            };
+            Ok(vec![a, b])
+        }))
     }
+}
+
+/// Whether `alpha` is one (so `alpha * x` is `x`).
+fn is_one(alpha: Scalar) -> bool {
+    alpha == Scalar::Int(1) || alpha == Scalar::Float(1.0) || alpha == Scalar::Bool(true)
 }
 
 /// Applies a scatter reduction: `visit` calls its argument with (target storage offset, source

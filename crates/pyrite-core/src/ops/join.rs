@@ -374,7 +374,7 @@ impl Tensor {
             .map(|i| {
                 let start = i * split_size;
                 let len = split_size.min(size - start);
-                Ok(self.with_layout(self.layout().narrow(d, start, len)))
+                self.split_part(d, start, len)
             })
             .collect()
     }
@@ -402,14 +402,14 @@ impl Tensor {
             );
         }
         let mut start = 0;
-        Ok(sizes
+        sizes
             .iter()
             .map(|&len| {
-                let v = self.with_layout(self.layout().narrow(d, start, len));
+                let v = self.split_part(d, start, len);
                 start += len;
                 v
             })
-            .collect())
+            .collect()
     }
 
     /// The slices along `dim` as views, with `dim` removed (`torch.unbind`).
@@ -426,7 +426,20 @@ impl Tensor {
             bail!(Index, "Dimension specified as {dim} but tensor has no dimensions");
         }
         let d = wrap_dim(dim, self.rank())?;
+        if needs_grad(&[self]) {
+            // recorded views (SelectBackward0), so each part's gradient reaches this tensor
+            return (0..self.dims()[d]).map(|i| self.select(d as isize, i as isize)).collect();
+        }
         Ok((0..self.dims()[d]).map(|i| self.with_layout(self.layout().select(d, i))).collect())
+    }
+
+    /// One part of a split: a view of `len` elements of `d` from `start`, recorded
+    /// (`NarrowBackward0`) when this tensor requires grad.
+    fn split_part(&self, d: usize, start: usize, len: usize) -> Result<Tensor> {
+        if needs_grad(&[self]) {
+            return self.narrow(d as isize, start as isize, len);
+        }
+        Ok(self.with_layout(self.layout().narrow(d, start, len)))
     }
 
     /// A copy with the order of elements reversed along each of `dims` (`torch.flip`).
@@ -438,6 +451,15 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn flip(&self, dims: &[isize]) -> Result<Tensor> {
+        let y = self.flip_impl(dims)?;
+        if !needs_grad(&[self]) {
+            return Ok(y);
+        }
+        let dims = dims.to_vec();
+        Ok(record1("FlipBackward0", &[self], y, &[], move |_, g| Ok(vec![Some(g[0].flip(&dims)?)])))
+    }
+
+    fn flip_impl(&self, dims: &[isize]) -> Result<Tensor> {
         let ds = wrap_dims(dims, self.rank(), "flip")?;
         self.device().check_available()?;
         let l = self.layout();
@@ -550,7 +572,29 @@ impl Tensor {
             out.push(r * d);
         }
         let expanded = self.with_layout(Layout { shape: Shape(shape), strides, offset: l.offset() });
-        Ok(expanded.deep_clone()?.with_layout(Layout::contiguous(Shape(out))))
+        let y = {
+            let _g = crate::autograd::no_grad();
+            expanded.deep_clone()?.with_layout(Layout::contiguous(Shape(out)))
+        };
+        if !needs_grad(&[self]) {
+            return Ok(y);
+        }
+        // The output seen as [r0, d0, r1, d1, ...]: the gradient sums over the repeats.
+        let split: Vec<usize> = repeats
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &r)| [r, if i < pad { 1 } else { self.dims()[i - pad] }])
+            .collect();
+        let rdims: Vec<isize> = (0..repeats.len()).map(|i| 2 * i as isize).collect();
+        let shape = self.shape().clone();
+        Ok(record1("RepeatBackward0", &[self], y, &[], move |_, g| {
+            let g = if rdims.is_empty() {
+                g[0].clone()
+            } else {
+                g[0].reshape(split.as_slice())?.sum_dims(&rdims, false)?
+            };
+            Ok(vec![Some(g.reshape(shape.dims())?)])
+        }))
     }
 
     /// `torch.tile`: like [`Tensor::repeat`], but `reps` shorter than the rank is padded with

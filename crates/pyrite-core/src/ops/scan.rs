@@ -9,6 +9,7 @@
 use super::reduce::{dispatch_int, grain_for, line_width, simd, Bounded, Real};
 use super::SendPtr;
 use crate::alloc::CpuBuffer;
+use crate::autograd::record::{needs_grad, paused, record1, Save};
 use crate::shape::wrap_dim;
 use crate::threads::parallel_for;
 use crate::{dispatch_all, DType, Element, Result, Tensor};
@@ -226,13 +227,54 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn cumsum(&self, dim: isize) -> Result<Tensor> {
-        cum_arith(self, dim, false)
+        let rec = needs_grad(&[self]);
+        let y = {
+            let _g = paused(rec);
+            cum_arith(self, dim, false)?
+        };
+        if !rec {
+            return Ok(y);
+        }
+        // d cumsum: the gradient summed from each position to the end of the line.
+        let d = wrap_dim(dim, self.rank())? as isize;
+        let rank = self.rank();
+        Ok(record1("CumsumBackward0", &[self], y, &[], move |_, g| {
+            Ok(vec![Some(reverse_cumsum(&g[0], d, rank)?)])
+        }))
     }
 
     /// `torch.cumprod(x, dim)`: running products along `dim` (int64 for integer and bool
     /// inputs).
+    ///
+    /// Its gradient is computed as `reverse_cumsum(grad * out) / x`, which needs `x` without
+    /// zeros: backward through a cumprod whose input holds a zero is a `NotImplemented` error
+    /// (PyTorch's zero-safe formula is not written yet).
     pub fn cumprod(&self, dim: isize) -> Result<Tensor> {
-        cum_arith(self, dim, true)
+        let rec = needs_grad(&[self]);
+        let y = {
+            let _g = paused(rec);
+            cum_arith(self, dim, true)?
+        };
+        if !rec {
+            return Ok(y);
+        }
+        let d = wrap_dim(dim, self.rank())? as isize;
+        let rank = self.rank();
+        Ok(record1("CumprodBackward0", &[self], y, &[Save::Input(self), Save::Output(0)], move |ctx, g| {
+            let x = ctx.saved(0)?;
+            let has_zero = {
+                let _g = crate::autograd::no_grad();
+                x.eq_scalar(0)?.any()?.item::<bool>()?
+            };
+            if has_zero {
+                crate::bail!(
+                    NotImplemented,
+                    "cumprod backward: the input has a zero; the gradient for inputs with zeros is not implemented yet"
+                );
+            }
+            let y = ctx.saved(1)?;
+            Ok(vec![Some(reverse_cumsum(&g[0].mul(&y)?, d, rank)?.div(&x)?)])
+        }))
     }
 
     /// `torch.cummax(x, dim)`: `(values, indices)` of the running maximum along `dim`. On ties
@@ -246,11 +288,42 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn cummax(&self, dim: isize) -> Result<(Tensor, Tensor)> {
-        cum_extreme(self, dim, true)
+        self.cum_extreme_ad("CummaxBackward0", dim, true)
     }
 
     /// `torch.cummin(x, dim)`: `(values, indices)` of the running minimum along `dim`.
     pub fn cummin(&self, dim: isize) -> Result<(Tensor, Tensor)> {
-        cum_extreme(self, dim, false)
+        self.cum_extreme_ad("CumminBackward0", dim, false)
     }
+
+    /// cummax/cummin, recorded: each value's gradient goes to the element its index names
+    /// (accumulating where several running values come from the same element).
+    fn cum_extreme_ad(&self, name: &'static str, dim: isize, is_max: bool) -> Result<(Tensor, Tensor)> {
+        let rec = needs_grad(&[self]);
+        let (v, i) = {
+            let _g = paused(rec);
+            cum_extreme(self, dim, is_max)?
+        };
+        if !rec {
+            return Ok((v, i));
+        }
+        let d = wrap_dim(dim, self.rank())? as isize;
+        let shape = self.shape().clone();
+        let v = record1(name, &[self], v, &[Save::Input(&i)], move |ctx, g| {
+            if shape.rank() == 0 {
+                return Ok(vec![Some(g[0].clone())]);
+            }
+            Ok(vec![Some(crate::ops::index::scatter_into_zeros(&g[0], d, &ctx.saved(0)?, &shape)?)])
+        });
+        Ok((v, i))
+    }
+}
+
+/// `g` summed from each position to the end along `d` (flip, cumsum, flip): the gradient of
+/// a cumsum, itself differentiable.
+fn reverse_cumsum(g: &Tensor, d: isize, rank: usize) -> Result<Tensor> {
+    if rank == 0 {
+        return Ok(g.clone());
+    }
+    g.flip(&[d])?.cumsum(d)?.flip(&[d])
 }

@@ -8,6 +8,7 @@
 
 use super::GRAIN;
 use crate::alloc::CpuBuffer;
+use crate::autograd::record::{needs_grad, paused, record1, Save};
 use crate::dtype::Scalar;
 use crate::shape::{wrap_dim, Shape};
 use crate::threads::parallel_for;
@@ -285,6 +286,15 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn sort(&self, dim: isize, descending: bool) -> Result<(Tensor, Tensor)> {
+        let rec = needs_grad(&[self]);
+        let (v, i) = {
+            let _g = paused(rec);
+            self.sort_impl(dim, descending)?
+        };
+        self.select_ad("SortBackward0", rec, dim, false, v, i)
+    }
+
+    fn sort_impl(&self, dim: isize, descending: bool) -> Result<(Tensor, Tensor)> {
         let d = wrap_dim(dim, self.rank())?;
         self.device().check_available()?;
         if self.rank() == 0 {
@@ -335,6 +345,15 @@ impl Tensor {
     /// ```
     pub fn topk(&self, k: usize, dim: isize, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
         let _ = sorted;
+        let rec = needs_grad(&[self]);
+        let (v, i) = {
+            let _g = paused(rec);
+            self.topk_impl(k, dim, largest)?
+        };
+        self.select_ad("TopkBackward0", rec, dim, false, v, i)
+    }
+
+    fn topk_impl(&self, k: usize, dim: isize, largest: bool) -> Result<(Tensor, Tensor)> {
         let d = wrap_dim(dim, self.rank())?;
         self.device().check_available()?;
         if self.rank() == 0 {
@@ -368,6 +387,46 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn kthvalue(&self, k: usize, dim: isize, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let rec = needs_grad(&[self]);
+        let (v, i) = {
+            let _g = paused(rec);
+            self.kthvalue_impl(k, dim, keepdim)?
+        };
+        self.select_ad("KthvalueBackward0", rec, dim, !keepdim && self.rank() > 0, v, i)
+    }
+
+    /// Records `values`, picked from `self` along `dim` at `indices` (sort, topk, kthvalue):
+    /// the gradient is the values' gradient scattered into zeros at the indices. `squeezed`:
+    /// `dim` was removed from the outputs (kthvalue without keepdim).
+    fn select_ad(
+        &self,
+        name: &'static str,
+        rec: bool,
+        dim: isize,
+        squeezed: bool,
+        values: Tensor,
+        indices: Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        if !rec {
+            return Ok((values, indices));
+        }
+        let shape = self.shape().clone();
+        let d = wrap_dim(dim, self.rank())? as isize;
+        let v = record1(name, &[self], values, &[Save::Input(&indices)], move |ctx, g| {
+            if shape.rank() == 0 {
+                return Ok(vec![Some(g[0].reshape(shape.dims())?)]);
+            }
+            let (mut g, mut idx) = (g[0].clone(), ctx.saved(0)?);
+            if squeezed {
+                g = g.unsqueeze(d)?;
+                idx = idx.unsqueeze(d)?;
+            }
+            Ok(vec![Some(crate::ops::index::scatter_into_zeros(&g, d, &idx, &shape)?)])
+        });
+        Ok((v, indices))
+    }
+
+    fn kthvalue_impl(&self, k: usize, dim: isize, keepdim: bool) -> Result<(Tensor, Tensor)> {
         let d = wrap_dim(dim, self.rank())?;
         self.device().check_available()?;
         if self.rank() == 0 {
