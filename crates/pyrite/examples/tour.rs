@@ -4,7 +4,7 @@
 //! Run: `cargo run --release -p pyrite --example tour`
 
 use pyrite::prelude::*;
-use pyrite::{einsum, manual_seed, memory};
+use pyrite::{autograd, einsum, manual_seed, memory};
 
 fn main() -> Result<()> {
     // Tensors from nested arrays; runtime dtypes with PyTorch's promotion rules.
@@ -67,6 +67,28 @@ fn main() -> Result<()> {
     println!("allocated: {} bytes", memory::memory_allocated(Device::Cpu)?);
     drop(big);
     println!("reserved after free (cached for reuse): {} bytes", memory::memory_reserved(Device::Cpu)?);
+
+    // Autograd: fit y = 3x - 1 by gradient descent, PyTorch style.
+    manual_seed(0);
+    let xs = Tensor::randn([100, 1], DType::F32)?;
+    let ys = xs.mul_scalar(3.0)?.sub_scalar(1.0)?;
+    let w = Tensor::zeros([1, 1], DType::F32)?.requires_grad_(true)?;
+    let b = Tensor::zeros([1], DType::F32)?.requires_grad_(true)?;
+    for _ in 0..200 {
+        let loss = xs.matmul(&w)?.add(&b)?.sub(&ys)?.square()?.mean()?;
+        loss.backward()?;
+        let _no_grad = autograd::no_grad(); // the update is not part of the graph
+        for p in [&w, &b] {
+            p.sub_(&p.grad().expect("backward set it").mul_scalar(0.1)?)?;
+            p.set_grad(None)?;
+        }
+    }
+    println!("fitted w = {:.3}, b = {:.3}", w.item::<f32>()?, b.item::<f32>()?);
+    let x1 = Tensor::new([2.0f64])?.requires_grad_(true)?;
+    let y1 = x1.pow_scalar(3.0)?;
+    let dy = autograd::grad(&[&y1], &[&x1], None, None, true, false)?.remove(0).unwrap();
+    let d2y = autograd::grad(&[&dy], &[&x1], None, None, false, false)?.remove(0).unwrap();
+    println!("d/dx x^3 at 2 = {dy}, second derivative = {d2y}");
 
     // Errors, not panics, with PyTorch's messages.
     let err = x.matmul(&x).expect_err("shapes do not fit");

@@ -17,3 +17,8 @@ pub use pyrite_core::*;
 pub mod prelude {
     pub use pyrite_core::{idx, DType, Device, Error, Result, Scalar, Shape, Tensor, TensorIndex};
 }
+
+// The README's examples run as doctests, so they stay true.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
