@@ -504,20 +504,6 @@ fn sample(shape: Shape, dtype: DType, dist: Dist, gen: Option<&Generator>) -> Re
     Ok(t)
 }
 
-/// PyTorch's kernel name for a dtype in "not implemented for 'Long'" messages.
-fn torch_kernel_name(dtype: DType) -> &'static str {
-    match dtype {
-        DType::Bool => "Bool",
-        DType::U8 => "Byte",
-        DType::I32 => "Int",
-        DType::I64 => "Long",
-        DType::F16 => "Half",
-        DType::BF16 => "BFloat16",
-        DType::F32 => "Float",
-        DType::F64 => "Double",
-    }
-}
-
 fn check_float(op: &str, dtype: DType) -> Result<()> {
     if !dtype.is_floating_point() {
         bail!(
@@ -528,7 +514,7 @@ fn check_float(op: &str, dtype: DType) -> Result<()> {
             } else {
                 "check_uniform_bounds"
             },
-            torch_kernel_name(dtype)
+            dtype.type_name()
         );
     }
     Ok(())
@@ -847,7 +833,7 @@ impl Tensor {
                 DType,
                 "bernoulli: expected a floating-point probability tensor, got {} (\"bernoulli_tensor_cpu_p_\" not implemented for '{}')",
                 self.dtype(),
-                torch_kernel_name(self.dtype())
+                self.dtype().type_name()
             );
         }
         let p = self.to_dtype(DType::F64)?.to_vec::<f64>()?;
@@ -890,7 +876,7 @@ impl Tensor {
             bail!(
                 DType,
                 "multinomial only supports floating-point dtypes for input, got: {}",
-                torch_kernel_name(self.dtype())
+                self.dtype().type_name()
             );
         }
         if self.rank() != 1 && self.rank() != 2 {

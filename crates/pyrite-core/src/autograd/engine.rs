@@ -106,7 +106,7 @@ pub(crate) fn run_backward(
                 let mut cur = gv.clone();
                 for h in node.hooks_for(slot) {
                     if let Some(r) = h(&cur)? {
-                        check_hook_result(&node, slot, &cur, &r)?;
+                        check_hook_result(&node, &cur, &r)?;
                         cur = r;
                     }
                 }
@@ -175,7 +175,7 @@ fn add_into(slot: &mut Option<Tensor>, g: Tensor) -> Result<()> {
     Ok(())
 }
 
-fn check_hook_result(node: &Node, slot: usize, old: &Tensor, new: &Tensor) -> Result<()> {
+fn check_hook_result(node: &Node, old: &Tensor, new: &Tensor) -> Result<()> {
     if new.dims() != old.dims() {
         bail!(
             Shape,
@@ -185,7 +185,6 @@ fn check_hook_result(node: &Node, slot: usize, old: &Tensor, new: &Tensor) -> Re
             new.dims()
         );
     }
-    let _ = slot;
     Ok(())
 }
 

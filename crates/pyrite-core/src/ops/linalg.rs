@@ -39,20 +39,6 @@ fn cpp_name(d: DType) -> &'static str {
     }
 }
 
-/// PyTorch's `ScalarType` name ("Float", "Long", ...).
-fn scalar_type_name(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "Bool",
-        DType::U8 => "Byte",
-        DType::I32 => "Int",
-        DType::I64 => "Long",
-        DType::F16 => "Half",
-        DType::BF16 => "BFloat16",
-        DType::F32 => "Float",
-        DType::F64 => "Double",
-    }
-}
-
 // ------------------------------------------------------------------------------------------
 // Kernels
 
@@ -789,12 +775,7 @@ fn check_bmm(a: &Tensor, b: &Tensor, op: &str) -> Result<()> {
         bail!(Shape, "{op}: batch2 must be a 3D tensor");
     }
     if a.dtype() != b.dtype() {
-        bail!(
-            DType,
-            "expected scalar type {} but found {}",
-            scalar_type_name(a.dtype()),
-            scalar_type_name(b.dtype())
-        );
+        bail!(DType, "expected scalar type {} but found {}", a.dtype().type_name(), b.dtype().type_name());
     }
     if a.dtype() == DType::Bool {
         bail!(NotImplemented, "\"bmm\" not implemented for 'Bool'");
@@ -818,8 +799,8 @@ fn check_input(input: &Tensor, shape: &[usize], dtype: DType, other: &str, op: &
         bail!(
             DType,
             "self and {other} must have the same dtype, but got {} and {}",
-            scalar_type_name(input.dtype()),
-            scalar_type_name(dtype)
+            input.dtype().type_name(),
+            dtype.type_name()
         );
     }
     Ok(())
@@ -867,8 +848,8 @@ fn plan_matmul(a: &Tensor, b: &Tensor) -> Result<Plan> {
                 bail!(
                     DType,
                     "dot : expected both vectors to have same dtype, but found {} and {}",
-                    scalar_type_name(a.dtype()),
-                    scalar_type_name(b.dtype())
+                    a.dtype().type_name(),
+                    b.dtype().type_name()
                 );
             }
             if a.dtype() == DType::Bool {
@@ -1191,8 +1172,8 @@ impl Tensor {
             bail!(
                 DType,
                 "addmv input tensors must have the same dtype, but got {} and {}",
-                scalar_type_name(self.dtype()),
-                scalar_type_name(vec.dtype())
+                self.dtype().type_name(),
+                vec.dtype().type_name()
             );
         }
         if self.dtype() == DType::Bool {

@@ -202,20 +202,6 @@ pub(crate) fn min_nan<T: PartialOrd + Copy>(a: T, x: T) -> T {
     }
 }
 
-/// PyTorch's C++ name of a dtype, as it appears in its error messages (`Long`, `Half`, ...).
-pub(crate) fn scalar_name(dt: DType) -> &'static str {
-    match dt {
-        DType::Bool => "Bool",
-        DType::U8 => "Byte",
-        DType::I32 => "Int",
-        DType::I64 => "Long",
-        DType::F16 => "Half",
-        DType::BF16 => "BFloat16",
-        DType::F32 => "Float",
-        DType::F64 => "Double",
-    }
-}
-
 /// Runs `$body` with `$T` bound to the Rust type of an integer or bool `$dtype`.
 macro_rules! dispatch_int {
     ($dtype:expr, $T:ident => $body:expr, _ => $other:expr) => {
@@ -1136,7 +1122,7 @@ impl Tensor {
     /// ```
     pub fn mean_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
         require_float(self, || {
-            format!("mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", scalar_name(self.dtype()))
+            format!("mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", self.dtype().type_name())
         })?;
         let mask = reduce_mask(self.rank(), dims, true, "mean")?;
         let rec = needs_grad(&[self]);
@@ -1167,7 +1153,7 @@ impl Tensor {
         require_float(self, || {
             format!(
                 "nanmean(): expected input to have floating point or complex dtype but got {}",
-                scalar_name(self.dtype())
+                self.dtype().type_name()
             )
         })?;
         let mask = reduce_mask(self.rank(), dims, true, "nanmean")?;
@@ -1402,7 +1388,7 @@ impl Tensor {
         require_float(self, || {
             format!(
                 "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
-                scalar_name(self.dtype())
+                self.dtype().type_name()
             )
         })?;
         let mask = reduce_mask(self.rank(), dims, true, "linalg.vector_norm")?;

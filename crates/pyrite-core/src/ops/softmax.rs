@@ -265,7 +265,7 @@ fn softmax_impl(x: &Tensor, dim: isize, log: bool) -> Result<Tensor> {
     let d = wrap_dim(dim, x.rank())?;
     if !x.dtype().is_floating_point() {
         let name = if log { "log_softmax_lastdim_kernel_impl" } else { "softmax_lastdim_kernel_impl" };
-        bail!(DType, "\"{name}\" not implemented for '{}'", super::reduce::scalar_name(x.dtype()));
+        bail!(DType, "\"{name}\" not implemented for '{}'", x.dtype().type_name());
     }
     let x = x.contiguous()?;
     let (o, k, i) = if x.rank() == 0 {
