@@ -6,7 +6,12 @@ tree (same machine, same minute), so their ratio is meaningful even on a loaded 
 
 Usage:
   python3 scripts/bench_compare.py [--only matmul,elementwise] [--threads 1,2] [--repeats 7]
-      [--torch-bench ../shared/reference/torch_bench.py] [--json out.jsonl]
+      [--rounds 3] [--torch-bench ../shared/reference/torch_bench.py] [--json out.jsonl]
+
+With --rounds R, PyTorch and Pyrite run alternately R times per workload (torch, pyrite, torch,
+pyrite, ...); the table shows each side's median over the rounds and the median of the
+per-round ratios. On a VM whose speed drifts by 10-30% from minute to minute, this is far more
+stable than one run each.
 
 Ratios are printed as "speedup": > 1 means Pyrite is faster. For throughput metrics (GFLOP/s,
 GB/s, steps/s, samples/s, ...) speedup = pyrite / torch; for times (_us, _ms, _s) it is
@@ -27,6 +32,12 @@ def run(cmd):
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
+def median(v):
+    s = sorted(v)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
 def higher_is_better(key):
     k = key.lower()
     if k.endswith("_spread") or k == "spread":
@@ -45,6 +56,7 @@ def main():
     p.add_argument("--repeats", default="7")
     p.add_argument("--torch-bench", default=os.path.join(ROOT, "..", "shared", "reference", "torch_bench.py"))
     p.add_argument("--json", default="", help="also append every raw record to this file")
+    p.add_argument("--rounds", type=int, default=1, help="alternate the two sides this many times")
     a = p.parse_args()
     if not os.path.exists(BIN):
         sys.exit("build first: cargo build --release -p pyrite-bench")
@@ -57,20 +69,28 @@ def main():
                 print(f"# {name}: not implemented in pyrite-bench yet", file=sys.stderr)
                 continue
             common = ["--only", name, "--threads", threads, "--repeats", a.repeats]
-            t = run([sys.executable, a.torch_bench] + common)[0]
-            r = run([BIN] + common)[0]
-            if a.json:
-                with open(a.json, "a") as f:
-                    f.write(json.dumps(t) + "\n" + json.dumps(r) + "\n")
-            for key, pv in r["results"].items():
-                tv = t["results"].get(key)
+            per_round = []
+            for _ in range(a.rounds):
+                t = run([sys.executable, a.torch_bench] + common)[0]
+                r = run([BIN] + common)[0]
+                if a.json:
+                    with open(a.json, "a") as f:
+                        f.write(json.dumps(t) + "\n" + json.dumps(r) + "\n")
+                per_round.append((t["results"], r["results"]))
+            for key, pv in per_round[0][1].items():
                 hib = higher_is_better(key)
-                if not isinstance(pv, (int, float)) or not isinstance(tv, (int, float)) or hib is None or key.endswith("_best"):
+                if hib is None or key.endswith("_best"):
                     continue
-                if pv == 0 or tv == 0:
-                    continue
-                speedup = pv / tv if hib else tv / pv
-                rows.append((name, threads, key, tv, pv, speedup))
+                tvs, pvs, ratios = [], [], []
+                for tres, pres in per_round:
+                    tv, pv = tres.get(key), pres.get(key)
+                    if not isinstance(pv, (int, float)) or not isinstance(tv, (int, float)) or pv == 0 or tv == 0:
+                        continue
+                    tvs.append(tv)
+                    pvs.append(pv)
+                    ratios.append(pv / tv if hib else tv / pv)
+                if ratios:
+                    rows.append((name, threads, key, median(tvs), median(pvs), median(ratios)))
     print(f"{'workload':<12} {'thr':>3} {'metric':<28} {'pytorch':>11} {'pyrite':>11} {'speedup':>8}")
     for name, threads, key, tv, pv, s in rows:
         print(f"{name:<12} {threads:>3} {key:<28} {tv:>11.4g} {pv:>11.4g} {s:>7.2f}x")

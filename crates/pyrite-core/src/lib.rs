@@ -33,6 +33,7 @@ pub mod random;
 pub mod shape;
 mod simd;
 pub mod storage;
+mod stream;
 mod strided;
 mod tensor;
 pub mod threads;

@@ -2,8 +2,9 @@
 //!
 //! Each kernel is one portable scalar loop written so that LLVM vectorises it; the same loop is
 //! compiled again inside `#[target_feature]` functions and the widest one the CPU supports is
-//! picked at run time. All paths execute the same IEEE operations in the same order (no FMA
-//! contraction), so results do not depend on the CPU or on the tensor's layout.
+//! picked at run time. On AVX-512 machines `exp` has a hand-written kernel instead (fused
+//! multiply-adds and `vscalefps`: about half the instructions of the vectorised loop); it
+//! agrees with the portable one to within 1 ulp, not bit for bit.
 
 /// `exp` for f32 without a libm call: Cody-Waite range reduction and a degree-6 polynomial
 /// (Cephes' `expf`), with the 2^n scaling split in two so that results are right down into the
@@ -47,8 +48,53 @@ unsafe fn exp_loop(src: *const f32, dst: *mut f32, n: usize) {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn exp_avx512(src: *const f32, dst: *mut f32, n: usize) {
-    exp_loop(src, dst, n)
+unsafe fn exp_avx512(src: *const f32, dst: *mut f32, n: usize, stream: bool) {
+    use std::arch::x86_64::*;
+    // The same reduction and polynomial as `expf`, with fused multiply-adds; `scalef` applies
+    // 2^n with correct overflow to infinity and gradual underflow, so no split scaling.
+    #[inline(always)]
+    unsafe fn exp16(x: __m512) -> __m512 {
+        // max/min return their second operand when either is NaN: NaN inputs stay NaN.
+        let xc = _mm512_min_ps(_mm512_set1_ps(89.0), _mm512_max_ps(_mm512_set1_ps(-104.0), x));
+        let fx = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm512_mul_ps(
+            xc,
+            _mm512_set1_ps(std::f32::consts::LOG2_E),
+        ));
+        let r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693_359_4), xc);
+        let r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.121_944_4e-4), r);
+        let mut y = _mm512_set1_ps(1.987_569_1e-4);
+        y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.398_199_9e-3));
+        y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.333_452e-3));
+        y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.166_579_6e-2));
+        y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.666_666_5e-1));
+        y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.000_000_1e-1));
+        y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), r);
+        y = _mm512_add_ps(y, _mm512_set1_ps(1.0));
+        _mm512_scalef_ps(y, fx)
+    }
+    let mut i = 0;
+    if stream {
+        // Plain stores up to a cache-line boundary, then non-temporal ones (see crate::stream).
+        let head = (((64 - (dst as usize) % 64) % 64) / 4).min(n);
+        if head > 0 {
+            let m: __mmask16 = ((1u32 << head) - 1) as u16;
+            _mm512_mask_storeu_ps(dst, m, exp16(_mm512_maskz_loadu_ps(m, src)));
+            i = head;
+        }
+        while i + 16 <= n {
+            _mm512_stream_ps(dst.add(i), exp16(_mm512_loadu_ps(src.add(i))));
+            i += 16;
+        }
+        _mm_sfence();
+    }
+    while i + 16 <= n {
+        _mm512_storeu_ps(dst.add(i), exp16(_mm512_loadu_ps(src.add(i))));
+        i += 16;
+    }
+    if i < n {
+        let m: __mmask16 = ((1u32 << (n - i)) - 1) as u16;
+        _mm512_mask_storeu_ps(dst.add(i), m, exp16(_mm512_maskz_loadu_ps(m, src.add(i))));
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -57,15 +103,20 @@ unsafe fn exp_avx2(src: *const f32, dst: *mut f32, n: usize) {
     exp_loop(src, dst, n)
 }
 
-/// `dst[i] = exp(src[i])` for `n` elements; `src` may equal `dst`.
+/// `dst[i] = exp(src[i])` for `n` elements; `src` may equal `dst`. With `stream`, the results
+/// are written with non-temporal stores (for outputs larger than the caches, see
+/// [`crate::stream`]).
 ///
 /// # Safety
 /// Both pointers must be valid for `n` elements.
-pub(crate) unsafe fn exp_f32(src: *const f32, dst: *mut f32, n: usize) {
+pub(crate) unsafe fn exp_f32(src: *const f32, dst: *mut f32, n: usize, stream: bool) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
-            return exp_avx512(src, dst, n);
+            return exp_avx512(src, dst, n, stream);
+        }
+        if stream {
+            return crate::stream::stream_out(dst, n, |s, c, into| exp_f32(src.add(s), into, c, false));
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
             return exp_avx2(src, dst, n);
@@ -93,5 +144,40 @@ mod tests {
         assert!(expf(f32::NAN).is_nan());
         assert_eq!(expf(f32::NEG_INFINITY), 0.0);
         assert_eq!(expf(0.0), 1.0);
+    }
+
+    #[test]
+    fn the_dispatched_kernel_matches_libm_within_two_ulp_at_every_length() {
+        let mut xs: Vec<f32> = (0..20_000).map(|i| -103.5 + i as f32 * 0.00963).collect();
+        xs.extend([
+            100.0,
+            -200.0,
+            f32::NAN,
+            f32::NEG_INFINITY,
+            f32::INFINITY,
+            0.0,
+            -0.0,
+            88.7,
+            -87.3,
+            -100.0,
+        ]);
+        for len in [xs.len(), 1, 15, 17, 33] {
+            let src = &xs[xs.len() - len..];
+            let mut out = vec![0.0f32; len];
+            unsafe { super::exp_f32(src.as_ptr(), out.as_mut_ptr(), len, len > 16) };
+            for (&x, &got) in src.iter().zip(&out) {
+                let want = (x as f64).exp();
+                if x.is_nan() {
+                    assert!(got.is_nan());
+                    continue;
+                }
+                let ulp = (want as f32).abs().max(f32::MIN_POSITIVE) as f64 * f32::EPSILON as f64;
+                assert!(
+                    (got as f64 - want).abs() <= 2.0 * ulp.max(1e-45)
+                        || (want > f32::MAX as f64 && got == f32::INFINITY),
+                    "exp({x}) = {got}, want {want}"
+                );
+            }
+        }
     }
 }

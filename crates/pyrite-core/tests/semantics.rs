@@ -276,3 +276,32 @@ fn out_forms_write_into_existing_tensors() -> Result<()> {
     assert_eq!(o64.to_vec::<f64>()?, vec![1., 4., 9.]);
     Ok(())
 }
+
+/// Outputs of 32 MiB and more are written with streaming stores; they must hold exactly what
+/// the ordinary path computes, at any offset (a narrowed output starts mid cache line).
+#[test]
+fn large_outputs_hold_the_same_values_as_small_ones() -> Result<()> {
+    let n = 9 << 20; // 36 MiB of f32
+    let a = Tensor::randn([n], DType::F32)?;
+    let b = Tensor::randn([n], DType::F32)?;
+    let check = |big: &Tensor, f: &dyn Fn(&Tensor, &Tensor) -> Result<Tensor>| -> Result<()> {
+        // The same op on 1000-element pieces stays on the ordinary path.
+        for start in [0usize, 3, n / 2 + 5, n - 1000] {
+            let small = f(&a.narrow(0, start as isize, 1000)?, &b.narrow(0, start as isize, 1000)?)?;
+            let (got, want) = (big.narrow(0, start as isize, 1000)?.to_vec::<f32>()?, small.to_vec::<f32>()?);
+            let differ = got.iter().zip(&want).filter(|(g, w)| g.to_bits() != w.to_bits()).count();
+            assert_eq!(differ, 0, "{differ} of 1000 elements differ from offset {start}");
+        }
+        Ok(())
+    };
+    check(&a.add(&b)?, &|x, y| x.add(y))?;
+    check(&a.mul_scalar(3.0)?, &|x, _| x.mul_scalar(3.0))?;
+    check(&a.exp()?, &|x, _| x.exp())?;
+    let out = Tensor::zeros([n + 1], DType::F32)?;
+    let out = out.narrow(0, 1, n)?; // starts 4 bytes into a cache line
+    a.mul_out(&b, &out)?;
+    check(&out, &|x, y| x.mul(y))?;
+    a.exp_out(&out)?;
+    check(&out, &|x, _| x.exp())?;
+    Ok(())
+}

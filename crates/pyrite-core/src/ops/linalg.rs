@@ -54,9 +54,9 @@ struct Mat {
 trait MatElem: Element {
     /// Whether large products are split into column panels (see [`panels`]).
     const PANELS: bool;
-    /// `dst = beta * dst + alpha * lhs @ rhs` for one `m x n` product over `k`; `beta == None`
-    /// means `dst` is write-only (never read, so NaNs in it do not propagate). `threads > 1`
-    /// allows the kernel to use that many threads of the current rayon pool.
+    /// `dst = beta * dst + alpha * lhs @ rhs` for one `m x n` product over `k`, on the calling
+    /// thread; `beta == None` means `dst` is write-only (never read, so NaNs in it do not
+    /// propagate). The drivers below split large products across threads.
     ///
     /// # Safety
     /// The pointers with the given strides must address valid elements for every index in
@@ -74,7 +74,6 @@ trait MatElem: Element {
         r: (usize, usize),
         alpha: Self,
         beta: Option<Self>,
-        threads: usize,
     );
 }
 
@@ -94,10 +93,7 @@ macro_rules! gemm_elem {
                 r: (usize, usize),
                 alpha: $t,
                 beta: Option<$t>,
-                threads: usize,
             ) {
-                let par =
-                    if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
                 // gemm computes dst = a * dst + b * lhs @ rhs (its alpha scales dst).
                 gemm::gemm(
                     m,
@@ -118,7 +114,7 @@ macro_rules! gemm_elem {
                     false,
                     false,
                     false,
-                    par,
+                    gemm::Parallelism::None,
                 );
             }
         }
@@ -161,9 +157,8 @@ macro_rules! int_elem {
                 r: (usize, usize),
                 alpha: $t,
                 beta: Option<$t>,
-                threads: usize,
             ) {
-                int_kernel::<$t>(m, n, k, dst, d, lhs, l, rhs, r, alpha, beta, threads)
+                int_kernel::<$t>(m, n, k, dst, d, lhs, l, rhs, r, alpha, beta)
             }
         }
     };
@@ -187,7 +182,6 @@ unsafe fn int_kernel<T: WrapInt>(
     r: (usize, usize),
     alpha: T,
     beta: Option<T>,
-    threads: usize,
 ) {
     if m == 0 || n == 0 {
         return;
@@ -205,27 +199,26 @@ unsafe fn int_kernel<T: WrapInt>(
         packed = v;
         packed.as_ptr()
     };
-    let (dp, lp, bp) = (SendPtr(dst), SendPtr(lhs as *mut T), SendPtr(b as *mut T));
+    let (dp, lp, bp) = (dst, lhs, b);
     let rows = |i0: usize, i1: usize| {
-        let (dp, lp, bp) = (dp, lp, bp);
         let mut acc = vec![T::ZERO; n];
         for i in i0..i1 {
             acc.fill(T::ZERO);
             for p in 0..k {
                 // SAFETY: indices are within the operands' extents (caller's contract).
-                let a = unsafe { *lp.0.add(i * l.0 + p * l.1) };
+                let a = unsafe { *lp.add(i * l.0 + p * l.1) };
                 if a == T::ZERO {
                     continue;
                 }
-                let brow = unsafe { std::slice::from_raw_parts(bp.0.add(p * n), n) };
+                let brow = unsafe { std::slice::from_raw_parts(bp.add(p * n), n) };
                 for (x, &y) in acc.iter_mut().zip(brow) {
                     *x = x.wadd(a.wmul(y));
                 }
             }
             for (j, &v) in acc.iter().enumerate() {
-                // SAFETY: as above; rows are disjoint between threads.
+                // SAFETY: as above.
                 unsafe {
-                    let o = dp.0.add(i * d.0 + j * d.1);
+                    let o = dp.add(i * d.0 + j * d.1);
                     let v = alpha.wmul(v);
                     *o = match beta {
                         Some(bt) => bt.wmul(*o).wadd(v),
@@ -235,13 +228,7 @@ unsafe fn int_kernel<T: WrapInt>(
             }
         }
     };
-    let work = m * n * k.max(1);
-    if threads > 1 && work >= PAR_WORK {
-        let grain = (BATCH_GRAIN_WORK / (n * k.max(1))).max(1);
-        crate::threads::parallel_for(m, grain, rows);
-    } else {
-        rows(0, m);
-    }
+    rows(0, m);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -423,17 +410,53 @@ fn run_one<T: MatElem>(
             return panels(n, m, k, po, t(d2), pb, t(b2), pa, t(a2), alpha, beta, threads);
         }
     }
-    let go = |t: usize| {
-        let (po, pa, pb) = (po, pa, pb);
-        // SAFETY: see above.
-        unsafe { T::kernel(m, n, k, po.0, d2, pa.0, a2, pb.0, b2, alpha, beta, t) }
-    };
-    if threads > 1 && m * n * k >= PAR_WORK {
-        let (_, pool) = crate::threads::pool();
-        pool.install(|| go(threads));
-    } else {
-        go(1);
+    let threads = if m * n * k >= PAR_WORK { threads } else { 1 };
+    split(m, n, k, po, d2, pa, a2, pb, b2, alpha, beta, threads);
+}
+
+/// One product on up to `threads` threads: the output is cut into blocks of whole columns
+/// (or whole rows), one kernel call per block. Columns are cut when the output is row-major
+/// (each thread then packs only its part of `b`), rows when it is column-major, unless that
+/// dim is too short to share.
+#[allow(clippy::too_many_arguments)]
+fn split<T: MatElem>(
+    m: usize,
+    n: usize,
+    k: usize,
+    po: SendPtr<T>,
+    d: (usize, usize),
+    pa: SendPtr<T>,
+    a: (usize, usize),
+    pb: SendPtr<T>,
+    b: (usize, usize),
+    alpha: T,
+    beta: Option<T>,
+    threads: usize,
+) {
+    const MIN_BLOCK: usize = 32;
+    let cols = if d.1 <= d.0 { n >= MIN_BLOCK * threads || n >= m } else { m < MIN_BLOCK * threads && n > m };
+    let len = if cols { n } else { m };
+    let tasks = threads.min(len / MIN_BLOCK).max(1);
+    // SAFETY (both arms): sub-blocks of the validated operands; blocks write disjoint parts of
+    // the output.
+    if tasks == 1 {
+        unsafe { T::kernel(m, n, k, po.0, d, pa.0, a, pb.0, b, alpha, beta) };
+        return;
     }
+    // Blocks in multiples of 16 (the kernels' register tile) where possible.
+    let chunk = len.div_ceil(tasks).next_multiple_of(16).min(len);
+    crate::threads::run_tasks(len.div_ceil(chunk), |t| {
+        let (po, pa, pb) = (po, pa, pb);
+        let s = t * chunk;
+        let w = chunk.min(len - s);
+        unsafe {
+            if cols {
+                T::kernel(m, w, k, po.0.add(s * d.1), d, pa.0, a, pb.0.add(s * b.1), b, alpha, beta)
+            } else {
+                T::kernel(w, n, k, po.0.add(s * d.0), d, pa.0.add(s * a.0), a, pb.0, b, alpha, beta)
+            }
+        }
+    });
 }
 
 /// Products of at least this many multiply-adds (with enough columns) are split into panels.
@@ -461,16 +484,16 @@ fn panels<T: MatElem>(
     beta: Option<T>,
     threads: usize,
 ) {
-    let width = if n < 512 { 128 } else { 256 };
+    let width =
+        std::env::var("PW").ok().and_then(|v| v.parse().ok()).unwrap_or(if n < 512 { 128 } else { 256 });
+    let panel_k: usize = std::env::var("PK").ok().and_then(|v| v.parse().ok()).unwrap_or(PANEL_K);
     let np = n.div_ceil(width);
     let one = T::from_i64(1);
-    // Depth steps outermost (a step's slice of `a` is reused by every panel while it is in
-    // cache), panels within a step in parallel.
     let step = |q: usize, p: usize| {
         let (po, pa, pb) = (po, pa, pb);
         let j = p * width;
         let w = width.min(n - j);
-        let kd = PANEL_K.min(k - q);
+        let kd = panel_k.min(k - q);
         let be = if q == 0 { beta } else { Some(one) };
         // SAFETY: sub-blocks of the validated operands; panels write disjoint columns.
         unsafe {
@@ -486,39 +509,16 @@ fn panels<T: MatElem>(
                 b,
                 alpha,
                 be,
-                1,
             )
         };
     };
-    if threads > 1 && np > 1 {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        let (_, pool) = crate::threads::pool();
-        for q in (0..k).step_by(PANEL_K) {
-            // Panels are claimed from a counter by the calling thread and by up to
-            // `threads - 1` pool tasks. The caller starts at once (waking a parked worker costs
-            // 20-60 us on the benchmark VM, a large part of a 256^3 product), and a worker that
-            // wakes late just finds fewer panels left. Who computes a panel does not change
-            // its result.
-            let next = AtomicUsize::new(0);
-            let claim = || loop {
-                let p = next.fetch_add(1, Ordering::Relaxed);
-                if p >= np {
-                    break;
-                }
-                step(q, p);
-            };
-            pool.in_place_scope(|s| {
-                for _ in 1..threads.min(np) {
-                    s.spawn(|_| claim());
-                }
-                claim();
-            });
-        }
-    } else {
-        for q in (0..k).step_by(PANEL_K) {
-            for p in 0..np {
-                step(q, p);
-            }
+    // Depth steps outermost (a step's slice of `a` is reused by every panel while it is in
+    // cache), panels within a step in parallel.
+    for q in (0..k).step_by(panel_k) {
+        if threads > 1 {
+            crate::threads::run_tasks(np, |p| step(q, p));
+        } else {
+            (0..np).for_each(|p| step(q, p));
         }
     }
 }
@@ -558,24 +558,20 @@ fn run_batch<T: MatElem>(
         (od, oa, ob)
     };
     let (po, pa, pb) = (SendPtr(po), SendPtr(pa as *mut T), SendPtr(pb as *mut T));
-    let range = |s: usize, e: usize, t: usize| {
+    let one = |i: usize, t: usize| {
         let (po, pa, pb) = (po, pa, pb);
-        for i in s..e {
-            let (od, oa, ob) = offsets(i);
-            // SAFETY: as in `run_one`; distinct batch entries write disjoint output matrices.
-            unsafe {
-                T::kernel(m, n, k, po.0.add(od), d2, pa.0.add(oa), a2, pb.0.add(ob), b2, alpha, beta, t)
-            };
-        }
+        let (od, oa, ob) = offsets(i);
+        // SAFETY: as in `run_one`; distinct batch entries write disjoint output matrices.
+        let (po, pa, pb) = unsafe { (SendPtr(po.0.add(od)), SendPtr(pa.0.add(oa)), SendPtr(pb.0.add(ob))) };
+        split(m, n, k, po, d2, pa, a2, pb, b2, alpha, beta, t);
     };
     if threads > 1 && per >= PAR_WORK {
-        let (_, pool) = crate::threads::pool();
-        pool.install(|| range(0, nb, threads));
+        (0..nb).for_each(|i| one(i, threads));
     } else if threads > 1 && nb * per >= PAR_WORK {
         let grain = BATCH_GRAIN_WORK.div_ceil(per).max(1);
-        crate::threads::parallel_for(nb, grain, |s, e| range(s, e, 1));
+        crate::threads::parallel_for(nb, grain, |s, e| (s..e).for_each(|i| one(i, 1)));
     } else {
-        range(0, nb, 1);
+        (0..nb).for_each(|i| one(i, 1));
     }
 }
 

@@ -24,6 +24,7 @@ pub mod unary;
 use crate::layout::Layout;
 use crate::shape::Shape;
 use crate::storage::{Storage, StorageCell};
+use crate::stream::{stream_out, worth_streaming};
 use crate::strided::Strided;
 use crate::{alloc::CpuBuffer, bail, Element, Result, Tensor};
 use std::sync::{RwLockReadGuard, RwLockWriteGuard};
@@ -138,6 +139,11 @@ fn detach_overlap(x: &Tensor, out: Out<'_>) -> Result<Tensor> {
     Ok(x.clone())
 }
 
+/// Whether an elementwise op writing into `out` streams its stores (see [`crate::stream`]).
+fn streams<R>(out: &Layout) -> bool {
+    out.is_contiguous() && worth_streaming(out.numel() * std::mem::size_of::<R>())
+}
+
 /// Runs a strided elementwise loop over `n` elements with operand pointers already resolved.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -176,6 +182,7 @@ pub(crate) fn map1<A: Element, R: Element>(
             _ => unreachable!(),
         });
         let pa = SendPtr(pa as *mut A);
+        let stream = streams::<R>(&lo);
         drive(
             shape.numel(),
             shape.dims(),
@@ -187,7 +194,13 @@ pub(crate) fn map1<A: Element, R: Element>(
                 unsafe {
                     let o = po.0.add(oo);
                     let a = pa.0.add(oa) as *const A;
-                    if so == 1 && sa == 1 {
+                    if stream && so == 1 && sa == 1 {
+                        stream_out(o, len, |s, c, into| {
+                            for j in 0..c {
+                                *into.add(j) = f(*a.add(s + j));
+                            }
+                        });
+                    } else if so == 1 && sa == 1 {
                         for i in 0..len {
                             *o.add(i) = f(*a.add(i));
                         }
@@ -245,6 +258,7 @@ pub(crate) fn map2<A: Element, B: Element, R: Element>(
             _ => unreachable!(),
         });
         let (pa, pb) = (SendPtr(pa as *mut A), SendPtr(pb as *mut B));
+        let stream = streams::<R>(&lo);
         drive(
             shape.numel(),
             shape.dims(),
@@ -257,7 +271,20 @@ pub(crate) fn map2<A: Element, B: Element, R: Element>(
                     let o = po.0.add(oo);
                     let a = pa.0.add(oa) as *const A;
                     let b = pb.0.add(ob) as *const B;
-                    if so == 1 && sa == 1 && sb == 1 {
+                    if stream && so == 1 && sa == 1 && sb == 1 {
+                        stream_out(o, len, |s, c, into| {
+                            for j in 0..c {
+                                *into.add(j) = f(*a.add(s + j), *b.add(s + j));
+                            }
+                        });
+                    } else if stream && so == 1 && sa == 1 && sb == 0 {
+                        let bv = *b;
+                        stream_out(o, len, |s, c, into| {
+                            for j in 0..c {
+                                *into.add(j) = f(*a.add(s + j), bv);
+                            }
+                        });
+                    } else if so == 1 && sa == 1 && sb == 1 {
                         for i in 0..len {
                             *o.add(i) = f(*a.add(i), *b.add(i));
                         }
@@ -351,12 +378,21 @@ fn map1_contiguous<A: Element, R: Element>(a: &Tensor, f: impl Fn(A) -> R + Sync
         let g = a.storage().read();
         // SAFETY: a contiguous layout covers `offset..offset + n` of its storage.
         let pa = SendPtr(unsafe { (g.cpu().as_ptr() as *mut A).add(a.storage_offset()) });
+        let stream = worth_streaming(n * std::mem::size_of::<R>());
         crate::threads::parallel_for(n, GRAIN, |s, e| {
             let (po, pa) = (po, pa);
             // SAFETY: disjoint ranges of a fresh buffer of n elements; the input has n elements.
             unsafe {
-                for i in s..e {
-                    *po.0.add(i) = f(*pa.0.add(i));
+                if stream {
+                    stream_out(po.0.add(s), e - s, |s2, c, into| {
+                        for j in 0..c {
+                            *into.add(j) = f(*pa.0.add(s + s2 + j));
+                        }
+                    });
+                } else {
+                    for i in s..e {
+                        *po.0.add(i) = f(*pa.0.add(i));
+                    }
                 }
             }
         });
@@ -381,11 +417,29 @@ fn map2_contiguous<A: Element, B: Element, R: Element>(
         let pa = SendPtr(unsafe { (ga.cpu().as_ptr() as *mut A).add(a.storage_offset()) });
         let pb = SendPtr(unsafe { (base_b as *mut B).add(b.storage_offset()) });
         let scalar_b = b.numel() == 1 && n != 1;
+        let stream = worth_streaming(n * std::mem::size_of::<R>());
         crate::threads::parallel_for(n, GRAIN, |s, e| {
             let (po, pa, pb) = (po, pa, pb);
             // SAFETY: disjoint ranges of a fresh buffer; inputs hold n (or 1 for scalar b) elements.
             unsafe {
-                if scalar_b {
+                if stream {
+                    let (a, o) = (pa.0.add(s), po.0.add(s));
+                    if scalar_b {
+                        let bv = *pb.0;
+                        stream_out(o, e - s, |s2, c, into| {
+                            for j in 0..c {
+                                *into.add(j) = f(*a.add(s2 + j), bv);
+                            }
+                        });
+                    } else {
+                        let b = pb.0.add(s);
+                        stream_out(o, e - s, |s2, c, into| {
+                            for j in 0..c {
+                                *into.add(j) = f(*a.add(s2 + j), *b.add(s2 + j));
+                            }
+                        });
+                    }
+                } else if scalar_b {
                     let bv = *pb.0;
                     for i in s..e {
                         *po.0.add(i) = f(*pa.0.add(i), bv);

@@ -215,8 +215,10 @@ impl Tensor {
                 let g = x.storage().read();
                 let src = unsafe { (g.cpu().as_ptr() as *const f32).add(x.storage_offset()) } as usize;
                 let dst = dst as usize;
+                let stream = crate::stream::worth_streaming(n * 4);
                 crate::threads::parallel_for(n, super::GRAIN, |a, b| unsafe {
-                    crate::simd::exp_f32((src as *const f32).add(a), (dst as *mut f32).add(a), b - a)
+                    let (src, dst) = ((src as *const f32).add(a), (dst as *mut f32).add(a));
+                    crate::simd::exp_f32(src, dst, b - a, stream)
                 });
             };
             return match out {
@@ -231,7 +233,7 @@ impl Tensor {
                         let off = o.storage_offset();
                         o.with_storage_mut::<f32, _>(|s, _| unsafe {
                             let p = s.as_mut_ptr().add(off);
-                            crate::simd::exp_f32(p, p, n)
+                            crate::simd::exp_f32(p, p, n, false)
                         });
                     } else {
                         let mut g = o.storage().write();
