@@ -484,16 +484,14 @@ fn panels<T: MatElem>(
     beta: Option<T>,
     threads: usize,
 ) {
-    let width =
-        std::env::var("PW").ok().and_then(|v| v.parse().ok()).unwrap_or(if n < 512 { 128 } else { 256 });
-    let panel_k: usize = std::env::var("PK").ok().and_then(|v| v.parse().ok()).unwrap_or(PANEL_K);
+    let width = if n < 512 { 128 } else { 256 };
     let np = n.div_ceil(width);
     let one = T::from_i64(1);
     let step = |q: usize, p: usize| {
         let (po, pa, pb) = (po, pa, pb);
         let j = p * width;
         let w = width.min(n - j);
-        let kd = panel_k.min(k - q);
+        let kd = PANEL_K.min(k - q);
         let be = if q == 0 { beta } else { Some(one) };
         // SAFETY: sub-blocks of the validated operands; panels write disjoint columns.
         unsafe {
@@ -514,7 +512,7 @@ fn panels<T: MatElem>(
     };
     // Depth steps outermost (a step's slice of `a` is reused by every panel while it is in
     // cache), panels within a step in parallel.
-    for q in (0..k).step_by(panel_k) {
+    for q in (0..k).step_by(PANEL_K) {
         if threads > 1 {
             crate::threads::run_tasks(np, |p| step(q, p));
         } else {
