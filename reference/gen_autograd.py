@@ -135,6 +135,12 @@ for dt in (F32, F64):
               args={"shape": [2, 3, 4]})
     grad_case(f"squeeze_unsqueeze_{s}", "squeeze_unsqueeze", lambda x: x.squeeze(1).unsqueeze(0),
               [rnd(3, 1, 2, dtype=dt)], [0], "x.squeeze(1).unsqueeze(0)")
+    # unfold: overlapping windows (step < size), a tail no window covers, a transposed input, 0-d
+    for tag, shape, dim, size, step, views in (("overlap", (3, 7), 1, 3, 2, None), ("tail", (8, 2), 0, 2, 3, None),
+                                               ("disjoint_t", (5, 4), 1, 2, 2, [["t"]]), ("0d", (), 0, 1, 1, None)):
+        grad_case(f"unfold_{tag}_{s}", "unfold", lambda x, d=dim, n=size, st=step: x.unfold(d, n, st),
+                  [torch.randn(shape, dtype=dt)], [0], f"x.unfold({dim}, {size}, {step})" + (" on x.t()" if views else ""),
+                  args={"dim": dim, "size": size, "step": step}, views=[views])
     # ------------------------------------------------------------- matmul family
     for sa, sb in (((3, 4), (4, 5)), ((4,), (4, 2)), ((3, 4), (4,)), ((4,), (4,)), ((2, 3, 4), (4, 5)),
                    ((2, 1, 3, 4), (5, 4, 2)), ((4,), (2, 4, 3))):

@@ -418,10 +418,9 @@ impl Tensor {
         if step == 0 {
             bail!(Value, "step is {step} but must be > 0");
         }
-        if crate::autograd::record::needs_grad(&[self]) {
-            bail!(NotImplemented, "unfold: the derivative is not implemented yet");
-        }
-        Ok(self.with_layout(self.layout().unfold(d, size, step)))
+        let out = self.with_layout(self.layout().unfold(d, size, step));
+        let shape = self.shape().clone();
+        Ok(self.view_ad("UnfoldBackward0", out, move |g| unfold_backward(g, &shape, d, size, step)))
     }
 
     /// The diagonal of dims `d1`, `d2` with `offset` as a view, appended as the last dim
@@ -467,6 +466,38 @@ impl Tensor {
         }
         Ok(t)
     }
+}
+
+/// The gradient of `t.unfold(d, size, step)` for a `t` of `shape` (PyTorch's
+/// `unfold_backward`): each window's gradient added back at the window's place, so elements
+/// in several windows (`step < size`) sum theirs and elements in none (a tail) get zero.
+/// Recorded as `UnfoldBackwardBackward0`, whose gradient is `grad.unfold(d, size, step)`.
+pub(crate) fn unfold_backward(g: &Tensor, shape: &Shape, d: usize, size: usize, step: usize) -> Result<Tensor> {
+    if shape.rank() == 0 {
+        return g.sum(); // the windows of a 0-d tensor: [t] or none
+    }
+    let rec = needs_grad(&[g]);
+    let z = {
+        let _g = paused(rec);
+        let z = Tensor::zeros(shape.clone(), g.dtype())?;
+        let windows = g.dims()[d];
+        if windows > 0 {
+            let last = g.rank() as isize - 1;
+            for e in 0..size {
+                // element e of every window: positions e, e + step, ... of dim d
+                let end = e + (windows - 1) * step + 1;
+                z.slice(d as isize, Some(e as isize), Some(end as isize), step as isize)?
+                    .add_(&g.select(last, e as isize)?)?;
+            }
+        }
+        z
+    };
+    if !rec {
+        return Ok(z);
+    }
+    Ok(record1("UnfoldBackwardBackward0", &[g], z, &[], move |_, gg| {
+        Ok(vec![Some(gg[0].unfold(d as isize, size, step)?)])
+    }))
 }
 
 /// The gradient of a view that only regroups elements: reshaped back to the input's shape.
