@@ -190,6 +190,16 @@ fn rebase_view(t: &Tensor, base: &Tensor, y: &Tensor) -> Result<()> {
     Ok(())
 }
 
+/// PyTorch's `DelayedError`: `t` unchanged, but differentiating through it (a higher-order
+/// gradient whose formula is not valid here) fails with `msg`. A no-op when `t` does not
+/// require grad.
+pub(crate) fn delayed_error(t: Tensor, msg: &'static str) -> Tensor {
+    if !needs_grad(&[&t]) {
+        return t;
+    }
+    record1("DelayedError", &[&t], t.detach(), &[], move |_, _| Err(crate::err!(Autograd, "{msg}")))
+}
+
 /// For in-place ops whose autograd is not written yet: refuses to run when it would have to
 /// be recorded, instead of computing wrong gradients.
 pub(crate) fn inplace_unsupported(t: &Tensor, others: &[&Tensor], name: &str) -> Result<()> {

@@ -952,40 +952,59 @@ impl Tensor {
         if !rec {
             return Ok(out);
         }
-        let mean = match reduce {
-            "sum" => false,
-            "mean" => true,
-            _ => bail!(
-                NotImplemented,
-                "scatter_reduce(): autograd for reduce='{reduce}' is not implemented yet (only 'sum' and 'mean'); use it under no_grad or on tensors that do not require grad"
-            ),
-        };
+        let r = Reduce::parse(reduce)?;
         let (sshape, srcshape) = (self.shape().clone(), src.shape().clone());
-        Ok(record1("ScatterReduceBackward0", &[self, src], out, &[Save::Input(index)], move |ctx, g| {
-            let idx = ctx.saved(0)?;
-            let mut gs = g[0].clone();
-            if mean {
-                // divide by the number of values averaged into each position (1 where none)
-                let n = {
-                    let _g = crate::autograd::no_grad();
-                    let base = if include_self {
-                        Tensor::ones(sshape.clone(), gs.dtype())?
-                    } else {
-                        Tensor::zeros(sshape.clone(), gs.dtype())?
+        let saved = [Save::Input(index), Save::Input(self), Save::Input(src), Save::Output(0)];
+        Ok(record1("ScatterReduceBackward0", &[self, src], out, &saved, move |ctx, g| {
+            let (idx, x, s, out) = (ctx.saved(0)?, ctx.saved(1)?, ctx.saved(2)?, ctx.saved(3)?);
+            let g = &g[0];
+            let (gx, gs) = match r {
+                Reduce::Sum | Reduce::Mean | Reduce::Assign => {
+                    let mut gs = g.clone();
+                    if r == Reduce::Mean {
+                        // divide by the number of values averaged into each position (1 where none)
+                        let n = {
+                            let _g = crate::autograd::no_grad();
+                            let base = if include_self {
+                                Tensor::ones(sshape.clone(), gs.dtype())?
+                            } else {
+                                Tensor::zeros(sshape.clone(), gs.dtype())?
+                            };
+                            let n = base.scatter_add(dim, &idx, &Tensor::ones(srcshape.clone(), gs.dtype())?)?;
+                            n.masked_fill(&n.eq_scalar(0)?, 1)?
+                        };
+                        gs = gs.div(&n)?;
+                    }
+                    (gs.clone(), Some(gs.gather(dim, &idx)?))
+                }
+                Reduce::Amax | Reduce::Amin => {
+                    // the gradient is shared evenly by every element equal to the result (self
+                    // only when it takes part, i.e. include_self or a position nothing scatters to)
+                    let (self_hit, src_hit) = {
+                        let _g = crate::autograd::no_grad();
+                        let mut self_hit = x.eq(&out)?.to_dtype(x.dtype())?;
+                        if !include_self {
+                            self_hit = self_hit.scatter_value(dim, &idx, 0)?;
+                        }
+                        (self_hit, s.eq(&out.gather(dim, &idx)?)?.to_dtype(s.dtype())?)
                     };
-                    let n = base.scatter_add(dim, &idx, &Tensor::ones(srcshape.clone(), gs.dtype())?)?;
-                    n.masked_fill(&n.eq_scalar(0)?, 1)?
-                };
-                gs = gs.div(&n)?;
-            }
+                    let n = {
+                        let _g = crate::autograd::no_grad();
+                        self_hit.scatter_add(dim, &idx, &src_hit)?
+                    };
+                    let share = g.div(&n)?;
+                    (share.mul(&self_hit)?, Some(share.gather(dim, &idx)?.mul(&src_hit)?))
+                }
+                Reduce::Prod => scatter_prod_backward(g, dim, &idx, &x, &s, &out, include_self, ctx.needs_input_grad(1))?,
+            };
             let a = if !ctx.needs_input_grad(0) {
                 None
-            } else if include_self {
-                Some(gs.clone())
+            } else if include_self || matches!(r, Reduce::Amax | Reduce::Amin) {
+                Some(gx)
             } else {
-                Some(gs.scatter_value(dim, &idx, 0)?)
+                Some(gx.scatter_value(dim, &idx, 0)?)
             };
-            let b = if ctx.needs_input_grad(1) { Some(gs.gather(dim, &idx)?) } else { None };
+            let b = if ctx.needs_input_grad(1) { gs } else { None };
             Ok(vec![a, b])
         }))
     }
@@ -1558,3 +1577,48 @@ fn index_add_into_zeros(src: &Tensor, dim: isize, index: &Tensor, shape: &Shape)
         Ok(vec![Some(g[0].index_select(dim, &ctx.saved(0)?)?)])
     }))
 }
+
+/// The gradients of `x.scatter_reduce(dim, idx, s, "prod", include_self)` (result `out`) for
+/// upstream gradient `g`: each element's is the product of the others reduced into its
+/// position, computed without dividing by a zero (PyTorch's `scatter_reduce_backward`).
+/// Returns `(grad x before masking the excluded self, grad s if asked)`; differentiable, except the
+/// source gradient where two zeros of `s` meet at one position (a `DelayedError`, as in
+/// PyTorch).
+#[allow(clippy::too_many_arguments)]
+fn scatter_prod_backward(
+    g: &Tensor,
+    dim: isize,
+    idx: &Tensor,
+    x: &Tensor,
+    s: &Tensor,
+    out: &Tensor,
+    include_self: bool,
+    src_grad: bool,
+) -> Result<(Tensor, Option<Tensor>)> {
+    // self: the product of everything reduced into the position, with self's zeros taken as 1,
+    // divided by self (zeros taken as 1)
+    let x_zero = x.eq_scalar(0)?;
+    let x1 = x.masked_fill(&x_zero, 1)?;
+    let gx = g.mul(&x1.scatter_reduce(dim, idx, s, "prod", include_self)?)?.div(&x1)?;
+    if !src_grad {
+        return Ok((gx, None));
+    }
+    // src: out / s where s is not zero; where s is the only zero of its position, the product
+    // of the others (recomputed with that zero taken as 1); where several zeros meet, zero
+    let (s_zero, single, several) = {
+        let _g = crate::autograd::no_grad();
+        let s_zero = s.eq_scalar(0)?;
+        let zeros = x.zeros_like()?.scatter_add(dim, idx, &s_zero.to_dtype(x.dtype())?)?.gather(dim, idx)?;
+        let single = s_zero.logical_and(&zeros.eq_scalar(1)?)?;
+        let several = zeros.gt_scalar(1)?.any()?.item::<bool>()?;
+        (s_zero, single, several)
+    };
+    let others = x.scatter_reduce(dim, idx, &s.masked_fill(&single, 1)?, "prod", include_self)?;
+    let gs = g
+        .mul(&others)?
+        .gather(dim, idx)?
+        .where_(&single, &g.mul(out)?.gather(dim, idx)?.div(&s.masked_fill(&s_zero, 1)?)?)?;
+    Ok((gx, Some(if several { crate::autograd::record::delayed_error(gs, SCATTER_PROD_ZEROS) } else { gs })))
+}
+
+const SCATTER_PROD_ZEROS: &str = "scatter_reduce(): Double backward is unsupported for src when >1 zeros in src are scattered to the same position. This may happen if src.requires_grad() is True.";
