@@ -104,6 +104,10 @@ for dt in (F32, F64):
     grad_case(f"prod_zeros_{s}", "prod_dims", lambda x: x.prod(1, keepdim=True), [zx], [0],
               "x.prod(1, keepdim=True) with zeros", args={"dims": [1], "keepdim": True})
     grad_case(f"prod_all_{s}", "prod", torch.prod, [rnd(2, 3, dtype=dt)], [0], "x.prod()")
+    for nz in (1, 2):
+        px = rnd(2, 3, dtype=dt)
+        px.view(-1)[[1, 4][:nz]] = 0.0
+        grad_case(f"prod_all_zeros{nz}_{s}", "prod", torch.prod, [px], [0], f"x.prod() with {nz} zero(s)")
     nx = rnd(3, 4, dtype=dt)
     nx[1, 2] = float("nan")
     grad_case(f"nansum_{s}", "nansum_dims", lambda x: x.nansum(1), [nx], [0], "x.nansum(1)",

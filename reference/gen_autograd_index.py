@@ -57,6 +57,15 @@ for dt in (F32, F64):
               args={"dim": 1})
     grad_case(f"cumprod_t_{s}", "cumprod", lambda x: x.cumprod(-1), [rnd(5, 3, dtype=dt)], [0], "x.t().cumprod(-1)",
               args={"dim": -1}, views=[[["t"]]])
+    cz = rnd(4, 5, dtype=dt)
+    cz[0, 2] = 0.0  # one zero mid-line
+    cz[1, 0] = 0.0  # a zero first and another later
+    cz[1, 3] = 0.0
+    cz[2, 4] = 0.0  # a zero last; row 3 has none
+    grad_case(f"cumprod_zeros_{s}", "cumprod", lambda x: x.cumprod(1), [cz], [0], "x.cumprod(1) with zeros",
+              args={"dim": 1})
+    grad_case(f"cumprod_zeros_t_{s}", "cumprod", lambda x: x.cumprod(0), [cz], [0], "x.t().cumprod(0) with zeros",
+              args={"dim": 0}, views=[[["t"]]])
     for op in ("cummax", "cummin"):
         grad_case(f"{op}_{s}", op, lambda x, op=op: getattr(x, op)(1).values, [rnd(3, 6, dtype=dt)], [0],
                   f"x.{op}(1).values", args={"dim": 1})

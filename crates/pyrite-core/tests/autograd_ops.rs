@@ -132,9 +132,8 @@ const KINKED: &[&str] = &[
 ];
 
 /// Cases whose second derivative is not smooth enough (or zero) for gradgradcheck.
-/// (prod with zeros: its double backward is not implemented yet and says so.)
 const NO_GRADGRAD: &[&str] =
-    &["floor", "frac", "relu", "abs", "clamp", "remainder", "max_dim", "min_dim", "norm_p1", "prod_zeros"];
+    &["floor", "frac", "relu", "abs", "clamp", "remainder", "max_dim", "min_dim", "norm_p1"];
 
 #[test]
 fn gradients_match_finite_differences() {

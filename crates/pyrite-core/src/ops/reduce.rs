@@ -1194,13 +1194,8 @@ impl Tensor {
             if !x.eq_scalar(0.0)?.any()?.item::<bool>()? {
                 return Ok(vec![Some(g.mul(&unreduce(&out, &shape, &mask, keepdim)?)?.div(&x)?)]);
             }
-            if ctx.create_graph() {
-                bail!(
-                    NotImplemented,
-                    "prod: double backward through an input containing zeros is not implemented yet"
-                );
-            }
-            let _ng = crate::autograd::no_grad();
+            // the products of the others by exclusive cumprods from both ends (recorded under
+            // create_graph, so that the double backward sees a product with zeros)
             Ok(vec![Some(g.mul(&product_of_others(&x, &mask)?)?)])
         }))
     }
