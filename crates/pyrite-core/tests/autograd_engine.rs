@@ -210,6 +210,115 @@ fn grad_modes_are_scoped_nested_and_per_thread() -> Result<()> {
     Ok(())
 }
 
+const INFERENCE_SAVE: &str = "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`.";
+const INFERENCE_INPLACE: &str = "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details.";
+
+fn assert_autograd_error<T: std::fmt::Debug>(r: Result<T>, message: &str) {
+    let e = r.expect_err("expected an error");
+    assert_eq!(e.kind(), ErrorKind::Autograd, "{e}");
+    assert!(e.to_string().contains(message), "{e}");
+}
+
+#[test]
+fn tensors_made_in_inference_mode_are_inference_tensors() -> Result<()> {
+    let normal = Tensor::ones([3], DType::F32)?;
+    let (x, v, y, normal_view) = {
+        let _g = autograd::inference_mode();
+        let x = Tensor::ones([3], DType::F32)?;
+        (x.clone(), x.narrow(0, 0, 2)?, x.mul_scalar(2.0)?, normal.narrow(0, 0, 2)?)
+    };
+    assert!(x.is_inference() && v.is_inference() && y.is_inference());
+    // a view of a normal tensor stays normal, even when made in inference mode
+    assert!(!normal.is_inference() && !normal_view.is_inference());
+    // no_grad does not make inference tensors
+    let z = {
+        let _g = autograd::no_grad();
+        Tensor::ones([2], DType::F32)?
+    };
+    assert!(!z.is_inference());
+    // ops outside inference mode on inference tensors make normal tensors; views stay inference
+    assert!(!x.add(&x)?.is_inference());
+    assert!(x.narrow(0, 1, 1)?.is_inference() && x.detach().is_inference());
+    assert!(!x.deep_clone()?.is_inference());
+    Ok(())
+}
+
+#[test]
+fn inference_tensors_cannot_be_saved_for_backward() -> Result<()> {
+    let x = {
+        let _g = autograd::inference_mode();
+        Tensor::ones([3], DType::F64)?
+    };
+    let w = leaf(&[1., 2., 3.]);
+    // mul saves its inputs: refused when the graph is recorded
+    assert_autograd_error(w.mul(&x), INFERENCE_SAVE);
+    assert_autograd_error(x.mul(&w), INFERENCE_SAVE);
+    // add saves nothing: allowed, and the gradient flows to w
+    w.add(&x)?.sum()?.backward()?;
+    assert_eq!(grad_of(&w), vec![1., 1., 1.]);
+    // without recording it is fine, and a clone is a normal tensor
+    {
+        let _g = autograd::no_grad();
+        w.mul(&x)?;
+    }
+    w.mul(&x.deep_clone()?)?.sum()?.backward()?;
+    assert_eq!(grad_of(&w), vec![2., 2., 2.]);
+    Ok(())
+}
+
+#[test]
+fn inference_tensors_cannot_be_updated_in_place_outside_inference_mode() -> Result<()> {
+    let x = {
+        let _g = autograd::inference_mode();
+        Tensor::ones([3], DType::F32)?
+    };
+    assert_autograd_error(x.add_scalar_(1.0), INFERENCE_INPLACE);
+    assert_autograd_error(x.mul_(&x), INFERENCE_INPLACE);
+    assert_autograd_error(x.zero_(), INFERENCE_INPLACE);
+    assert_autograd_error(x.fill_(2.0), INFERENCE_INPLACE);
+    assert_autograd_error(x.copy_(&Tensor::zeros([3], DType::F32)?), INFERENCE_INPLACE);
+    assert_autograd_error(x.narrow(0, 0, 1)?.relu_(), INFERENCE_INPLACE); // through a view
+    assert_autograd_error(Tensor::ones([3], DType::F32)?.exp_out(&x), INFERENCE_INPLACE); // out=
+    {
+        let _g = autograd::no_grad(); // no_grad is not enough
+        assert_autograd_error(x.add_scalar_(1.0), INFERENCE_INPLACE);
+    }
+    assert_eq!(x.to_vec::<f32>()?, vec![1., 1., 1.]); // nothing was written
+    {
+        let _g = autograd::inference_mode(); // inside inference mode it is allowed
+        x.add_scalar_(1.0)?;
+    }
+    assert_eq!(x.to_vec::<f32>()?, vec![2., 2., 2.]);
+    // a normal tensor may be updated in place from an inference tensor, and inside inference mode
+    let n = Tensor::zeros([3], DType::F32)?;
+    n.add_(&x)?;
+    {
+        let _g = autograd::inference_mode();
+        n.add_scalar_(1.0)?;
+    }
+    assert!(!n.is_inference());
+    assert_eq!(n.to_vec::<f32>()?, vec![3., 3., 3.]);
+    Ok(())
+}
+
+#[test]
+fn requires_grad_on_an_inference_tensor_only_inside_inference_mode() -> Result<()> {
+    let x = {
+        let _g = autograd::inference_mode();
+        Tensor::ones([3], DType::F32)?
+    };
+    assert_autograd_error(
+        x.requires_grad_(true),
+        "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.",
+    );
+    assert!(!x.requires_grad_(false)?.requires_grad());
+    {
+        let _g = autograd::inference_mode();
+        assert!(x.requires_grad_(true)?.requires_grad());
+    }
+    Ok(())
+}
+
 #[test]
 fn detach_shares_data_but_not_history() -> Result<()> {
     let x = leaf(&[1., 2.]);

@@ -127,6 +127,9 @@ impl Tensor {
                 self.dtype()
             );
         }
+        if requires_grad && self.is_inference() && !super::is_inference_mode_enabled() {
+            bail!(Autograd, "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
+        }
         if !self.is_leaf() {
             if !requires_grad {
                 bail!(
@@ -138,6 +141,41 @@ impl Tensor {
         }
         self.0.autograd.with(|m| m.requires_grad = requires_grad);
         Ok(self.clone())
+    }
+
+    /// `t.is_inference()`: whether this tensor was made inside
+    /// [`inference_mode`](crate::autograd::inference_mode) (or is a view of one that was).
+    /// Inference tensors cannot be saved for backward, and cannot be updated in place outside
+    /// inference mode.
+    ///
+    /// ```
+    /// use pyrite_core::{autograd, DType, Tensor};
+    /// let x = {
+    ///     let _g = autograd::inference_mode();
+    ///     Tensor::ones([2], DType::F32)?
+    /// };
+    /// assert!(x.is_inference());
+    /// assert!(!x.mul_scalar(2.0)?.is_inference()); // made outside: a normal tensor
+    /// assert!(x.mul_scalar_(2.0).is_err()); // in place outside inference mode
+    /// let y = x.deep_clone()?; // the workaround: a clone is a normal tensor
+    /// y.mul_scalar_(2.0)?;
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn is_inference(&self) -> bool {
+        self.storage().is_inference()
+    }
+
+    /// PyTorch's error for an in-place update of an inference tensor outside inference mode;
+    /// every in-place kernel checks it before writing.
+    #[inline]
+    pub(crate) fn check_inplace_allowed(&self) -> Result<()> {
+        if self.storage().is_inference() && !super::is_inference_mode_enabled() {
+            bail!(
+                Autograd,
+                "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details."
+            );
+        }
+        Ok(())
     }
 
     /// `t.is_leaf`: true unless the tensor was made by a recorded op (its `grad_fn` is set).

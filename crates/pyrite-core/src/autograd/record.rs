@@ -7,9 +7,9 @@
 //!         return Ok(y);
 //!     }
 //!     // d exp(x) = exp(x) dx: save the output, multiply the incoming gradient by it.
-//!     Ok(record1("ExpBackward0", &[self], y, &[Save::Output(0)], |ctx, g| {
+//!     record1("ExpBackward0", &[self], y, &[Save::Output(0)], |ctx, g| {
 //!         Ok(vec![Some(g[0].mul(&ctx.saved(0)?)?)])
-//!     }))
+//!     })
 //! }
 //! ```
 //!
@@ -38,13 +38,20 @@ pub(crate) enum Save<'a> {
 
 /// Records an op: a node named `name` whose formula is `backward`, fed by `inputs`. Returns
 /// the outputs as tensors attached to the node (aliases of `outputs`; float outputs only).
+/// Fails, as PyTorch does, when an input to save is an inference tensor.
 pub(crate) fn record(
     name: impl Into<Cow<'static, str>>,
     inputs: &[&Tensor],
     outputs: Vec<Tensor>,
     saved: &[Save<'_>],
     backward: impl Fn(&Ctx<'_>, &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
-) -> Vec<Tensor> {
+) -> Result<Vec<Tensor>> {
+    if saved.iter().any(|s| matches!(s, Save::Input(t) if t.is_inference())) {
+        crate::bail!(
+            Autograd,
+            "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`."
+        );
+    }
     let next = inputs.iter().map(|t| t.gradient_edge()).collect();
     let in_meta = inputs.iter().map(|t| TensorMeta::of(t)).collect();
     let out_meta = outputs.iter().map(TensorMeta::of).collect();
@@ -64,7 +71,7 @@ pub(crate) fn record(
         super::anomaly::trace(),
     ));
     node.saved.lock().unwrap().tensors = saved_tensors;
-    outputs
+    Ok(outputs
         .into_iter()
         .enumerate()
         .map(|(i, t)| {
@@ -77,7 +84,7 @@ pub(crate) fn record(
                 t.attach(node.clone(), i) // shared (e.g. an input returned as is): an alias
             }
         })
-        .collect()
+        .collect())
 }
 
 /// [`record`] for an op with one output.
@@ -87,8 +94,8 @@ pub(crate) fn record1(
     output: Tensor,
     saved: &[Save<'_>],
     backward: impl Fn(&Ctx<'_>, &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
-) -> Tensor {
-    record(name, inputs, vec![output], saved, backward).pop().expect("one output")
+) -> Result<Tensor> {
+    Ok(record(name, inputs, vec![output], saved, backward)?.pop().expect("one output"))
 }
 
 /// Pauses recording while an op that records itself computes its forward from other public
@@ -118,6 +125,7 @@ pub(crate) fn inplace_ad(
     out_of_place: impl FnOnce(&Tensor) -> Result<Tensor>,
     kernel: impl FnOnce() -> Result<()>,
 ) -> Result<()> {
+    t.check_inplace_allowed()?;
     let recording =
         super::is_grad_enabled() && (t.requires_grad() || others.iter().any(|o| o.requires_grad()));
     if !recording {
@@ -178,7 +186,7 @@ fn rebase_view(t: &Tensor, base: &Tensor, y: &Tensor) -> Result<()> {
             Arc::new(move |z: &Tensor| crate::view::strided_view(z, sh2.clone(), st2.clone(), offset));
         let outside = g[0].sub(&crate::view::view_scatter(&region, &base_shape, view)?)?;
         Ok(vec![Some(outside), Some(region)])
-    });
+    })?;
     let node = new_base.grad_fn().expect("recorded");
     base.set_grad_fn(node, 0);
     // t is now a view of the new base
@@ -193,9 +201,9 @@ fn rebase_view(t: &Tensor, base: &Tensor, y: &Tensor) -> Result<()> {
 /// PyTorch's `DelayedError`: `t` unchanged, but differentiating through it (a higher-order
 /// gradient whose formula is not valid here) fails with `msg`. A no-op when `t` does not
 /// require grad.
-pub(crate) fn delayed_error(t: Tensor, msg: &'static str) -> Tensor {
+pub(crate) fn delayed_error(t: Tensor, msg: &'static str) -> Result<Tensor> {
     if !needs_grad(&[&t]) {
-        return t;
+        return Ok(t);
     }
     record1("DelayedError", &[&t], t.detach(), &[], move |_, _| Err(crate::err!(Autograd, "{msg}")))
 }

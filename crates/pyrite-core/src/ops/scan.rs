@@ -238,9 +238,9 @@ impl Tensor {
         // d cumsum: the gradient summed from each position to the end of the line.
         let d = wrap_dim(dim, self.rank())? as isize;
         let rank = self.rank();
-        Ok(record1("CumsumBackward0", &[self], y, &[], move |_, g| {
+        record1("CumsumBackward0", &[self], y, &[], move |_, g| {
             Ok(vec![Some(reverse_cumsum(&g[0], d, rank)?)])
-        }))
+        })
     }
 
     /// `torch.cumprod(x, dim)`: running products along `dim` (int64 for integer and bool
@@ -258,9 +258,9 @@ impl Tensor {
             return Ok(y);
         }
         let d = wrap_dim(dim, self.rank())? as isize;
-        Ok(record1("CumprodBackward0", &[self], y, &[Save::Input(self), Save::Output(0)], move |ctx, g| {
+        record1("CumprodBackward0", &[self], y, &[Save::Input(self), Save::Output(0)], move |ctx, g| {
             Ok(vec![Some(cumprod_backward(&g[0], &ctx.saved(0)?, d, &ctx.saved(1)?)?)])
-        }))
+        })
     }
 
     /// `torch.cummax(x, dim)`: `(values, indices)` of the running maximum along `dim`. On ties
@@ -300,7 +300,7 @@ impl Tensor {
                 return Ok(vec![Some(g[0].clone())]);
             }
             Ok(vec![Some(crate::ops::index::scatter_into_zeros(&g[0], d, &ctx.saved(0)?, &shape)?)])
-        });
+        })?;
         Ok((v, i))
     }
 }
