@@ -519,6 +519,80 @@ fn in_place_ops_on_views_rewrite_the_base_history() -> Result<()> {
 }
 
 #[test]
+fn other_views_of_a_base_see_an_in_place_op_through_one_of_them() -> Result<()> {
+    // PyTorch: base = x.clone(); v1 = base[0]; col = base[:, 1]; v1.mul_(2)
+    //   -> col.grad_fn is AsStridedBackward0, and col's gradient sees the doubling
+    let x = Tensor::new([[1f64, 2., 3.], [4., 5., 6.]])?.requires_grad_(true)?;
+    let base = x.deep_clone()?;
+    let (v1, v2, col) = (base.select(0, 0)?, base.select(0, 1)?, base.select(1, 1)?);
+    assert_eq!(col.grad_fn().unwrap().name(), "SelectBackward0");
+    v1.mul_scalar_(2.0)?;
+    assert_eq!(base.grad_fn().unwrap().name(), "CopySlices");
+    assert_eq!(v1.grad_fn().unwrap().name(), "AsStridedBackward0");
+    assert_eq!(v2.grad_fn().unwrap().name(), "AsStridedBackward0");
+    assert_eq!(col.grad_fn().unwrap().name(), "AsStridedBackward0");
+    col.mul(&Tensor::new([1f64, 10.])?)?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![0., 2., 0., 0., 10., 0.]);
+
+    // the brief's case: v2 and base in one loss after v1 *= 2
+    let x = Tensor::new([[1f64, 2., 3.], [4., 5., 6.]])?.requires_grad_(true)?;
+    let base = x.deep_clone()?;
+    let (v1, v2) = (base.select(0, 0)?, base.select(0, 1)?);
+    v1.mul_scalar_(2.0)?;
+    let loss = v2.mul_scalar(3.0)?.sum()?.add(&base.square()?.sum()?)?;
+    loss.backward()?;
+    // d/dx: row 0 -> 2 * (2x) * 2 = 8x, row 1 -> 3 + 2x
+    assert_eq!(grad_of(&x), vec![8., 16., 24., 11., 13., 15.]);
+
+    // an in-place op on the base itself: a view of a view regenerates from the new history
+    let x = leaf(&[1., 2., 3., 4.]);
+    let base = x.deep_clone()?;
+    let b = base.narrow(0, 1, 2)?.narrow(0, 0, 1)?;
+    base.mul_scalar_(2.0)?;
+    assert_eq!(b.grad_fn().unwrap().name(), "AsStridedBackward0");
+    b.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![0., 2., 0., 0.]);
+
+    // a later in-place op through a stale view builds on the latest history
+    let x = leaf(&[1., 2., 3., 4.]);
+    let base = x.deep_clone()?;
+    let (lo, mid) = (base.narrow(0, 0, 2)?, base.narrow(0, 1, 2)?);
+    lo.mul_scalar_(3.0)?; // base = [3, 6, 3, 4] x-wise
+    mid.mul_scalar_(5.0)?; // base = [3, 30, 15, 4]
+    base.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![3., 15., 5., 1.]);
+    Ok(())
+}
+
+#[test]
+fn in_place_through_a_view_of_a_transposed_base() -> Result<()> {
+    // A transposed buffer cut off from its source with detach (so it is its own base, and not
+    // contiguous), then written through views with tensors that require grad; PyTorch 2.15
+    // gives the same gradients (h.grad = [8, 10, 14]).
+    let h = leaf(&[1., 2., 3.]);
+    let buf = Tensor::zeros([3, 2], DType::F64)?.t()?.detach();
+    assert!(!buf.is_contiguous());
+    buf.select(0, 1)?.copy_(&h.mul_scalar(2.0)?)?;
+    let other = buf.select(1, 2)?; // made after: sees the new history
+    assert_eq!(buf.grad_fn().unwrap().name(), "CopySlices");
+    let c = Tensor::new([[1f64, 2., 3.], [4., 5., 6.]])?;
+    buf.mul(&c)?.sum()?.add(&other.sum()?)?.backward()?;
+    // d/dh: 2 * c[1] + 2 * [0, 0, 1]
+    assert_eq!(grad_of(&h), vec![8., 10., 14.]);
+    autograd::gradcheck(
+        |xs: &[Tensor]| {
+            let buf = Tensor::zeros([3, 2], DType::F64)?.t()?.detach();
+            buf.select(0, 0)?.copy_(&xs[0].sin()?)?;
+            buf.narrow(1, 1, 2)?.mul_(&xs[0].narrow(0, 0, 2)?.unsqueeze(0)?)?;
+            buf.square()?.sum()
+        },
+        &[leaf(&[0.3, -0.7, 1.1])],
+        Default::default(),
+    )?;
+    Ok(())
+}
+
+#[test]
 fn in_place_on_a_view_passes_gradcheck_and_gradgradcheck() -> Result<()> {
     let x = leaf(&[0.3, -1.2, 0.7, 2.0]);
     let f = |xs: &[Tensor]| -> Result<Tensor> {

@@ -26,6 +26,10 @@ pub(crate) struct AutogradMeta {
     /// For a view made while grad mode was on: the tensor whose storage it views (never itself
     /// a view). An in-place op on the view rewrites the base's history (`CopySlices`).
     view_base: Option<Tensor>,
+    /// For a view: the storage version its `grad_fn` was made at. An in-place write through
+    /// the base or another view changes the version; the view's history is then regenerated
+    /// from the base's new history when next used (PyTorch's view `grad_fn` regeneration).
+    view_version: u64,
     /// Hooks of a leaf (a non-leaf's hooks live on its `grad_fn`).
     hooks: Vec<(u64, HookFn)>,
     post_accumulate_hooks: Vec<(u64, PostAccumulateHookFn)>,
@@ -188,7 +192,17 @@ impl Tensor {
         if !self.requires_grad() {
             return None;
         }
-        self.0.autograd.read(|m| m.and_then(|m| m.grad_fn.clone()))
+        let (f, stale) = self.0.autograd.read(|m| match m {
+            Some(m) => (m.grad_fn.clone(), self.stale_view_base(m)),
+            None => (None, None),
+        });
+        match stale {
+            Some(base) => {
+                self.regenerate_view(&base);
+                self.0.autograd.read(|m| m.and_then(|m| m.grad_fn.clone()))
+            }
+            None => f,
+        }
     }
 
     /// Which output of its `grad_fn` this tensor is.
@@ -338,29 +352,39 @@ impl Tensor {
         if !self.requires_grad() {
             return None;
         }
-        let me = self.clone();
-        self.0.autograd.with(|m| {
-            if let Some(f) = &m.grad_fn {
-                return Some(Edge { node: f.clone(), input_nr: m.output_nr });
+        loop {
+            let me = self.clone();
+            // Err(base): a view whose history is stale, to regenerate first
+            let edge = self.0.autograd.with(|m| {
+                if let Some(base) = self.stale_view_base(m) {
+                    return Err(base);
+                }
+                if let Some(f) = &m.grad_fn {
+                    return Ok(Some(Edge { node: f.clone(), input_nr: m.output_nr }));
+                }
+                if !m.requires_grad {
+                    return Ok(None);
+                }
+                if let Some(acc) = m.accumulator.upgrade() {
+                    return Ok(Some(Edge { node: acc, input_nr: 0 }));
+                }
+                let meta = TensorMeta::of(&me);
+                let node = Arc::new(Node::new(
+                    "AccumulateGrad".into(),
+                    Vec::new(),
+                    Vec::new(),
+                    vec![meta],
+                    NodeKind::AccumulateGrad(me),
+                    None,
+                ));
+                m.accumulator = Arc::downgrade(&node);
+                Ok(Some(Edge { node, input_nr: 0 }))
+            });
+            match edge {
+                Ok(e) => return e,
+                Err(base) => self.regenerate_view(&base), // marks the view in sync: no loop
             }
-            if !m.requires_grad {
-                return None;
-            }
-            if let Some(acc) = m.accumulator.upgrade() {
-                return Some(Edge { node: acc, input_nr: 0 });
-            }
-            let meta = TensorMeta::of(&me);
-            let node = Arc::new(Node::new(
-                "AccumulateGrad".into(),
-                Vec::new(),
-                Vec::new(),
-                vec![meta],
-                NodeKind::AccumulateGrad(me),
-                None,
-            ));
-            m.accumulator = Arc::downgrade(&node);
-            Some(Edge { node, input_nr: 0 })
-        })
+        }
     }
 
     /// The base this view was taken from, if it was made while grad mode was on.
@@ -375,7 +399,39 @@ impl Tensor {
             return;
         }
         let base = self.view_base().unwrap_or_else(|| self.clone());
-        out.0.autograd.with(|m| m.view_base = Some(base));
+        let version = out.version();
+        out.0.autograd.with(|m| {
+            m.view_base = Some(base);
+            m.view_version = version;
+        });
+    }
+
+    /// Records that this view's history is up to date with its storage's current version.
+    pub(crate) fn mark_view_synced(&self) {
+        let version = self.version();
+        self.0.autograd.with(|m| m.view_version = version);
+    }
+
+    /// For a view whose storage was written in place since its history was made: its base.
+    #[inline]
+    fn stale_view_base(&self, m: &AutogradMeta) -> Option<Tensor> {
+        let base = m.view_base.as_ref()?;
+        (self.version() != m.view_version).then(|| base.clone())
+    }
+
+    /// Remakes this view's history as a strided view of its base's current history (PyTorch's
+    /// `AsStridedBackward0` after an in-place op through the base or another view), so that
+    /// gradients through the view see that op.
+    fn regenerate_view(&self, base: &Tensor) {
+        if base.requires_grad() && !super::is_inference_mode_enabled() {
+            let _g = super::enable_grad();
+            let fresh = super::record::ViewGeometry::of(self, base)
+                .and_then(|(geo, order)| super::record::region_of(base, order.as_deref(), &geo).ok());
+            if let Some(f) = fresh.and_then(|v| v.grad_fn()) {
+                self.set_grad_fn(f, 0);
+            }
+        }
+        self.mark_view_synced();
     }
 
     /// Makes this (fresh) tensor output `output_nr` of `node`.
