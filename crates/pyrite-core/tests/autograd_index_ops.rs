@@ -118,6 +118,8 @@ fn node_names_follow_pytorch() -> Result<()> {
     assert_eq!(name(x.cumprod(1)?), "CumprodBackward0");
     assert_eq!(name(x.cummax(1)?.0), "CummaxBackward0");
     assert_eq!(name(x.flip(&[0])?), "FlipBackward0");
+    assert_eq!(name(x.roll(&[1], &[0])?), "RollBackward0");
+    assert_eq!(name(x.roll(&[1], &[])?), "RollBackward0");
     assert_eq!(name(x.repeat(&[2, 1])?), "RepeatBackward0");
     assert_eq!(name(x.tril(0)?), "TrilBackward0");
     assert_eq!(name(x.scatter_add(0, &i, &x)?), "ScatterAddBackward0");

@@ -508,12 +508,27 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn roll(&self, shifts: &[isize], dims: &[isize]) -> Result<Tensor> {
+        let rec = needs_grad(&[self]);
+        let y = {
+            let _g = paused(rec);
+            self.roll_impl(shifts, dims)?
+        };
+        if !rec {
+            return Ok(y);
+        }
+        // d roll: the gradient rolled back
+        let (back, dims) = (shifts.iter().map(|s| -s).collect::<Vec<_>>(), dims.to_vec());
+        record1("RollBackward0", &[self], y, &[], move |_, g| Ok(vec![Some(g[0].roll(&back, &dims)?)]))
+    }
+
+    /// [`Tensor::roll`] from narrows and a cat (not recorded itself).
+    fn roll_impl(&self, shifts: &[isize], dims: &[isize]) -> Result<Tensor> {
         if dims.is_empty() {
             if shifts.len() != 1 {
                 bail!(Value, "`shifts` required to be of size 1 when `dims` is empty, got {}", shifts.len());
             }
             let flat = self.reshape([self.numel()])?;
-            return flat.roll(shifts, &[0])?.reshape(self.shape());
+            return flat.roll_impl(shifts, &[0])?.reshape(self.shape());
         }
         if shifts.len() != dims.len() {
             bail!(Value, "shifts and dimensions must align. shifts: {}, dims:{}", shifts.len(), dims.len());
