@@ -432,8 +432,7 @@ impl Tensor {
             bail!(Value, "diagonal dimensions cannot be identical {d1}, {d2}");
         }
         let out = self.with_layout(self.layout().diagonal(offset, a, b));
-        self
-            .scatter_view_ad("DiagonalBackward0", out, move |t| t.diagonal(offset, a as isize, b as isize))
+        self.scatter_view_ad("DiagonalBackward0", out, move |t| t.diagonal(offset, a as isize, b as isize))
     }
 
     /// PyTorch-style basic indexing: `t.index(&idx![1.., .., None])` is `t[1:, :, None]`.
@@ -472,7 +471,13 @@ impl Tensor {
 /// `unfold_backward`): each window's gradient added back at the window's place, so elements
 /// in several windows (`step < size`) sum theirs and elements in none (a tail) get zero.
 /// Recorded as `UnfoldBackwardBackward0`, whose gradient is `grad.unfold(d, size, step)`.
-pub(crate) fn unfold_backward(g: &Tensor, shape: &Shape, d: usize, size: usize, step: usize) -> Result<Tensor> {
+pub(crate) fn unfold_backward(
+    g: &Tensor,
+    shape: &Shape,
+    d: usize,
+    size: usize,
+    step: usize,
+) -> Result<Tensor> {
     if shape.rank() == 0 {
         return g.sum(); // the windows of a 0-d tensor: [t] or none
     }

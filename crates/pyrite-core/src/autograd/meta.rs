@@ -132,7 +132,10 @@ impl Tensor {
             );
         }
         if requires_grad && self.is_inference() && !super::is_inference_mode_enabled() {
-            bail!(Autograd, "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
+            bail!(
+                Autograd,
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed."
+            );
         }
         if !self.is_leaf() {
             if !requires_grad {

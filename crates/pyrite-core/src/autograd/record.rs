@@ -215,7 +215,10 @@ fn rebase_view(t: &Tensor, base: &Tensor, y: &Tensor) -> Result<()> {
         return Ok(());
     }
     let Some((geo, order)) = ViewGeometry::of(t, base) else {
-        crate::bail!(NotImplemented, "autograd of an in-place op on this view of its base is not implemented yet");
+        crate::bail!(
+            NotImplemented,
+            "autograd of an in-place op on this view of its base is not implemented yet"
+        );
     };
     // the base in memory order, and back
     let dense_shape: crate::shape::Shape = match &order {

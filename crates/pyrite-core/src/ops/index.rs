@@ -970,7 +970,8 @@ impl Tensor {
                             } else {
                                 Tensor::zeros(sshape.clone(), gs.dtype())?
                             };
-                            let n = base.scatter_add(dim, &idx, &Tensor::ones(srcshape.clone(), gs.dtype())?)?;
+                            let n =
+                                base.scatter_add(dim, &idx, &Tensor::ones(srcshape.clone(), gs.dtype())?)?;
                             n.masked_fill(&n.eq_scalar(0)?, 1)?
                         };
                         gs = gs.div(&n)?;
@@ -995,7 +996,9 @@ impl Tensor {
                     let share = g.div(&n)?;
                     (share.mul(&self_hit)?, Some(share.gather(dim, &idx)?.mul(&src_hit)?))
                 }
-                Reduce::Prod => scatter_prod_backward(g, dim, &idx, &x, &s, &out, include_self, ctx.needs_input_grad(1))?,
+                Reduce::Prod => {
+                    scatter_prod_backward(g, dim, &idx, &x, &s, &out, include_self, ctx.needs_input_grad(1))?
+                }
             };
             let a = if !ctx.needs_input_grad(0) {
                 None

@@ -419,7 +419,10 @@ impl Tensor {
     /// Calls `f` with mutable access to this tensor's storage elements and its layout
     /// (in-place kernels). Bumps the version counter.
     /// Fails on an inference tensor outside inference mode.
-    pub(crate) fn with_storage_mut<T: Element, R>(&self, f: impl FnOnce(&mut [T], &Layout) -> R) -> Result<R> {
+    pub(crate) fn with_storage_mut<T: Element, R>(
+        &self,
+        f: impl FnOnce(&mut [T], &Layout) -> R,
+    ) -> Result<R> {
         debug_assert_eq!(self.dtype(), T::DTYPE);
         self.check_inplace_allowed()?;
         let mut g = self.storage().write();

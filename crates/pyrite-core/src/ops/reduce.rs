@@ -1095,9 +1095,7 @@ impl Tensor {
             return Ok(s);
         }
         let shape = self.shape().clone();
-        record1("SumToSizeBackward0", &[self], s, &[], move |_, g| {
-            Ok(vec![Some(g[0].expand(shape.dims())?)])
-        })
+        record1("SumToSizeBackward0", &[self], s, &[], move |_, g| Ok(vec![Some(g[0].expand(shape.dims())?)]))
     }
 
     /// Alias of [`Tensor::sum_to_size`].

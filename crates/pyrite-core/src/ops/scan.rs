@@ -342,7 +342,8 @@ fn cumprod_backward(g: &Tensor, x: &Tensor, d: isize, y: &Tensor) -> Result<Tens
         let first = is_zero.logical_and(&zeros_so_far.eq_scalar(1)?)?;
         let safe = reverse_cumsum(&g.mul(y)?, d, rank)?.div(x)?;
         let skip_first = x.masked_fill(&first, 1)?.cumprod(d)?;
-        let at_first = reverse_cumsum(&g.mul(&skip_first)?, d, rank)?.masked_fill(&first.logical_not()?, 0)?;
+        let at_first =
+            reverse_cumsum(&g.mul(&skip_first)?, d, rank)?.masked_fill(&first.logical_not()?, 0)?;
         return safe.where_(&before, &at_first);
     }
     let n = x.dims()[d as usize];
