@@ -565,6 +565,28 @@ fn other_views_of_a_base_see_an_in_place_op_through_one_of_them() -> Result<()> 
 }
 
 #[test]
+fn a_view_of_a_plain_base_requires_grad_once_the_base_gains_history() -> Result<()> {
+    // PyTorch: base = zeros(2, 3); col = base[:, 0]; base[0].copy_(h)
+    //   -> col.requires_grad is True, col.grad_fn is AsStridedBackward0
+    let h = leaf(&[1., 2., 3.]);
+    let base = Tensor::zeros([2, 3], DType::F64)?;
+    let (col, row1) = (base.select(1, 0)?, base.select(0, 1)?);
+    assert!(!col.requires_grad());
+    base.select(0, 0)?.copy_(&h)?;
+    assert!(base.requires_grad());
+    assert!(col.requires_grad() && row1.requires_grad());
+    assert_eq!(col.grad_fn().unwrap().name(), "AsStridedBackward0");
+    col.mul(&Tensor::new([5f64, 7.])?)?.sum()?.backward()?;
+    assert_eq!(grad_of(&h), vec![5., 0., 0.]);
+    // writes that bring no history leave other views as they were
+    let plain = Tensor::zeros([2, 2], DType::F64)?;
+    let v = plain.select(0, 1)?;
+    plain.select(0, 0)?.fill_(1.0)?;
+    assert!(!v.requires_grad() && !plain.requires_grad());
+    Ok(())
+}
+
+#[test]
 fn in_place_through_a_view_of_a_transposed_base() -> Result<()> {
     // A transposed buffer cut off from its source with detach (so it is its own base, and not
     // contiguous), then written through views with tensors that require grad; PyTorch 2.15

@@ -3,7 +3,7 @@
 
 use super::graph::{Edge, Node, NodeKind, PreHook, TensorMeta};
 use crate::{bail, Result, Tensor};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 /// A tensor hook: sees the gradient flowing into a tensor and may return a replacement.
@@ -26,33 +26,39 @@ pub(crate) struct AutogradMeta {
     /// For a view made while grad mode was on: the tensor whose storage it views (never itself
     /// a view). An in-place op on the view rewrites the base's history (`CopySlices`).
     view_base: Option<Tensor>,
-    /// For a view: the storage version its `grad_fn` was made at. An in-place write through
-    /// the base or another view changes the version; the view's history is then regenerated
-    /// from the base's new history when next used (PyTorch's view `grad_fn` regeneration).
-    view_version: u64,
     /// Hooks of a leaf (a non-leaf's hooks live on its `grad_fn`).
     hooks: Vec<(u64, HookFn)>,
     post_accumulate_hooks: Vec<(u64, PostAccumulateHookFn)>,
 }
 
-/// The slot in every tensor. `active` is a lock-free hint that the tensor requires grad, so
-/// that ops on plain tensors pay one atomic load, not a lock.
+/// `AutogradSlot::flags`: the tensor requires grad.
+const ACTIVE: u8 = 1;
+/// `AutogradSlot::flags`: the tensor is a view that remembers its base.
+const VIEW: u8 = 2;
+
+/// The slot in every tensor. `flags` is a lock-free hint that the tensor requires grad (or is
+/// a view), so that ops on plain tensors pay one atomic load, not a lock.
 pub(crate) struct AutogradSlot {
-    active: AtomicBool,
+    flags: AtomicU8,
+    /// For a view: the storage version its history was made at. An in-place write through
+    /// the base or another view changes the version; the view's history is then regenerated
+    /// from the base's new history when next used (PyTorch's view `grad_fn` regeneration).
+    view_version: AtomicU64,
     meta: Mutex<Option<Box<AutogradMeta>>>,
 }
 
 impl AutogradSlot {
     pub const fn new() -> AutogradSlot {
-        AutogradSlot { active: AtomicBool::new(false), meta: Mutex::new(None) }
+        AutogradSlot { flags: AtomicU8::new(0), view_version: AtomicU64::new(0), meta: Mutex::new(None) }
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut AutogradMeta) -> R) -> R {
         let mut g = self.meta.lock().unwrap();
         let m = g.get_or_insert_with(Default::default);
         let r = f(m);
-        let active = m.requires_grad || m.grad_fn.is_some();
-        self.active.store(active, Ordering::Release);
+        let active = if m.requires_grad || m.grad_fn.is_some() { ACTIVE } else { 0 };
+        let view = if m.view_base.is_some() { VIEW } else { 0 };
+        self.flags.store(active | view, Ordering::Release);
         r
     }
 
@@ -108,7 +114,29 @@ impl Tensor {
     /// `t.requires_grad`: whether gradients flow to this tensor (a leaf marked with
     /// [`Tensor::requires_grad_`], or the result of recorded ops on such tensors).
     pub fn requires_grad(&self) -> bool {
-        self.0.autograd.active.load(Ordering::Acquire)
+        let f = self.0.autograd.flags.load(Ordering::Acquire);
+        if f & ACTIVE != 0 {
+            return true;
+        }
+        // a view whose storage was written since its history was made: its base may have
+        // gained history through another view (PyTorch's view then requires grad too)
+        f & VIEW != 0
+            && self.version() != self.0.autograd.view_version.load(Ordering::Acquire)
+            && self.view_refresh()
+    }
+
+    /// The slow part of [`Tensor::requires_grad`] for a view whose storage was written since
+    /// its history was made: regenerates it from the base, then says whether it requires grad.
+    #[cold]
+    #[inline(never)]
+    fn view_refresh(&self) -> bool {
+        match self.0.autograd.read(|m| m.and_then(|m| self.stale_view_base(m))) {
+            Some(base) => {
+                self.regenerate_view(&base);
+                self.0.autograd.flags.load(Ordering::Acquire) & ACTIVE != 0
+            }
+            None => false,
+        }
     }
 
     /// `t.requires_grad_(flag)`: marks a leaf as one whose gradient autograd computes.
@@ -402,24 +430,20 @@ impl Tensor {
             return;
         }
         let base = self.view_base().unwrap_or_else(|| self.clone());
-        let version = out.version();
-        out.0.autograd.with(|m| {
-            m.view_base = Some(base);
-            m.view_version = version;
-        });
+        out.0.autograd.view_version.store(out.version(), Ordering::Release);
+        out.0.autograd.with(|m| m.view_base = Some(base));
     }
 
     /// Records that this view's history is up to date with its storage's current version.
     pub(crate) fn mark_view_synced(&self) {
-        let version = self.version();
-        self.0.autograd.with(|m| m.view_version = version);
+        self.0.autograd.view_version.store(self.version(), Ordering::Release);
     }
 
     /// For a view whose storage was written in place since its history was made: its base.
     #[inline]
     fn stale_view_base(&self, m: &AutogradMeta) -> Option<Tensor> {
         let base = m.view_base.as_ref()?;
-        (self.version() != m.view_version).then(|| base.clone())
+        (self.version() != self.0.autograd.view_version.load(Ordering::Acquire)).then(|| base.clone())
     }
 
     /// Remakes this view's history as a strided view of its base's current history (PyTorch's
