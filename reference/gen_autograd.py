@@ -104,6 +104,10 @@ for dt in (F32, F64):
     grad_case(f"prod_zeros_{s}", "prod_dims", lambda x: x.prod(1, keepdim=True), [zx], [0],
               "x.prod(1, keepdim=True) with zeros", args={"dims": [1], "keepdim": True})
     grad_case(f"prod_all_{s}", "prod", torch.prod, [rnd(2, 3, dtype=dt)], [0], "x.prod()")
+    for nz in (1, 2):
+        px = rnd(2, 3, dtype=dt)
+        px.view(-1)[[1, 4][:nz]] = 0.0
+        grad_case(f"prod_all_zeros{nz}_{s}", "prod", torch.prod, [px], [0], f"x.prod() with {nz} zero(s)")
     nx = rnd(3, 4, dtype=dt)
     nx[1, 2] = float("nan")
     grad_case(f"nansum_{s}", "nansum_dims", lambda x: x.nansum(1), [nx], [0], "x.nansum(1)",
@@ -135,6 +139,12 @@ for dt in (F32, F64):
               args={"shape": [2, 3, 4]})
     grad_case(f"squeeze_unsqueeze_{s}", "squeeze_unsqueeze", lambda x: x.squeeze(1).unsqueeze(0),
               [rnd(3, 1, 2, dtype=dt)], [0], "x.squeeze(1).unsqueeze(0)")
+    # unfold: overlapping windows (step < size), a tail no window covers, a transposed input, 0-d
+    for tag, shape, dim, size, step, views in (("overlap", (3, 7), 1, 3, 2, None), ("tail", (8, 2), 0, 2, 3, None),
+                                               ("disjoint_t", (5, 4), 1, 2, 2, [["t"]]), ("0d", (), 0, 1, 1, None)):
+        grad_case(f"unfold_{tag}_{s}", "unfold", lambda x, d=dim, n=size, st=step: x.unfold(d, n, st),
+                  [torch.randn(shape, dtype=dt)], [0], f"x.unfold({dim}, {size}, {step})" + (" on x.t()" if views else ""),
+                  args={"dim": dim, "size": size, "step": step}, views=[views])
     # ------------------------------------------------------------- matmul family
     for sa, sb in (((3, 4), (4, 5)), ((4,), (4, 2)), ((3, 4), (4,)), ((4,), (4,)), ((2, 3, 4), (4, 5)),
                    ((2, 1, 3, 4), (5, 4, 2)), ((4,), (2, 4, 3))):

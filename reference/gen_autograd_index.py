@@ -57,6 +57,15 @@ for dt in (F32, F64):
               args={"dim": 1})
     grad_case(f"cumprod_t_{s}", "cumprod", lambda x: x.cumprod(-1), [rnd(5, 3, dtype=dt)], [0], "x.t().cumprod(-1)",
               args={"dim": -1}, views=[[["t"]]])
+    cz = rnd(4, 5, dtype=dt)
+    cz[0, 2] = 0.0  # one zero mid-line
+    cz[1, 0] = 0.0  # a zero first and another later
+    cz[1, 3] = 0.0
+    cz[2, 4] = 0.0  # a zero last; row 3 has none
+    grad_case(f"cumprod_zeros_{s}", "cumprod", lambda x: x.cumprod(1), [cz], [0], "x.cumprod(1) with zeros",
+              args={"dim": 1})
+    grad_case(f"cumprod_zeros_t_{s}", "cumprod", lambda x: x.cumprod(0), [cz], [0], "x.t().cumprod(0) with zeros",
+              args={"dim": 0}, views=[[["t"]]])
     for op in ("cummax", "cummin"):
         grad_case(f"{op}_{s}", op, lambda x, op=op: getattr(x, op)(1).values, [rnd(3, 6, dtype=dt)], [0],
                   f"x.{op}(1).values", args={"dim": 1})
@@ -111,12 +120,42 @@ for dt in (F32, F64):
     grad_case(f"scatter_add_inplace_{s}", "scatter_add_", lambda x, i, v: (x * 1).scatter_add_(1, i, v),
               [rnd(2, 5, dtype=dt), rep, rnd(2, 4, dtype=dt)], [0, 2], "(x * 1).scatter_add_(1, idx, src)",
               args={"dim": 1})
-    for red in ("sum", "mean"):
+    for red in ("sum", "mean", "prod", "amax", "amin"):
         for inc in (True, False):
             grad_case(f"scatter_reduce_{red}_{int(inc)}_{s}", "scatter_reduce",
                       lambda x, i, v, r=red, inc=inc: x.scatter_reduce(1, i, v, r, include_self=inc),
                       [rnd(2, 5, dtype=dt), rep, rnd(2, 4, dtype=dt)], [0, 2],
                       f"x.scatter_reduce(1, idx, src, '{red}', include_self={inc})",
+                      args={"dim": 1, "reduce": red, "include_self": inc})
+    # prod through zeros: a zero in self at a scattered-to position, a lone zero of src at
+    # another, and two zeros of src meeting at one position (first derivative only)
+    zs, zv = rnd(2, 5, dtype=dt), rnd(2, 4, dtype=dt)
+    zs[1, 2] = 0.0
+    zv[0, 1] = 0.0
+    for inc in (True, False):
+        grad_case(f"scatter_reduce_prod_zeros_{int(inc)}_{s}", "scatter_reduce",
+                  lambda x, i, v, inc=inc: x.scatter_reduce(1, i, v, "prod", include_self=inc),
+                  [zs, rep, zv], [0, 2], f"x.scatter_reduce(1, idx, src, 'prod', include_self={inc}) with zeros",
+                  args={"dim": 1, "reduce": "prod", "include_self": inc})
+    zv2 = zv.clone()
+    zv2[1, 0] = 0.0
+    zv2[1, 2] = 0.0  # src[1, 0] and src[1, 2] both go to position 2
+    grad_case(f"scatter_reduce_prod_twozeros_{s}", "scatter_reduce",
+              lambda x, i, v: x.scatter_reduce(1, i, v, "prod", include_self=True),
+              [zs, rep, zv2], [0, 2], "x.scatter_reduce(1, idx, src, 'prod') with two zeros at one position",
+              args={"dim": 1, "reduce": "prod", "include_self": True})
+    # amax / amin ties: the gradient is shared by every element equal to the result
+    ts = torch.tensor([[1.0, 2.0, 0.5, 3.0, -1.0], [4.0, 0.0, 2.0, 1.0, 5.0]], dtype=dt)
+    tv = torch.tensor([[1.0, 2.0, 1.0, 3.0], [2.0, 1.0, 2.0, 4.0]], dtype=dt)
+    tmin = torch.tensor([[1.0, 2.0, 1.0, 3.0], [-1.0, 1.0, -1.0, 4.0]], dtype=dt)
+    # (with include_self=False, self is moved away from the results: PyTorch 2.15 still counts an
+    # excluded self that equals the result among the ties, see autograd_index_ops.rs)
+    for red, v in (("amax", tv), ("amin", tmin)):
+        for inc in (True, False):
+            x = ts if inc else ts + (10.0 if red == "amin" else -10.0)
+            grad_case(f"scatter_reduce_{red}_ties_{int(inc)}_{s}", "scatter_reduce",
+                      lambda x, i, v, r=red, inc=inc: x.scatter_reduce(1, i, v, r, include_self=inc),
+                      [x, rep, v], [0, 2], f"x.scatter_reduce(1, idx, src, '{red}', include_self={inc}) with ties",
                       args={"dim": 1, "reduce": red, "include_self": inc})
     # ------------------------------------------------------------- index_* family
     grad_case(f"index_add_{s}", "index_add", lambda x, i, v: x.index_add(0, i, v, alpha=2.0),

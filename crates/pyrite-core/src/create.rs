@@ -134,9 +134,9 @@ impl Tensor {
             return Ok(y);
         }
         let name = if lower { "TrilBackward0" } else { "TriuBackward0" };
-        Ok(record1(name, &[self], y, &[], move |_, g| {
+        record1(name, &[self], y, &[], move |_, g| {
             Ok(vec![Some(if lower { g[0].tril(diagonal)? } else { g[0].triu(diagonal)? })])
-        }))
+        })
     }
 
     fn triangle(&self, diagonal: isize, lower: bool) -> Result<Tensor> {
@@ -155,7 +155,7 @@ impl Tensor {
                     *x = T::from_i64(0);
                 }
             }
-        }));
+        })?);
         Ok(out)
     }
 

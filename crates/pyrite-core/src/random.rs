@@ -487,7 +487,7 @@ fn fill_tensor(t: &Tensor, dist: Dist, gen: Option<&Generator>) -> Result<()> {
     if t.is_contiguous() {
         dispatch_all!(t.dtype(), T => t.with_storage_mut::<T, _>(|buf, l| {
             fill_slice::<T>(&mut buf[l.offset()..l.offset() + n], dist, seed, base)
-        }));
+        })?);
     } else {
         let tmp = dispatch_all!(t.dtype(), T => Tensor::build::<T>(t.shape().clone(), |o| {
             fill_slice::<T>(o, dist, seed, base)

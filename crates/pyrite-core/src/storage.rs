@@ -41,12 +41,23 @@ impl Storage {
 pub struct StorageCell {
     data: RwLock<Storage>,
     version: AtomicU64,
+    /// Made inside `inference_mode`: the tensors over it are PyTorch's inference tensors.
+    inference: bool,
 }
 
 impl StorageCell {
     /// Wraps a storage.
     pub fn new(s: Storage) -> Self {
-        StorageCell { data: RwLock::new(s), version: AtomicU64::new(0) }
+        StorageCell {
+            data: RwLock::new(s),
+            version: AtomicU64::new(0),
+            inference: crate::autograd::is_inference_mode_enabled(),
+        }
+    }
+    /// Whether this storage was made inside `inference_mode` (its tensors are inference
+    /// tensors: no autograd, no in-place update outside inference mode).
+    pub fn is_inference(&self) -> bool {
+        self.inference
     }
     /// Locks for reading.
     pub fn read(&self) -> RwLockReadGuard<'_, Storage> {

@@ -199,7 +199,7 @@ impl Tensor {
         match self.layout().view_strides(shape.dims()) {
             Some(strides) => {
                 let out = self.with_layout(Layout { shape, strides, offset: self.storage_offset() });
-                Ok(self.view_ad("ViewBackward0", out, reshape_back(self)))
+                self.view_ad("ViewBackward0", out, reshape_back(self))
             }
             None => bail!(
                 Shape,
@@ -214,7 +214,7 @@ impl Tensor {
         match self.layout().view_strides(shape.dims()) {
             Some(strides) => {
                 let out = self.with_layout(Layout { shape, strides, offset: self.storage_offset() });
-                Ok(self.view_ad("ViewBackward0", out, reshape_back(self)))
+                self.view_ad("ViewBackward0", out, reshape_back(self))
             }
             None => self.deep_clone()?.view(shape.dims()),
         }
@@ -228,7 +228,7 @@ impl Tensor {
             strides: keep.iter().map(|&d| self.stride()[d]).collect(),
             offset: self.storage_offset(),
         });
-        Ok(self.view_ad("SqueezeBackward0", out, reshape_back(self)))
+        self.view_ad("SqueezeBackward0", out, reshape_back(self))
     }
 
     /// Removes `dim` if it has size 1 (`t.squeeze(dim)`); otherwise returns the same view.
@@ -246,14 +246,14 @@ impl Tensor {
             strides: keep.iter().map(|&d| self.stride()[d]).collect(),
             offset: self.storage_offset(),
         });
-        Ok(self.view_ad("SqueezeBackward1", out, reshape_back(self)))
+        self.view_ad("SqueezeBackward1", out, reshape_back(self))
     }
 
     /// Inserts a size-1 dim at `dim` (`t.unsqueeze(dim)`, `-1` appends).
     pub fn unsqueeze(&self, dim: isize) -> Result<Tensor> {
         let d = wrap_dim(dim, self.rank() + 1)?;
         let out = self.with_layout(self.layout().unsqueeze(d));
-        Ok(self.view_ad("UnsqueezeBackward0", out, reshape_back(self)))
+        self.view_ad("UnsqueezeBackward0", out, reshape_back(self))
     }
 
     /// Reorders dims (`t.permute(dims)`).
@@ -272,7 +272,7 @@ impl Tensor {
         for (i, &d) in ds.iter().enumerate() {
             inverse[d] = i as isize;
         }
-        Ok(self.view_ad("PermuteBackward0", out, move |g| g.permute(&inverse)))
+        self.view_ad("PermuteBackward0", out, move |g| g.permute(&inverse))
     }
 
     /// Swaps two dims (`t.transpose(d0, d1)`).
@@ -283,7 +283,7 @@ impl Tensor {
             return Ok(self.clone());
         }
         let out = self.with_layout(self.layout().transpose(a, b));
-        Ok(self.view_ad("TransposeBackward0", out, move |g| g.transpose(a as isize, b as isize)))
+        self.view_ad("TransposeBackward0", out, move |g| g.transpose(a as isize, b as isize))
     }
 
     /// `t.t()`: transposes a 2-d tensor; 0-d and 1-d tensors are returned as is.
@@ -315,14 +315,14 @@ impl Tensor {
         }
         let out = self.with_layout(self.layout().expand(&target, "expand")?);
         let shape = self.shape().clone();
-        Ok(self.view_ad("ExpandBackward0", out, move |g| g.sum_to_size(shape.clone())))
+        self.view_ad("ExpandBackward0", out, move |g| g.sum_to_size(shape.clone()))
     }
 
     /// Broadcasts to `shape` (`torch.broadcast_to`).
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
         let out = self.with_layout(self.layout().expand(shape, "broadcast_to")?);
         let shape = self.shape().clone();
-        Ok(self.view_ad("ExpandBackward0", out, move |g| g.sum_to_size(shape.clone())))
+        self.view_ad("ExpandBackward0", out, move |g| g.sum_to_size(shape.clone()))
     }
 
     /// `t.expand_as(other)`.
@@ -350,7 +350,7 @@ impl Tensor {
         }
         let out = self.with_layout(self.layout().narrow(d, s as usize, len));
         let s = s as isize;
-        Ok(self.scatter_view_ad("SliceBackward0", out, move |t| t.narrow(d as isize, s, len)))
+        self.scatter_view_ad("SliceBackward0", out, move |t| t.narrow(d as isize, s, len))
     }
 
     /// `t[start:end:step]` along `dim` with Python's clamping; `step` must be positive.
@@ -364,7 +364,7 @@ impl Tensor {
         let e = end.map_or(size, |b| clamp_bound(b, size)).max(s);
         let out = self.with_layout(self.layout().slice(d, s, e, step as usize));
         let (s, e) = (s as isize, e as isize);
-        Ok(self.scatter_view_ad("SliceBackward0", out, move |t| t.slice(d as isize, Some(s), Some(e), step)))
+        self.scatter_view_ad("SliceBackward0", out, move |t| t.slice(d as isize, Some(s), Some(e), step))
     }
 
     /// Fixes `dim` at `index` and removes it (`t.select(dim, index)`, `t[..., index]`).
@@ -379,7 +379,7 @@ impl Tensor {
         }
         let i = if index < 0 { index + size } else { index } as usize;
         let out = self.with_layout(self.layout().select(d, i));
-        Ok(self.scatter_view_ad("SelectBackward0", out, move |t| t.select(d as isize, i as isize)))
+        self.scatter_view_ad("SelectBackward0", out, move |t| t.select(d as isize, i as isize))
     }
 
     /// Merges dims `start..=end` into one (`t.flatten(start_dim, end_dim)`); a view when possible.
@@ -418,10 +418,9 @@ impl Tensor {
         if step == 0 {
             bail!(Value, "step is {step} but must be > 0");
         }
-        if crate::autograd::record::needs_grad(&[self]) {
-            bail!(NotImplemented, "unfold: the derivative is not implemented yet");
-        }
-        Ok(self.with_layout(self.layout().unfold(d, size, step)))
+        let out = self.with_layout(self.layout().unfold(d, size, step));
+        let shape = self.shape().clone();
+        self.view_ad("UnfoldBackward0", out, move |g| unfold_backward(g, &shape, d, size, step))
     }
 
     /// The diagonal of dims `d1`, `d2` with `offset` as a view, appended as the last dim
@@ -433,8 +432,7 @@ impl Tensor {
             bail!(Value, "diagonal dimensions cannot be identical {d1}, {d2}");
         }
         let out = self.with_layout(self.layout().diagonal(offset, a, b));
-        Ok(self
-            .scatter_view_ad("DiagonalBackward0", out, move |t| t.diagonal(offset, a as isize, b as isize)))
+        self.scatter_view_ad("DiagonalBackward0", out, move |t| t.diagonal(offset, a as isize, b as isize))
     }
 
     /// PyTorch-style basic indexing: `t.index(&idx![1.., .., None])` is `t[1:, :, None]`.
@@ -469,6 +467,44 @@ impl Tensor {
     }
 }
 
+/// The gradient of `t.unfold(d, size, step)` for a `t` of `shape` (PyTorch's
+/// `unfold_backward`): each window's gradient added back at the window's place, so elements
+/// in several windows (`step < size`) sum theirs and elements in none (a tail) get zero.
+/// Recorded as `UnfoldBackwardBackward0`, whose gradient is `grad.unfold(d, size, step)`.
+pub(crate) fn unfold_backward(
+    g: &Tensor,
+    shape: &Shape,
+    d: usize,
+    size: usize,
+    step: usize,
+) -> Result<Tensor> {
+    if shape.rank() == 0 {
+        return g.sum(); // the windows of a 0-d tensor: [t] or none
+    }
+    let rec = needs_grad(&[g]);
+    let z = {
+        let _g = paused(rec);
+        let z = Tensor::zeros(shape.clone(), g.dtype())?;
+        let windows = g.dims()[d];
+        if windows > 0 {
+            let last = g.rank() as isize - 1;
+            for e in 0..size {
+                // element e of every window: positions e, e + step, ... of dim d
+                let end = e + (windows - 1) * step + 1;
+                z.slice(d as isize, Some(e as isize), Some(end as isize), step as isize)?
+                    .add_(&g.select(last, e as isize)?)?;
+            }
+        }
+        z
+    };
+    if !rec {
+        return Ok(z);
+    }
+    record1("UnfoldBackwardBackward0", &[g], z, &[], move |_, gg| {
+        Ok(vec![Some(gg[0].unfold(d as isize, size, step)?)])
+    })
+}
+
 /// The gradient of a view that only regroups elements: reshaped back to the input's shape.
 fn reshape_back(input: &Tensor) -> impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static {
     let shape = input.shape().clone();
@@ -482,14 +518,14 @@ impl Tensor {
         name: &'static str,
         out: Tensor,
         back: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static,
-    ) -> Tensor {
+    ) -> Result<Tensor> {
         let out = if needs_grad(&[self]) {
-            record1(name, &[self], out, &[], move |_, g| Ok(vec![Some(back(&g[0])?)]))
+            record1(name, &[self], out, &[], move |_, g| Ok(vec![Some(back(&g[0])?)]))?
         } else {
             out
         };
         self.mark_view(&out);
-        out
+        Ok(out)
     }
 
     /// Records view `out = view(self)` that picks some of `self`'s elements (narrow, slice,
@@ -500,18 +536,18 @@ impl Tensor {
         name: &'static str,
         out: Tensor,
         view: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static,
-    ) -> Tensor {
+    ) -> Result<Tensor> {
         let out = if needs_grad(&[self]) {
             let shape = self.shape().clone();
             let view = std::sync::Arc::new(view);
             record1(name, &[self], out, &[], move |_, g| {
                 Ok(vec![Some(view_scatter(&g[0], &shape, view.clone())?)])
-            })
+            })?
         } else {
             out
         };
         self.mark_view(&out);
-        out
+        Ok(out)
     }
 }
 
@@ -530,7 +566,7 @@ pub(crate) fn view_scatter(src: &Tensor, shape: &Shape, view: ViewFn) -> Result<
     if !rec {
         return Ok(z);
     }
-    Ok(record1("ViewScatterBackward0", &[src], z, &[], move |_, g| Ok(vec![Some(view(&g[0])?)])))
+    record1("ViewScatterBackward0", &[src], z, &[], move |_, g| Ok(vec![Some(view(&g[0])?)]))
 }
 
 /// A view of contiguous `t` with an explicit layout (`offset` relative to `t`'s first
@@ -541,7 +577,7 @@ pub(crate) fn strided_view(t: &Tensor, shape: Shape, strides: DimVec, offset: us
     let layout =
         Layout { shape: shape.clone(), strides: strides.clone(), offset: t.storage_offset() + offset };
     let out = t.with_layout(layout);
-    Ok(t.scatter_view_ad("AsStridedBackward0", out, move |x| {
+    t.scatter_view_ad("AsStridedBackward0", out, move |x| {
         strided_view(x, shape.clone(), strides.clone(), offset)
-    }))
+    })
 }

@@ -210,6 +210,115 @@ fn grad_modes_are_scoped_nested_and_per_thread() -> Result<()> {
     Ok(())
 }
 
+const INFERENCE_SAVE: &str = "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`.";
+const INFERENCE_INPLACE: &str = "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details.";
+
+fn assert_autograd_error<T: std::fmt::Debug>(r: Result<T>, message: &str) {
+    let e = r.expect_err("expected an error");
+    assert_eq!(e.kind(), ErrorKind::Autograd, "{e}");
+    assert!(e.to_string().contains(message), "{e}");
+}
+
+#[test]
+fn tensors_made_in_inference_mode_are_inference_tensors() -> Result<()> {
+    let normal = Tensor::ones([3], DType::F32)?;
+    let (x, v, y, normal_view) = {
+        let _g = autograd::inference_mode();
+        let x = Tensor::ones([3], DType::F32)?;
+        (x.clone(), x.narrow(0, 0, 2)?, x.mul_scalar(2.0)?, normal.narrow(0, 0, 2)?)
+    };
+    assert!(x.is_inference() && v.is_inference() && y.is_inference());
+    // a view of a normal tensor stays normal, even when made in inference mode
+    assert!(!normal.is_inference() && !normal_view.is_inference());
+    // no_grad does not make inference tensors
+    let z = {
+        let _g = autograd::no_grad();
+        Tensor::ones([2], DType::F32)?
+    };
+    assert!(!z.is_inference());
+    // ops outside inference mode on inference tensors make normal tensors; views stay inference
+    assert!(!x.add(&x)?.is_inference());
+    assert!(x.narrow(0, 1, 1)?.is_inference() && x.detach().is_inference());
+    assert!(!x.deep_clone()?.is_inference());
+    Ok(())
+}
+
+#[test]
+fn inference_tensors_cannot_be_saved_for_backward() -> Result<()> {
+    let x = {
+        let _g = autograd::inference_mode();
+        Tensor::ones([3], DType::F64)?
+    };
+    let w = leaf(&[1., 2., 3.]);
+    // mul saves its inputs: refused when the graph is recorded
+    assert_autograd_error(w.mul(&x), INFERENCE_SAVE);
+    assert_autograd_error(x.mul(&w), INFERENCE_SAVE);
+    // add saves nothing: allowed, and the gradient flows to w
+    w.add(&x)?.sum()?.backward()?;
+    assert_eq!(grad_of(&w), vec![1., 1., 1.]);
+    // without recording it is fine, and a clone is a normal tensor
+    {
+        let _g = autograd::no_grad();
+        w.mul(&x)?;
+    }
+    w.mul(&x.deep_clone()?)?.sum()?.backward()?;
+    assert_eq!(grad_of(&w), vec![2., 2., 2.]);
+    Ok(())
+}
+
+#[test]
+fn inference_tensors_cannot_be_updated_in_place_outside_inference_mode() -> Result<()> {
+    let x = {
+        let _g = autograd::inference_mode();
+        Tensor::ones([3], DType::F32)?
+    };
+    assert_autograd_error(x.add_scalar_(1.0), INFERENCE_INPLACE);
+    assert_autograd_error(x.mul_(&x), INFERENCE_INPLACE);
+    assert_autograd_error(x.zero_(), INFERENCE_INPLACE);
+    assert_autograd_error(x.fill_(2.0), INFERENCE_INPLACE);
+    assert_autograd_error(x.copy_(&Tensor::zeros([3], DType::F32)?), INFERENCE_INPLACE);
+    assert_autograd_error(x.narrow(0, 0, 1)?.relu_(), INFERENCE_INPLACE); // through a view
+    assert_autograd_error(Tensor::ones([3], DType::F32)?.exp_out(&x), INFERENCE_INPLACE); // out=
+    {
+        let _g = autograd::no_grad(); // no_grad is not enough
+        assert_autograd_error(x.add_scalar_(1.0), INFERENCE_INPLACE);
+    }
+    assert_eq!(x.to_vec::<f32>()?, vec![1., 1., 1.]); // nothing was written
+    {
+        let _g = autograd::inference_mode(); // inside inference mode it is allowed
+        x.add_scalar_(1.0)?;
+    }
+    assert_eq!(x.to_vec::<f32>()?, vec![2., 2., 2.]);
+    // a normal tensor may be updated in place from an inference tensor, and inside inference mode
+    let n = Tensor::zeros([3], DType::F32)?;
+    n.add_(&x)?;
+    {
+        let _g = autograd::inference_mode();
+        n.add_scalar_(1.0)?;
+    }
+    assert!(!n.is_inference());
+    assert_eq!(n.to_vec::<f32>()?, vec![3., 3., 3.]);
+    Ok(())
+}
+
+#[test]
+fn requires_grad_on_an_inference_tensor_only_inside_inference_mode() -> Result<()> {
+    let x = {
+        let _g = autograd::inference_mode();
+        Tensor::ones([3], DType::F32)?
+    };
+    assert_autograd_error(
+        x.requires_grad_(true),
+        "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.",
+    );
+    assert!(!x.requires_grad_(false)?.requires_grad());
+    {
+        let _g = autograd::inference_mode();
+        assert!(x.requires_grad_(true)?.requires_grad());
+    }
+    Ok(())
+}
+
 #[test]
 fn detach_shares_data_but_not_history() -> Result<()> {
     let x = leaf(&[1., 2.]);
@@ -406,6 +515,102 @@ fn in_place_ops_on_views_rewrite_the_base_history() -> Result<()> {
         e.to_string(),
         "a view of a leaf Variable that requires grad is being used in an in-place operation."
     );
+    Ok(())
+}
+
+#[test]
+fn other_views_of_a_base_see_an_in_place_op_through_one_of_them() -> Result<()> {
+    // PyTorch: base = x.clone(); v1 = base[0]; col = base[:, 1]; v1.mul_(2)
+    //   -> col.grad_fn is AsStridedBackward0, and col's gradient sees the doubling
+    let x = Tensor::new([[1f64, 2., 3.], [4., 5., 6.]])?.requires_grad_(true)?;
+    let base = x.deep_clone()?;
+    let (v1, v2, col) = (base.select(0, 0)?, base.select(0, 1)?, base.select(1, 1)?);
+    assert_eq!(col.grad_fn().unwrap().name(), "SelectBackward0");
+    v1.mul_scalar_(2.0)?;
+    assert_eq!(base.grad_fn().unwrap().name(), "CopySlices");
+    assert_eq!(v1.grad_fn().unwrap().name(), "AsStridedBackward0");
+    assert_eq!(v2.grad_fn().unwrap().name(), "AsStridedBackward0");
+    assert_eq!(col.grad_fn().unwrap().name(), "AsStridedBackward0");
+    col.mul(&Tensor::new([1f64, 10.])?)?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![0., 2., 0., 0., 10., 0.]);
+
+    // the brief's case: v2 and base in one loss after v1 *= 2
+    let x = Tensor::new([[1f64, 2., 3.], [4., 5., 6.]])?.requires_grad_(true)?;
+    let base = x.deep_clone()?;
+    let (v1, v2) = (base.select(0, 0)?, base.select(0, 1)?);
+    v1.mul_scalar_(2.0)?;
+    let loss = v2.mul_scalar(3.0)?.sum()?.add(&base.square()?.sum()?)?;
+    loss.backward()?;
+    // d/dx: row 0 -> 2 * (2x) * 2 = 8x, row 1 -> 3 + 2x
+    assert_eq!(grad_of(&x), vec![8., 16., 24., 11., 13., 15.]);
+
+    // an in-place op on the base itself: a view of a view regenerates from the new history
+    let x = leaf(&[1., 2., 3., 4.]);
+    let base = x.deep_clone()?;
+    let b = base.narrow(0, 1, 2)?.narrow(0, 0, 1)?;
+    base.mul_scalar_(2.0)?;
+    assert_eq!(b.grad_fn().unwrap().name(), "AsStridedBackward0");
+    b.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![0., 2., 0., 0.]);
+
+    // a later in-place op through a stale view builds on the latest history
+    let x = leaf(&[1., 2., 3., 4.]);
+    let base = x.deep_clone()?;
+    let (lo, mid) = (base.narrow(0, 0, 2)?, base.narrow(0, 1, 2)?);
+    lo.mul_scalar_(3.0)?; // base = [3, 6, 3, 4] x-wise
+    mid.mul_scalar_(5.0)?; // base = [3, 30, 15, 4]
+    base.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![3., 15., 5., 1.]);
+    Ok(())
+}
+
+#[test]
+fn a_view_of_a_plain_base_requires_grad_once_the_base_gains_history() -> Result<()> {
+    // PyTorch: base = zeros(2, 3); col = base[:, 0]; base[0].copy_(h)
+    //   -> col.requires_grad is True, col.grad_fn is AsStridedBackward0
+    let h = leaf(&[1., 2., 3.]);
+    let base = Tensor::zeros([2, 3], DType::F64)?;
+    let (col, row1) = (base.select(1, 0)?, base.select(0, 1)?);
+    assert!(!col.requires_grad());
+    base.select(0, 0)?.copy_(&h)?;
+    assert!(base.requires_grad());
+    assert!(col.requires_grad() && row1.requires_grad());
+    assert_eq!(col.grad_fn().unwrap().name(), "AsStridedBackward0");
+    col.mul(&Tensor::new([5f64, 7.])?)?.sum()?.backward()?;
+    assert_eq!(grad_of(&h), vec![5., 0., 0.]);
+    // writes that bring no history leave other views as they were
+    let plain = Tensor::zeros([2, 2], DType::F64)?;
+    let v = plain.select(0, 1)?;
+    plain.select(0, 0)?.fill_(1.0)?;
+    assert!(!v.requires_grad() && !plain.requires_grad());
+    Ok(())
+}
+
+#[test]
+fn in_place_through_a_view_of_a_transposed_base() -> Result<()> {
+    // A transposed buffer cut off from its source with detach (so it is its own base, and not
+    // contiguous), then written through views with tensors that require grad; PyTorch 2.15
+    // gives the same gradients (h.grad = [8, 10, 14]).
+    let h = leaf(&[1., 2., 3.]);
+    let buf = Tensor::zeros([3, 2], DType::F64)?.t()?.detach();
+    assert!(!buf.is_contiguous());
+    buf.select(0, 1)?.copy_(&h.mul_scalar(2.0)?)?;
+    let other = buf.select(1, 2)?; // made after: sees the new history
+    assert_eq!(buf.grad_fn().unwrap().name(), "CopySlices");
+    let c = Tensor::new([[1f64, 2., 3.], [4., 5., 6.]])?;
+    buf.mul(&c)?.sum()?.add(&other.sum()?)?.backward()?;
+    // d/dh: 2 * c[1] + 2 * [0, 0, 1]
+    assert_eq!(grad_of(&h), vec![8., 10., 14.]);
+    autograd::gradcheck(
+        |xs: &[Tensor]| {
+            let buf = Tensor::zeros([3, 2], DType::F64)?.t()?.detach();
+            buf.select(0, 0)?.copy_(&xs[0].sin()?)?;
+            buf.narrow(1, 1, 2)?.mul_(&xs[0].narrow(0, 0, 2)?.unsqueeze(0)?)?;
+            buf.square()?.sum()
+        },
+        &[leaf(&[0.3, -0.7, 1.1])],
+        Default::default(),
+    )?;
     Ok(())
 }
 

@@ -5,7 +5,7 @@
 mod common;
 
 use common::Case;
-use pyrite_core::{ErrorKind, Result, Tensor};
+use pyrite_core::{autograd, ErrorKind, Result, Tensor};
 
 /// `cat([p * (i + 1) for i, p in enumerate(parts)], dim)`: every part's gradient differs.
 fn weighted_cat(parts: Vec<Tensor>, dim: isize) -> Result<Tensor> {
@@ -93,10 +93,12 @@ fn gradients_match_pytorch() {
 
 /// Cases finite differences cannot check: ties, where only PyTorch's choice of element can be
 /// checked.
-const KINKED: &[&str] = &["sort_ties", "cummax_ties", "cummin_ties"];
+const KINKED: &[&str] =
+    &["sort_ties", "cummax_ties", "cummin_ties", "scatter_reduce_amax_ties", "scatter_reduce_amin_ties"];
 
-/// Cases whose second derivative is not smooth enough for gradgradcheck.
-const NO_GRADGRAD: &[&str] = &[];
+/// Cases whose second derivative is not smooth enough for gradgradcheck, or refused (two
+/// zeros of src meeting in a scatter_reduce prod: PyTorch's DelayedError).
+const NO_GRADGRAD: &[&str] = &["scatter_reduce_prod_twozeros"];
 
 #[test]
 fn gradients_match_finite_differences() {
@@ -116,6 +118,8 @@ fn node_names_follow_pytorch() -> Result<()> {
     assert_eq!(name(x.cumprod(1)?), "CumprodBackward0");
     assert_eq!(name(x.cummax(1)?.0), "CummaxBackward0");
     assert_eq!(name(x.flip(&[0])?), "FlipBackward0");
+    assert_eq!(name(x.roll(&[1], &[0])?), "RollBackward0");
+    assert_eq!(name(x.roll(&[1], &[])?), "RollBackward0");
     assert_eq!(name(x.repeat(&[2, 1])?), "RepeatBackward0");
     assert_eq!(name(x.tril(0)?), "TrilBackward0");
     assert_eq!(name(x.scatter_add(0, &i, &x)?), "ScatterAddBackward0");
@@ -127,28 +131,73 @@ fn node_names_follow_pytorch() -> Result<()> {
 }
 
 #[test]
-fn cumprod_with_zero_is_an_explicit_error() -> Result<()> {
+fn cumprod_through_zeros_has_gradients_and_second_derivatives() -> Result<()> {
+    // y = [2, 0, 0]; dy_sum/dx = [1 + 0 + 0, 2 + 2*3, 0] = [1, 8, 0]
     let x = Tensor::new([2f64, 0., 3.])?.requires_grad_(true)?;
     let y = x.cumprod(0)?.sum()?;
-    let e = y.backward().unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::NotImplemented, "{e}");
+    let g = autograd::grad(&[&y], &[&x], None, None, true, false)?.pop().unwrap().unwrap();
+    assert_eq!(g.to_vec::<f64>()?, vec![1., 8., 0.]);
+    // d/dx of g.sum() = d/dx (1 + x2 + x2 x3 + x1 + x1 x3 + x1 x2) at (2, 0, 3)
+    let gg = autograd::grad(&[&g.sum()?], &[&x], None, None, false, false)?.pop().unwrap().unwrap();
+    assert_eq!(gg.to_vec::<f64>()?, vec![4., 6., 2.]);
     Ok(())
 }
 
 #[test]
-fn scatter_reduce_without_formula_refuses_to_record() -> Result<()> {
-    let x = Tensor::new([1f32, 2.])?.requires_grad_(true)?;
+fn scatter_reduce_amax_shares_the_gradient_among_ties() -> Result<()> {
+    // self [1, 5], src [5, 5, 2] -> out [5, 5]: position 0 has the three-way tie self, src0, src1
+    let x = Tensor::new([1f64, 5.])?.requires_grad_(true)?;
+    let i = Tensor::new([0i64, 0, 1])?;
+    let s = Tensor::new([5f64, 5., 2.])?.requires_grad_(true)?;
+    let y = x.scatter_reduce(0, &i, &s, "amax", true)?;
+    assert_eq!(y.grad_fn().unwrap().name(), "ScatterReduceBackward0");
+    y.backward_with(&Tensor::new([1f64, 1.])?)?;
+    assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![0., 1.]);
+    assert_eq!(s.grad().unwrap().to_vec::<f64>()?, vec![0.5, 0.5, 0.]);
+    Ok(())
+}
+
+/// With `include_self=False` an excluded self takes no share, even when it equals the result.
+/// Here Pyrite deliberately differs from PyTorch 2.15, whose formula still counts it
+/// (`scatter_reduce_backward` compares `self == result` before excluding self) and so gives
+/// `src.grad = [0.5, 0]`; the derivative (and finite differences) say 1.
+#[test]
+fn scatter_reduce_amax_without_self_gives_an_excluded_self_no_share() -> Result<()> {
+    let x = Tensor::new([5f64, 1.])?.requires_grad_(true)?;
     let i = Tensor::new([0i64, 0])?;
-    let s = Tensor::new([3f32, 4.])?;
-    for r in ["prod", "amax", "amin"] {
-        let e = x.scatter_reduce(0, &i, &s, r, true).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::NotImplemented, "{r}: {e}");
-        // without grad it runs
-        let _g = pyrite_core::autograd::no_grad();
-        x.scatter_reduce(0, &i, &s, r, true)?;
-    }
-    // the in-place form on a non-leaf is recorded through the out-of-place one
+    let s = Tensor::new([5f64, 3.])?.requires_grad_(true)?;
+    let y = x.scatter_reduce(0, &i, &s, "amax", false)?;
+    assert_eq!(y.to_vec::<f64>()?, vec![5., 1.]);
+    y.backward_with(&Tensor::new([1f64, 1.])?)?;
+    assert_eq!(s.grad().unwrap().to_vec::<f64>()?, vec![1., 0.]);
+    assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![0., 1.]);
+    Ok(())
+}
+
+#[test]
+fn scatter_reduce_prod_double_backward_through_two_zeros_is_a_delayed_error() -> Result<()> {
+    let x = Tensor::new([2f64])?.requires_grad_(true)?;
+    let i = Tensor::new([0i64, 0, 0])?;
+    let s = Tensor::new([0f64, 3., 0.])?.requires_grad_(true)?;
+    let y = x.scatter_reduce(0, &i, &s, "prod", true)?.sum()?;
+    // the first derivative is fine: zero for every element (two factors are zero)
+    let g = autograd::grad(&[&y], &[&s], None, None, true, false)?.pop().unwrap().unwrap();
+    assert_eq!(g.to_vec::<f64>()?, vec![0., 0., 0.]);
+    assert_eq!(g.grad_fn().unwrap().name(), "DelayedError");
+    let e = g.sum()?.backward().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Autograd);
+    assert!(e.to_string().contains("scatter_reduce(): Double backward is unsupported for src when >1 zeros in src are scattered to the same position."), "{e}");
+    Ok(())
+}
+
+#[test]
+fn scatter_reduce_in_place_on_a_non_leaf_is_recorded() -> Result<()> {
+    let x = Tensor::new([1f64, 2.])?.requires_grad_(true)?;
+    let i = Tensor::new([0i64, 0])?;
+    let s = Tensor::new([3f64, 4.])?;
     let y = x.mul_scalar(1)?;
-    assert_eq!(y.scatter_reduce_(0, &i, &s, "amax", true).unwrap_err().kind(), ErrorKind::NotImplemented);
+    y.scatter_reduce_(0, &i, &s, "prod", true)?;
+    y.sum()?.backward()?;
+    assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![12., 1.]);
     Ok(())
 }

@@ -92,6 +92,7 @@ fn op(c: &Case, x: &[Tensor]) -> Result<Tensor> {
         "diagonal" => a.diagonal(c.i("offset"), c.i("d1"), c.i("d2"))?,
         "expand" => a.expand(c.dims("shape").as_slice())?,
         "squeeze_unsqueeze" => a.squeeze_dim(1)?.unsqueeze(0)?,
+        "unfold" => a.unfold(c.i("dim"), c.u("size"), c.u("step"))?,
         "matmul" => a.matmul(&x[1])?,
         "mm" => a.mm(&x[1])?,
         "addmm" => a.addmm(&x[1], &x[2], 0.5, 2.0)?,
@@ -131,9 +132,8 @@ const KINKED: &[&str] = &[
 ];
 
 /// Cases whose second derivative is not smooth enough (or zero) for gradgradcheck.
-/// (prod with zeros: its double backward is not implemented yet and says so.)
 const NO_GRADGRAD: &[&str] =
-    &["floor", "frac", "relu", "abs", "clamp", "remainder", "max_dim", "min_dim", "norm_p1", "prod_zeros"];
+    &["floor", "frac", "relu", "abs", "clamp", "remainder", "max_dim", "min_dim", "norm_p1"];
 
 #[test]
 fn gradients_match_finite_differences() {

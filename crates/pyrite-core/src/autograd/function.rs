@@ -129,6 +129,6 @@ pub fn apply<F: Function>(f: F, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
             needs_input_grad: needs.clone(),
         };
         f.backward(&bctx, grads)
-    });
+    })?;
     Ok(out)
 }

@@ -3,7 +3,7 @@
 
 use super::graph::{Edge, Node, NodeKind, PreHook, TensorMeta};
 use crate::{bail, Result, Tensor};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 /// A tensor hook: sees the gradient flowing into a tensor and may return a replacement.
@@ -31,24 +31,34 @@ pub(crate) struct AutogradMeta {
     post_accumulate_hooks: Vec<(u64, PostAccumulateHookFn)>,
 }
 
-/// The slot in every tensor. `active` is a lock-free hint that the tensor requires grad, so
-/// that ops on plain tensors pay one atomic load, not a lock.
+/// `AutogradSlot::flags`: the tensor requires grad.
+const ACTIVE: u8 = 1;
+/// `AutogradSlot::flags`: the tensor is a view that remembers its base.
+const VIEW: u8 = 2;
+
+/// The slot in every tensor. `flags` is a lock-free hint that the tensor requires grad (or is
+/// a view), so that ops on plain tensors pay one atomic load, not a lock.
 pub(crate) struct AutogradSlot {
-    active: AtomicBool,
+    flags: AtomicU8,
+    /// For a view: the storage version its history was made at. An in-place write through
+    /// the base or another view changes the version; the view's history is then regenerated
+    /// from the base's new history when next used (PyTorch's view `grad_fn` regeneration).
+    view_version: AtomicU64,
     meta: Mutex<Option<Box<AutogradMeta>>>,
 }
 
 impl AutogradSlot {
     pub const fn new() -> AutogradSlot {
-        AutogradSlot { active: AtomicBool::new(false), meta: Mutex::new(None) }
+        AutogradSlot { flags: AtomicU8::new(0), view_version: AtomicU64::new(0), meta: Mutex::new(None) }
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut AutogradMeta) -> R) -> R {
         let mut g = self.meta.lock().unwrap();
         let m = g.get_or_insert_with(Default::default);
         let r = f(m);
-        let active = m.requires_grad || m.grad_fn.is_some();
-        self.active.store(active, Ordering::Release);
+        let active = if m.requires_grad || m.grad_fn.is_some() { ACTIVE } else { 0 };
+        let view = if m.view_base.is_some() { VIEW } else { 0 };
+        self.flags.store(active | view, Ordering::Release);
         r
     }
 
@@ -104,7 +114,29 @@ impl Tensor {
     /// `t.requires_grad`: whether gradients flow to this tensor (a leaf marked with
     /// [`Tensor::requires_grad_`], or the result of recorded ops on such tensors).
     pub fn requires_grad(&self) -> bool {
-        self.0.autograd.active.load(Ordering::Acquire)
+        let f = self.0.autograd.flags.load(Ordering::Acquire);
+        if f & ACTIVE != 0 {
+            return true;
+        }
+        // a view whose storage was written since its history was made: its base may have
+        // gained history through another view (PyTorch's view then requires grad too)
+        f & VIEW != 0
+            && self.version() != self.0.autograd.view_version.load(Ordering::Acquire)
+            && self.view_refresh()
+    }
+
+    /// The slow part of [`Tensor::requires_grad`] for a view whose storage was written since
+    /// its history was made: regenerates it from the base, then says whether it requires grad.
+    #[cold]
+    #[inline(never)]
+    fn view_refresh(&self) -> bool {
+        match self.0.autograd.read(|m| m.and_then(|m| self.stale_view_base(m))) {
+            Some(base) => {
+                self.regenerate_view(&base);
+                self.0.autograd.flags.load(Ordering::Acquire) & ACTIVE != 0
+            }
+            None => false,
+        }
     }
 
     /// `t.requires_grad_(flag)`: marks a leaf as one whose gradient autograd computes.
@@ -127,6 +159,12 @@ impl Tensor {
                 self.dtype()
             );
         }
+        if requires_grad && self.is_inference() && !super::is_inference_mode_enabled() {
+            bail!(
+                Autograd,
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed."
+            );
+        }
         if !self.is_leaf() {
             if !requires_grad {
                 bail!(
@@ -140,6 +178,41 @@ impl Tensor {
         Ok(self.clone())
     }
 
+    /// `t.is_inference()`: whether this tensor was made inside
+    /// [`inference_mode`](crate::autograd::inference_mode) (or is a view of one that was).
+    /// Inference tensors cannot be saved for backward, and cannot be updated in place outside
+    /// inference mode.
+    ///
+    /// ```
+    /// use pyrite_core::{autograd, DType, Tensor};
+    /// let x = {
+    ///     let _g = autograd::inference_mode();
+    ///     Tensor::ones([2], DType::F32)?
+    /// };
+    /// assert!(x.is_inference());
+    /// assert!(!x.mul_scalar(2.0)?.is_inference()); // made outside: a normal tensor
+    /// assert!(x.mul_scalar_(2.0).is_err()); // in place outside inference mode
+    /// let y = x.deep_clone()?; // the workaround: a clone is a normal tensor
+    /// y.mul_scalar_(2.0)?;
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn is_inference(&self) -> bool {
+        self.storage().is_inference()
+    }
+
+    /// PyTorch's error for an in-place update of an inference tensor outside inference mode;
+    /// every in-place kernel checks it before writing.
+    #[inline]
+    pub(crate) fn check_inplace_allowed(&self) -> Result<()> {
+        if self.storage().is_inference() && !super::is_inference_mode_enabled() {
+            bail!(
+                Autograd,
+                "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details."
+            );
+        }
+        Ok(())
+    }
+
     /// `t.is_leaf`: true unless the tensor was made by a recorded op (its `grad_fn` is set).
     pub fn is_leaf(&self) -> bool {
         self.grad_fn().is_none()
@@ -150,7 +223,17 @@ impl Tensor {
         if !self.requires_grad() {
             return None;
         }
-        self.0.autograd.read(|m| m.and_then(|m| m.grad_fn.clone()))
+        let (f, stale) = self.0.autograd.read(|m| match m {
+            Some(m) => (m.grad_fn.clone(), self.stale_view_base(m)),
+            None => (None, None),
+        });
+        match stale {
+            Some(base) => {
+                self.regenerate_view(&base);
+                self.0.autograd.read(|m| m.and_then(|m| m.grad_fn.clone()))
+            }
+            None => f,
+        }
     }
 
     /// Which output of its `grad_fn` this tensor is.
@@ -300,29 +383,39 @@ impl Tensor {
         if !self.requires_grad() {
             return None;
         }
-        let me = self.clone();
-        self.0.autograd.with(|m| {
-            if let Some(f) = &m.grad_fn {
-                return Some(Edge { node: f.clone(), input_nr: m.output_nr });
+        loop {
+            let me = self.clone();
+            // Err(base): a view whose history is stale, to regenerate first
+            let edge = self.0.autograd.with(|m| {
+                if let Some(base) = self.stale_view_base(m) {
+                    return Err(base);
+                }
+                if let Some(f) = &m.grad_fn {
+                    return Ok(Some(Edge { node: f.clone(), input_nr: m.output_nr }));
+                }
+                if !m.requires_grad {
+                    return Ok(None);
+                }
+                if let Some(acc) = m.accumulator.upgrade() {
+                    return Ok(Some(Edge { node: acc, input_nr: 0 }));
+                }
+                let meta = TensorMeta::of(&me);
+                let node = Arc::new(Node::new(
+                    "AccumulateGrad".into(),
+                    Vec::new(),
+                    Vec::new(),
+                    vec![meta],
+                    NodeKind::AccumulateGrad(me),
+                    None,
+                ));
+                m.accumulator = Arc::downgrade(&node);
+                Ok(Some(Edge { node, input_nr: 0 }))
+            });
+            match edge {
+                Ok(e) => return e,
+                Err(base) => self.regenerate_view(&base), // marks the view in sync: no loop
             }
-            if !m.requires_grad {
-                return None;
-            }
-            if let Some(acc) = m.accumulator.upgrade() {
-                return Some(Edge { node: acc, input_nr: 0 });
-            }
-            let meta = TensorMeta::of(&me);
-            let node = Arc::new(Node::new(
-                "AccumulateGrad".into(),
-                Vec::new(),
-                Vec::new(),
-                vec![meta],
-                NodeKind::AccumulateGrad(me),
-                None,
-            ));
-            m.accumulator = Arc::downgrade(&node);
-            Some(Edge { node, input_nr: 0 })
-        })
+        }
     }
 
     /// The base this view was taken from, if it was made while grad mode was on.
@@ -337,7 +430,35 @@ impl Tensor {
             return;
         }
         let base = self.view_base().unwrap_or_else(|| self.clone());
+        out.0.autograd.view_version.store(out.version(), Ordering::Release);
         out.0.autograd.with(|m| m.view_base = Some(base));
+    }
+
+    /// Records that this view's history is up to date with its storage's current version.
+    pub(crate) fn mark_view_synced(&self) {
+        self.0.autograd.view_version.store(self.version(), Ordering::Release);
+    }
+
+    /// For a view whose storage was written in place since its history was made: its base.
+    #[inline]
+    fn stale_view_base(&self, m: &AutogradMeta) -> Option<Tensor> {
+        let base = m.view_base.as_ref()?;
+        (self.version() != self.0.autograd.view_version.load(Ordering::Acquire)).then(|| base.clone())
+    }
+
+    /// Remakes this view's history as a strided view of its base's current history (PyTorch's
+    /// `AsStridedBackward0` after an in-place op through the base or another view), so that
+    /// gradients through the view see that op.
+    fn regenerate_view(&self, base: &Tensor) {
+        if base.requires_grad() && !super::is_inference_mode_enabled() {
+            let _g = super::enable_grad();
+            let fresh = super::record::ViewGeometry::of(self, base)
+                .and_then(|(geo, order)| super::record::region_of(base, order.as_deref(), &geo).ok());
+            if let Some(f) = fresh.and_then(|v| v.grad_fn()) {
+                self.set_grad_fn(f, 0);
+            }
+        }
+        self.mark_view_synced();
     }
 
     /// Makes this (fresh) tensor output `output_nr` of `node`.

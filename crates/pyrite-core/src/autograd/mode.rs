@@ -76,7 +76,9 @@ pub fn set_grad_enabled(enabled: bool) -> GradModeGuard {
 }
 
 /// `with torch.inference_mode():` — like [`no_grad`], and stronger: [`enable_grad`] inside
-/// does not turn recording back on.
+/// does not turn recording back on. Tensors made inside are inference tensors
+/// ([`Tensor::is_inference`](crate::Tensor::is_inference)): outside inference mode they cannot be
+/// saved for backward nor updated in place (clone one to get a normal tensor), as in PyTorch.
 pub fn inference_mode() -> GradModeGuard {
     GradModeGuard::set(false, true)
 }

@@ -7,9 +7,9 @@
 //!         return Ok(y);
 //!     }
 //!     // d exp(x) = exp(x) dx: save the output, multiply the incoming gradient by it.
-//!     Ok(record1("ExpBackward0", &[self], y, &[Save::Output(0)], |ctx, g| {
+//!     record1("ExpBackward0", &[self], y, &[Save::Output(0)], |ctx, g| {
 //!         Ok(vec![Some(g[0].mul(&ctx.saved(0)?)?)])
-//!     }))
+//!     })
 //! }
 //! ```
 //!
@@ -38,13 +38,20 @@ pub(crate) enum Save<'a> {
 
 /// Records an op: a node named `name` whose formula is `backward`, fed by `inputs`. Returns
 /// the outputs as tensors attached to the node (aliases of `outputs`; float outputs only).
+/// Fails, as PyTorch does, when an input to save is an inference tensor.
 pub(crate) fn record(
     name: impl Into<Cow<'static, str>>,
     inputs: &[&Tensor],
     outputs: Vec<Tensor>,
     saved: &[Save<'_>],
     backward: impl Fn(&Ctx<'_>, &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
-) -> Vec<Tensor> {
+) -> Result<Vec<Tensor>> {
+    if saved.iter().any(|s| matches!(s, Save::Input(t) if t.is_inference())) {
+        crate::bail!(
+            Autograd,
+            "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`."
+        );
+    }
     let next = inputs.iter().map(|t| t.gradient_edge()).collect();
     let in_meta = inputs.iter().map(|t| TensorMeta::of(t)).collect();
     let out_meta = outputs.iter().map(TensorMeta::of).collect();
@@ -64,7 +71,7 @@ pub(crate) fn record(
         super::anomaly::trace(),
     ));
     node.saved.lock().unwrap().tensors = saved_tensors;
-    outputs
+    Ok(outputs
         .into_iter()
         .enumerate()
         .map(|(i, t)| {
@@ -77,7 +84,7 @@ pub(crate) fn record(
                 t.attach(node.clone(), i) // shared (e.g. an input returned as is): an alias
             }
         })
-        .collect()
+        .collect())
 }
 
 /// [`record`] for an op with one output.
@@ -87,8 +94,8 @@ pub(crate) fn record1(
     output: Tensor,
     saved: &[Save<'_>],
     backward: impl Fn(&Ctx<'_>, &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
-) -> Tensor {
-    record(name, inputs, vec![output], saved, backward).pop().expect("one output")
+) -> Result<Tensor> {
+    Ok(record(name, inputs, vec![output], saved, backward)?.pop().expect("one output"))
 }
 
 /// Pauses recording while an op that records itself computes its forward from other public
@@ -110,14 +117,14 @@ fn check_leaf(t: &Tensor) -> Result<()> {
 /// place (`out_of_place`, from a recorded copy of `t`'s old value), the result is written into
 /// `t` and `t`'s history moves to the new node, as PyTorch's in-place ops rebase history.
 /// Saved tensors that shared `t`'s storage see the version bump and refuse to be used.
-///
-/// Not yet handled: when `t` is a view, the history of its base is not updated.
+/// When `t` is a view, its base's history is rewritten ([`rebase_view`]).
 pub(crate) fn inplace_ad(
     t: &Tensor,
     others: &[&Tensor],
     out_of_place: impl FnOnce(&Tensor) -> Result<Tensor>,
     kernel: impl FnOnce() -> Result<()>,
 ) -> Result<()> {
+    t.check_inplace_allowed()?;
     let recording =
         super::is_grad_enabled() && (t.requires_grad() || others.iter().any(|o| o.requires_grad()));
     if !recording {
@@ -132,10 +139,10 @@ pub(crate) fn inplace_ad(
                 "a view of a leaf Variable that requires grad is being used in an in-place operation."
             );
         }
-        if !b.is_contiguous() {
+        if dense_order(b).is_none() {
             crate::bail!(
                 NotImplemented,
-                "autograd of an in-place op on a view of a non-contiguous tensor is not implemented yet"
+                "autograd of an in-place op on a view of a tensor whose elements are not dense in memory (expanded, or with gaps) is not implemented yet"
             );
         }
     }
@@ -158,6 +165,48 @@ pub(crate) fn inplace_ad(
     }
 }
 
+/// The dim order that makes `base` contiguous (`None` if it is already), or `Err` when no
+/// order does (an expanded tensor, or one with gaps): a view's storage offset and strides
+/// then address the same elements in `base.permute(order)` as in memory, so views of `base`
+/// can be located inside gradients of `base`'s shape.
+fn dense_order(base: &Tensor) -> Option<Option<Vec<isize>>> {
+    if base.is_contiguous() {
+        return Some(None);
+    }
+    let mut order: Vec<usize> = (0..base.rank()).collect();
+    order.sort_by_key(|&d| std::cmp::Reverse(base.stride()[d]));
+    let order: Vec<isize> = order.into_iter().map(|d| d as isize).collect();
+    let p = base.permute(&order).ok()?;
+    p.is_contiguous().then_some(Some(order))
+}
+
+/// `t`'s elements inside a tensor `g` of `base`'s shape, by `t`'s memory layout (`order` from
+/// [`dense_order`] of the base, `offset` relative to the base's first element).
+pub(crate) fn region_of(g: &Tensor, order: Option<&[isize]>, t_layout: &ViewGeometry) -> Result<Tensor> {
+    let g = match order {
+        Some(o) => g.permute(o)?,
+        None => g.clone(),
+    };
+    crate::view::strided_view(&g, t_layout.shape.clone(), t_layout.strides.clone(), t_layout.offset)
+}
+
+/// Where a view sits in its base's memory.
+#[derive(Clone)]
+pub(crate) struct ViewGeometry {
+    shape: crate::shape::Shape,
+    strides: crate::shape::DimVec,
+    offset: usize,
+}
+
+impl ViewGeometry {
+    /// `t`'s geometry inside `base`, or `None` when `base` is not dense or `t` starts before it.
+    pub(crate) fn of(t: &Tensor, base: &Tensor) -> Option<(ViewGeometry, Option<Vec<isize>>)> {
+        let order = dense_order(base)?;
+        let offset = t.storage_offset().checked_sub(base.storage_offset())?;
+        Some((ViewGeometry { shape: t.shape().clone(), strides: t.stride().into(), offset }, order))
+    }
+}
+
 /// After view `t` of `base` was overwritten in place with `y`: `base`'s history becomes
 /// PyTorch's `CopySlices` (the old base with the view's region replaced by `y`), and `t`'s
 /// becomes a view of that.
@@ -165,29 +214,56 @@ fn rebase_view(t: &Tensor, base: &Tensor, y: &Tensor) -> Result<()> {
     if !base.requires_grad() && !y.requires_grad() {
         return Ok(());
     }
-    let shape = t.shape().clone();
-    let strides: crate::shape::DimVec = t.stride().into();
-    let offset = t.storage_offset() - base.storage_offset();
-    let base_shape = base.shape().clone();
-    let (sh, st) = (shape.clone(), strides.clone());
+    let Some((geo, order)) = ViewGeometry::of(t, base) else {
+        crate::bail!(
+            NotImplemented,
+            "autograd of an in-place op on this view of its base is not implemented yet"
+        );
+    };
+    // the base in memory order, and back
+    let dense_shape: crate::shape::Shape = match &order {
+        Some(o) => o.iter().map(|&d| base.dims()[d as usize]).collect::<Vec<usize>>().into(),
+        None => base.shape().clone(),
+    };
+    let inverse: Option<Vec<isize>> = order.as_ref().map(|o| {
+        let mut inv = vec![0isize; o.len()];
+        for (i, &d) in o.iter().enumerate() {
+            inv[d as usize] = i as isize;
+        }
+        inv
+    });
+    let (g2, o2) = (geo.clone(), order.clone());
     let new_base = record1("CopySlices", &[base, y], base.detach(), &[], move |_, g| {
         // The region's gradient goes to y, the rest (the region zeroed) to the old base.
-        let region = crate::view::strided_view(&g[0], sh.clone(), st.clone(), offset)?;
-        let (sh2, st2) = (sh.clone(), st.clone());
-        let view: crate::view::ViewFn =
-            Arc::new(move |z: &Tensor| crate::view::strided_view(z, sh2.clone(), st2.clone(), offset));
-        let outside = g[0].sub(&crate::view::view_scatter(&region, &base_shape, view)?)?;
-        Ok(vec![Some(outside), Some(region)])
-    });
+        let region = region_of(&g[0], o2.as_deref(), &g2)?;
+        let g3 = g2.clone();
+        let view: crate::view::ViewFn = Arc::new(move |z: &Tensor| region_of(z, None, &g3));
+        let mut placed = crate::view::view_scatter(&region, &dense_shape, view)?;
+        if let Some(inv) = &inverse {
+            placed = placed.permute(inv)?;
+        }
+        Ok(vec![Some(g[0].sub(&placed)?), Some(region)])
+    })?;
     let node = new_base.grad_fn().expect("recorded");
     base.set_grad_fn(node, 0);
     // t is now a view of the new base
-    let t_new = crate::view::strided_view(base, shape, strides, offset)?;
+    let t_new = region_of(base, order.as_deref(), &geo)?;
     match t_new.grad_fn() {
         Some(f) => t.set_grad_fn(f, 0),
         None => t.detach_().map(drop)?,
     }
+    t.mark_view_synced();
     Ok(())
+}
+
+/// PyTorch's `DelayedError`: `t` unchanged, but differentiating through it (a higher-order
+/// gradient whose formula is not valid here) fails with `msg`. A no-op when `t` does not
+/// require grad.
+pub(crate) fn delayed_error(t: Tensor, msg: &'static str) -> Result<Tensor> {
+    if !needs_grad(&[&t]) {
+        return Ok(t);
+    }
+    record1("DelayedError", &[&t], t.detach(), &[], move |_, _| Err(crate::err!(Autograd, "{msg}")))
 }
 
 /// For in-place ops whose autograd is not written yet: refuses to run when it would have to

@@ -42,7 +42,7 @@ impl Tensor {
             return Ok(y);
         }
         let from = self.dtype();
-        Ok(record1("ToCopyBackward0", &[self], y, &[], move |_, g| Ok(vec![Some(g[0].to_dtype(from)?)])))
+        record1("ToCopyBackward0", &[self], y, &[], move |_, g| Ok(vec![Some(g[0].to_dtype(from)?)]))
     }
 
     /// This tensor on `device` (`t.to(device)`). Fails with a clear error for CUDA until a CUDA
@@ -67,7 +67,7 @@ impl Tensor {
         if !needs_grad(&[self]) {
             return Ok(y);
         }
-        Ok(record1("CloneBackward0", &[self], y, &[], |_, g| Ok(vec![Some(g[0].clone())])))
+        record1("CloneBackward0", &[self], y, &[], |_, g| Ok(vec![Some(g[0].clone())]))
     }
 
     /// Copies `src` into this tensor in place, broadcasting and converting dtype

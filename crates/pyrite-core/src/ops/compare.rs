@@ -176,12 +176,12 @@ pub fn where_impl(condition: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> 
         return Ok(out);
     }
     // Each branch gets the gradient where it was chosen.
-    Ok(record1("WhereBackward0", &[x, y], out, &[Save::Input(condition)], |ctx, g| {
+    record1("WhereBackward0", &[x, y], out, &[Save::Input(condition)], |ctx, g| {
         let (c, g) = (ctx.saved(0)?, &g[0]);
         let zero = g.zeros_like()?;
         Ok(vec![
             ctx.needs_input_grad(0).then(|| g.where_(&c, &zero)).transpose()?,
             ctx.needs_input_grad(1).then(|| zero.where_(&c, g)).transpose()?,
         ])
-    }))
+    })
 }

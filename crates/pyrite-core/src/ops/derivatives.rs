@@ -44,7 +44,7 @@ pub(crate) fn binary_ad(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> 
         Pow => &[Save::Input(a), Save::Input(b), Save::Output(0)],
         _ => &[Save::Input(a), Save::Input(b)],
     };
-    Ok(record1(name, &[a, b], y, saves, move |ctx, g| {
+    record1(name, &[a, b], y, saves, move |ctx, g| {
         let g = &g[0];
         let (na, nb) = (ctx.needs_input_grad(0), ctx.needs_input_grad(1));
         let (ga, gb) = match op {
@@ -109,7 +109,7 @@ pub(crate) fn binary_ad(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> 
             }
         };
         Ok(vec![ga, gb])
-    }))
+    })
 }
 
 /// Records unary op `op` (its PyTorch name) that computed `y` from `x`.
@@ -141,7 +141,7 @@ pub(crate) fn unary_ad(op: &'static str, x: &Tensor, y: Tensor) -> Result<Tensor
         &[Save::Input(x)]
     };
     let name = node_name(op);
-    Ok(record1(name, &[x], y, save, move |ctx, g| {
+    record1(name, &[x], y, save, move |ctx, g| {
         let g = &g[0];
         let s = || ctx.saved(0);
         let gx = match op {
@@ -213,7 +213,7 @@ pub(crate) fn unary_ad(op: &'static str, x: &Tensor, y: Tensor) -> Result<Tensor
             _ => bail!(NotImplemented, "the derivative for '{op}' is not implemented"),
         };
         Ok(vec![Some(gx)])
-    }))
+    })
 }
 
 /// PyTorch's node name for a unary op: `exp` -> `ExpBackward0`.

@@ -406,9 +406,9 @@ impl Tensor {
             return Ok(y);
         }
         let shape = self.shape().clone();
-        Ok(record1("IndexSelectBackward0", &[self], y, &[Save::Input(index)], move |ctx, g| {
+        record1("IndexSelectBackward0", &[self], y, &[Save::Input(index)], move |ctx, g| {
             Ok(vec![Some(index_add_into_zeros(&g[0], dim, &ctx.saved(0)?, &shape)?)])
-        }))
+        })
     }
 
     fn index_select_impl(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
@@ -475,9 +475,9 @@ impl Tensor {
             return Ok(y);
         }
         let shape = self.shape().clone();
-        Ok(record1("GatherBackward0", &[self], y, &[Save::Input(index)], move |ctx, g| {
+        record1("GatherBackward0", &[self], y, &[Save::Input(index)], move |ctx, g| {
             Ok(vec![Some(scatter_into_zeros(&g[0], dim, &ctx.saved(0)?, &shape)?)])
-        }))
+        })
     }
 
     fn gather_impl(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
@@ -534,10 +534,10 @@ impl Tensor {
         let k = wrapped.len();
         let wrapped = Tensor::from_vec(wrapped, [k])?;
         let shape = self.shape().clone();
-        Ok(record1("TakeBackward0", &[self], y, &[], move |_, g| {
+        record1("TakeBackward0", &[self], y, &[], move |_, g| {
             let flat = index_add_into_zeros(&g[0].reshape([k])?, 0, &wrapped, &Shape::from([n as usize]))?;
             Ok(vec![Some(flat.reshape(shape.dims())?)])
-        }))
+        })
     }
 
     /// The elements where `mask` (bool, broadcast with `self`) is true, as a 1-D tensor in
@@ -565,10 +565,10 @@ impl Tensor {
         }
         // The gradient: the selected positions of zeros (of the broadcast shape) get the
         // output's gradient, in order; the engine sums it back to this tensor's shape.
-        Ok(record1("MaskedSelectBackward0", &[self], y, &[Save::Input(mask)], move |ctx, g| {
+        record1("MaskedSelectBackward0", &[self], y, &[Save::Input(mask)], move |ctx, g| {
             let z = Tensor::zeros(shape.clone(), g[0].dtype())?;
             Ok(vec![Some(z.masked_scatter(&ctx.saved(0)?, &g[0])?)])
-        }))
+        })
     }
 
     fn masked_select_impl(&self, mask: &Tensor, shape: &Shape) -> Result<Tensor> {
@@ -657,10 +657,10 @@ impl Tensor {
         // The gradient: zeros with the output's gradient accumulated at the indexed positions.
         let shape = self.shape().clone();
         let indices = indices.to_vec();
-        Ok(record1("IndexBackward0", &[self], y, &[], move |_, g| {
+        record1("IndexBackward0", &[self], y, &[], move |_, g| {
             let z = Tensor::zeros(shape.clone(), g[0].dtype())?;
             Ok(vec![Some(z.index_put(&indices, &g[0], true)?)])
-        }))
+        })
     }
 
     fn index_tensor_impl(&self, indices: &[Option<Tensor>]) -> Result<Tensor> {
@@ -793,7 +793,7 @@ impl Tensor {
                     });
                 };
                 scatter_apply::<T>(buf, lay, reduce, include_self, visit);
-            });
+            })?;
         });
         Ok(())
     }
@@ -842,12 +842,12 @@ impl Tensor {
         }
         // Overwritten positions get no gradient; each src element gets the gradient of the
         // position it was written to (PyTorch's formula, also for repeated indices).
-        Ok(record1("ScatterBackward0", &[self, src], out, &[Save::Input(index)], move |ctx, g| {
+        record1("ScatterBackward0", &[self, src], out, &[Save::Input(index)], move |ctx, g| {
             let idx = ctx.saved(0)?;
             let a = if ctx.needs_input_grad(0) { Some(g[0].scatter_value(dim, &idx, 0)?) } else { None };
             let b = if ctx.needs_input_grad(1) { Some(g[0].gather(dim, &idx)?) } else { None };
             Ok(vec![a, b])
-        }))
+        })
     }
 
     /// A copy of this tensor (not recorded when `rec`) changed in place by `f`: the forward of
@@ -866,9 +866,9 @@ impl Tensor {
         if !rec {
             return Ok(out);
         }
-        Ok(record1("ScatterBackward1", &[self], out, &[Save::Input(index)], move |ctx, g| {
+        record1("ScatterBackward1", &[self], out, &[Save::Input(index)], move |ctx, g| {
             Ok(vec![Some(g[0].scatter_value(dim, &ctx.saved(0)?, 0)?)])
-        }))
+        })
     }
 
     /// Adds `src` into this tensor in place at the positions `index` gives along `dim`;
@@ -898,11 +898,11 @@ impl Tensor {
         if !rec {
             return Ok(out);
         }
-        Ok(record1("ScatterAddBackward0", &[self, src], out, &[Save::Input(index)], move |ctx, g| {
+        record1("ScatterAddBackward0", &[self, src], out, &[Save::Input(index)], move |ctx, g| {
             let a = if ctx.needs_input_grad(0) { Some(g[0].clone()) } else { None };
             let b = if ctx.needs_input_grad(1) { Some(g[0].gather(dim, &ctx.saved(0)?)?) } else { None };
             Ok(vec![a, b])
-        }))
+        })
     }
 
     /// Reduces `src` into this tensor in place at the positions `index` gives along `dim`
@@ -952,42 +952,64 @@ impl Tensor {
         if !rec {
             return Ok(out);
         }
-        let mean = match reduce {
-            "sum" => false,
-            "mean" => true,
-            _ => bail!(
-                NotImplemented,
-                "scatter_reduce(): autograd for reduce='{reduce}' is not implemented yet (only 'sum' and 'mean'); use it under no_grad or on tensors that do not require grad"
-            ),
-        };
+        let r = Reduce::parse(reduce)?;
         let (sshape, srcshape) = (self.shape().clone(), src.shape().clone());
-        Ok(record1("ScatterReduceBackward0", &[self, src], out, &[Save::Input(index)], move |ctx, g| {
-            let idx = ctx.saved(0)?;
-            let mut gs = g[0].clone();
-            if mean {
-                // divide by the number of values averaged into each position (1 where none)
-                let n = {
-                    let _g = crate::autograd::no_grad();
-                    let base = if include_self {
-                        Tensor::ones(sshape.clone(), gs.dtype())?
-                    } else {
-                        Tensor::zeros(sshape.clone(), gs.dtype())?
+        let saved = [Save::Input(index), Save::Input(self), Save::Input(src), Save::Output(0)];
+        record1("ScatterReduceBackward0", &[self, src], out, &saved, move |ctx, g| {
+            let (idx, x, s, out) = (ctx.saved(0)?, ctx.saved(1)?, ctx.saved(2)?, ctx.saved(3)?);
+            let g = &g[0];
+            let (gx, gs) = match r {
+                Reduce::Sum | Reduce::Mean | Reduce::Assign => {
+                    let mut gs = g.clone();
+                    if r == Reduce::Mean {
+                        // divide by the number of values averaged into each position (1 where none)
+                        let n = {
+                            let _g = crate::autograd::no_grad();
+                            let base = if include_self {
+                                Tensor::ones(sshape.clone(), gs.dtype())?
+                            } else {
+                                Tensor::zeros(sshape.clone(), gs.dtype())?
+                            };
+                            let n =
+                                base.scatter_add(dim, &idx, &Tensor::ones(srcshape.clone(), gs.dtype())?)?;
+                            n.masked_fill(&n.eq_scalar(0)?, 1)?
+                        };
+                        gs = gs.div(&n)?;
+                    }
+                    (gs.clone(), Some(gs.gather(dim, &idx)?))
+                }
+                Reduce::Amax | Reduce::Amin => {
+                    // the gradient is shared evenly by every element equal to the result (self
+                    // only when it takes part, i.e. include_self or a position nothing scatters to)
+                    let (self_hit, src_hit) = {
+                        let _g = crate::autograd::no_grad();
+                        let mut self_hit = x.eq(&out)?.to_dtype(x.dtype())?;
+                        if !include_self {
+                            self_hit = self_hit.scatter_value(dim, &idx, 0)?;
+                        }
+                        (self_hit, s.eq(&out.gather(dim, &idx)?)?.to_dtype(s.dtype())?)
                     };
-                    let n = base.scatter_add(dim, &idx, &Tensor::ones(srcshape.clone(), gs.dtype())?)?;
-                    n.masked_fill(&n.eq_scalar(0)?, 1)?
-                };
-                gs = gs.div(&n)?;
-            }
+                    let n = {
+                        let _g = crate::autograd::no_grad();
+                        self_hit.scatter_add(dim, &idx, &src_hit)?
+                    };
+                    let share = g.div(&n)?;
+                    (share.mul(&self_hit)?, Some(share.gather(dim, &idx)?.mul(&src_hit)?))
+                }
+                Reduce::Prod => {
+                    scatter_prod_backward(g, dim, &idx, &x, &s, &out, include_self, ctx.needs_input_grad(1))?
+                }
+            };
             let a = if !ctx.needs_input_grad(0) {
                 None
-            } else if include_self {
-                Some(gs.clone())
+            } else if include_self || matches!(r, Reduce::Amax | Reduce::Amin) {
+                Some(gx)
             } else {
-                Some(gs.scatter_value(dim, &idx, 0)?)
+                Some(gx.scatter_value(dim, &idx, 0)?)
             };
-            let b = if ctx.needs_input_grad(1) { Some(gs.gather(dim, &idx)?) } else { None };
+            let b = if ctx.needs_input_grad(1) { gs } else { None };
             Ok(vec![a, b])
-        }))
+        })
     }
 
     /// Checks `index` (1-D or 0-d) and `source` for the `index_*` family and returns the
@@ -1103,7 +1125,7 @@ impl Tensor {
                     }
                 }
             }
-        });
+        })?;
         Ok(())
     }
 
@@ -1168,7 +1190,7 @@ impl Tensor {
         if !rec {
             return Ok(out);
         }
-        Ok(record1("IndexAddBackward0", &[self, source], out, &[Save::Input(index)], move |ctx, g| {
+        record1("IndexAddBackward0", &[self, source], out, &[Save::Input(index)], move |ctx, g| {
             let a = if ctx.needs_input_grad(0) { Some(g[0].clone()) } else { None };
             let b = if ctx.needs_input_grad(1) {
                 let s = g[0].index_select(dim, &ctx.saved(0)?)?;
@@ -1177,7 +1199,7 @@ impl Tensor {
                 None
             };
             Ok(vec![a, b])
-        }))
+        })
     }
 
     /// Copies the slices of `source` along `dim` into this tensor in place at the positions in
@@ -1210,12 +1232,12 @@ impl Tensor {
         if !rec {
             return Ok(out);
         }
-        Ok(record1("IndexCopyBackward0", &[self, source], out, &[Save::Input(index)], move |ctx, g| {
+        record1("IndexCopyBackward0", &[self, source], out, &[Save::Input(index)], move |ctx, g| {
             let idx = ctx.saved(0)?;
             let a = if ctx.needs_input_grad(0) { Some(g[0].index_fill(dim, &idx, 0)?) } else { None };
             let b = if ctx.needs_input_grad(1) { Some(g[0].index_select(dim, &idx)?) } else { None };
             Ok(vec![a, b])
-        }))
+        })
     }
 
     /// Fills the slices along `dim` at the positions in `index` (int64; negative counts from
@@ -1257,9 +1279,9 @@ impl Tensor {
         if !rec {
             return Ok(out);
         }
-        Ok(record1("IndexFillBackward0", &[self], out, &[Save::Input(index)], move |ctx, g| {
+        record1("IndexFillBackward0", &[self], out, &[Save::Input(index)], move |ctx, g| {
             Ok(vec![Some(g[0].index_fill(dim, &ctx.saved(0)?, 0)?)])
-        }))
+        })
     }
 
     /// `t[indices] = values` in place (`t.index_put_(indices, values, accumulate)`): the
@@ -1336,7 +1358,7 @@ impl Tensor {
                         buf[p] = if accumulate { T::op_add(buf[p], v) } else { v };
                     }
                 });
-            });
+            })?;
         });
         Ok(())
     }
@@ -1352,7 +1374,7 @@ impl Tensor {
         // values: the gradient at the indexed positions (summed back to values' shape).
         let indices = indices.to_vec();
         let vshape = values.shape().clone();
-        Ok(record1("IndexPutBackward0", &[self, values], out, &[], move |ctx, g| {
+        record1("IndexPutBackward0", &[self, values], out, &[], move |ctx, g| {
             let a = if !ctx.needs_input_grad(0) {
                 None
             } else if accumulate {
@@ -1362,7 +1384,7 @@ impl Tensor {
             };
             let b = if ctx.needs_input_grad(1) { Some(g[0].index_tensor(&indices)?) } else { None };
             Ok(vec![a, b])
-        }))
+        })
     }
 
     /// Copies consecutive elements of `source` into this tensor in place where `mask` (bool,
@@ -1429,7 +1451,7 @@ impl Tensor {
                         }
                     }
                 });
-            });
+            })?;
         });
         Ok(())
     }
@@ -1451,7 +1473,7 @@ impl Tensor {
         // self: the gradient where the mask is false (summed back to self's shape); source:
         // the gradient at the masked positions, in order, padded with zeros to source's size.
         let sshape = source.shape().clone();
-        Ok(record1("MaskedScatterBackward0", &[self, source], out, &[Save::Input(mask)], move |ctx, g| {
+        record1("MaskedScatterBackward0", &[self, source], out, &[Save::Input(mask)], move |ctx, g| {
             let mask = ctx.saved(0)?;
             let a = if ctx.needs_input_grad(0) { Some(g[0].masked_fill(&mask, 0)?) } else { None };
             let b = if ctx.needs_input_grad(1) {
@@ -1467,7 +1489,7 @@ impl Tensor {
                 None
             };
             Ok(vec![a, b])
-        }))
+        })
     }
 }
 
@@ -1536,9 +1558,9 @@ pub(crate) fn scatter_into_zeros(src: &Tensor, dim: isize, index: &Tensor, shape
     if !rec {
         return Ok(z);
     }
-    Ok(record1("ScatterAddBackward0", &[src], z, &[Save::Input(index)], move |ctx, g| {
+    record1("ScatterAddBackward0", &[src], z, &[Save::Input(index)], move |ctx, g| {
         Ok(vec![Some(g[0].gather(dim, &ctx.saved(0)?)?)])
-    }))
+    })
 }
 
 /// Zeros of `shape` with the slices of `src` added at `index` along `dim`: the gradient of
@@ -1554,7 +1576,52 @@ fn index_add_into_zeros(src: &Tensor, dim: isize, index: &Tensor, shape: &Shape)
     if !rec {
         return Ok(z);
     }
-    Ok(record1("IndexAddBackward0", &[src], z, &[Save::Input(index)], move |ctx, g| {
+    record1("IndexAddBackward0", &[src], z, &[Save::Input(index)], move |ctx, g| {
         Ok(vec![Some(g[0].index_select(dim, &ctx.saved(0)?)?)])
-    }))
+    })
 }
+
+/// The gradients of `x.scatter_reduce(dim, idx, s, "prod", include_self)` (result `out`) for
+/// upstream gradient `g`: each element's is the product of the others reduced into its
+/// position, computed without dividing by a zero (PyTorch's `scatter_reduce_backward`).
+/// Returns `(grad x before masking the excluded self, grad s if asked)`; differentiable, except the
+/// source gradient where two zeros of `s` meet at one position (a `DelayedError`, as in
+/// PyTorch).
+#[allow(clippy::too_many_arguments)]
+fn scatter_prod_backward(
+    g: &Tensor,
+    dim: isize,
+    idx: &Tensor,
+    x: &Tensor,
+    s: &Tensor,
+    out: &Tensor,
+    include_self: bool,
+    src_grad: bool,
+) -> Result<(Tensor, Option<Tensor>)> {
+    // self: the product of everything reduced into the position, with self's zeros taken as 1,
+    // divided by self (zeros taken as 1)
+    let x_zero = x.eq_scalar(0)?;
+    let x1 = x.masked_fill(&x_zero, 1)?;
+    let gx = g.mul(&x1.scatter_reduce(dim, idx, s, "prod", include_self)?)?.div(&x1)?;
+    if !src_grad {
+        return Ok((gx, None));
+    }
+    // src: out / s where s is not zero; where s is the only zero of its position, the product
+    // of the others (recomputed with that zero taken as 1); where several zeros meet, zero
+    let (s_zero, single, several) = {
+        let _g = crate::autograd::no_grad();
+        let s_zero = s.eq_scalar(0)?;
+        let zeros = x.zeros_like()?.scatter_add(dim, idx, &s_zero.to_dtype(x.dtype())?)?.gather(dim, idx)?;
+        let single = s_zero.logical_and(&zeros.eq_scalar(1)?)?;
+        let several = zeros.gt_scalar(1)?.any()?.item::<bool>()?;
+        (s_zero, single, several)
+    };
+    let others = x.scatter_reduce(dim, idx, &s.masked_fill(&single, 1)?, "prod", include_self)?;
+    let gs = g
+        .mul(&others)?
+        .gather(dim, idx)?
+        .where_(&single, &g.mul(out)?.gather(dim, idx)?.div(&s.masked_fill(&s_zero, 1)?)?)?;
+    Ok((gx, Some(if several { crate::autograd::record::delayed_error(gs, SCATTER_PROD_ZEROS)? } else { gs })))
+}
+
+const SCATTER_PROD_ZEROS: &str = "scatter_reduce(): Double backward is unsupported for src when >1 zeros in src are scattered to the same position. This may happen if src.requires_grad() is True.";

@@ -125,8 +125,8 @@ impl Tensor {
         if !rec {
             return Ok(out);
         }
-        Ok(record1("MaskedFillBackward0", &[self], out, &[Save::Input(mask)], |ctx, g| {
+        record1("MaskedFillBackward0", &[self], out, &[Save::Input(mask)], |ctx, g| {
             Ok(vec![Some(g[0].masked_fill(&ctx.saved(0)?, 0.0)?)])
-        }))
+        })
     }
 }

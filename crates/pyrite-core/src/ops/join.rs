@@ -155,7 +155,7 @@ impl Tensor {
                 })
                 .collect()
         };
-        Ok(record1("CatBackward0", &ts, y, &[], move |ctx, g| {
+        record1("CatBackward0", &ts, y, &[], move |ctx, g| {
             parts
                 .iter()
                 .enumerate()
@@ -169,7 +169,7 @@ impl Tensor {
                     Ok(Some(g[0].narrow(d as isize, *start as isize, *len)?))
                 })
                 .collect()
-        }))
+        })
     }
 
     fn cat_impl(ts: &[&Tensor], dim: isize) -> Result<Tensor> {
@@ -456,7 +456,7 @@ impl Tensor {
             return Ok(y);
         }
         let dims = dims.to_vec();
-        Ok(record1("FlipBackward0", &[self], y, &[], move |_, g| Ok(vec![Some(g[0].flip(&dims)?)])))
+        record1("FlipBackward0", &[self], y, &[], move |_, g| Ok(vec![Some(g[0].flip(&dims)?)]))
     }
 
     fn flip_impl(&self, dims: &[isize]) -> Result<Tensor> {
@@ -508,12 +508,27 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn roll(&self, shifts: &[isize], dims: &[isize]) -> Result<Tensor> {
+        let rec = needs_grad(&[self]);
+        let y = {
+            let _g = paused(rec);
+            self.roll_impl(shifts, dims)?
+        };
+        if !rec {
+            return Ok(y);
+        }
+        // d roll: the gradient rolled back
+        let (back, dims) = (shifts.iter().map(|s| -s).collect::<Vec<_>>(), dims.to_vec());
+        record1("RollBackward0", &[self], y, &[], move |_, g| Ok(vec![Some(g[0].roll(&back, &dims)?)]))
+    }
+
+    /// [`Tensor::roll`] from narrows and a cat (not recorded itself).
+    fn roll_impl(&self, shifts: &[isize], dims: &[isize]) -> Result<Tensor> {
         if dims.is_empty() {
             if shifts.len() != 1 {
                 bail!(Value, "`shifts` required to be of size 1 when `dims` is empty, got {}", shifts.len());
             }
             let flat = self.reshape([self.numel()])?;
-            return flat.roll(shifts, &[0])?.reshape(self.shape());
+            return flat.roll_impl(shifts, &[0])?.reshape(self.shape());
         }
         if shifts.len() != dims.len() {
             bail!(Value, "shifts and dimensions must align. shifts: {}, dims:{}", shifts.len(), dims.len());
@@ -587,14 +602,14 @@ impl Tensor {
             .collect();
         let rdims: Vec<isize> = (0..repeats.len()).map(|i| 2 * i as isize).collect();
         let shape = self.shape().clone();
-        Ok(record1("RepeatBackward0", &[self], y, &[], move |_, g| {
+        record1("RepeatBackward0", &[self], y, &[], move |_, g| {
             let g = if rdims.is_empty() {
                 g[0].clone()
             } else {
                 g[0].reshape(split.as_slice())?.sum_dims(&rdims, false)?
             };
             Ok(vec![Some(g.reshape(shape.dims())?)])
-        }))
+        })
     }
 
     /// `torch.tile`: like [`Tensor::repeat`], but `reps` shorter than the rank is padded with

@@ -284,7 +284,10 @@ fn bmm_native<T: MatElem>(
 
     let mut fresh = None;
     let lo = match dst {
-        Some(t) => t.layout().clone(),
+        Some(t) => {
+            t.check_inplace_allowed()?;
+            t.layout().clone()
+        }
         None => {
             fresh = Some(CpuBuffer::new(out_shape.numel() * std::mem::size_of::<T>())?);
             Layout::contiguous(out_shape.clone())
@@ -955,7 +958,7 @@ impl Tensor {
         let plan = plan_matmul(self, other)?;
         let r = addbmm_core(&plan.a, &plan.b, None, Scalar::Int(0), Scalar::Int(1), None, "addmm_impl_cpu_")?;
         let r =
-            product_ad(if plan.a.rank() == 2 { "MmBackward0" } else { "BmmBackward0" }, &plan.a, &plan.b, r);
+            product_ad(if plan.a.rank() == 2 { "MmBackward0" } else { "BmmBackward0" }, &plan.a, &plan.b, r)?;
         if r.dims() == plan.result.as_slice() {
             Ok(r)
         } else {
@@ -996,7 +999,7 @@ impl Tensor {
         check_mm_shapes(self, mat2, "mm")?;
         check_same_dtype_mm(self, mat2)?;
         let r = addbmm_core(self, mat2, None, Scalar::Int(0), Scalar::Int(1), None, "addmm_impl_cpu_")?;
-        Ok(product_ad("MmBackward0", self, mat2, r))
+        product_ad("MmBackward0", self, mat2, r)
     }
 
     /// `torch.mm(a, b, out=out)`; returns `out`.
@@ -1022,7 +1025,7 @@ impl Tensor {
     pub fn bmm(&self, mat2: &Tensor) -> Result<Tensor> {
         check_bmm(self, mat2, "bmm")?;
         let r = addbmm_core(self, mat2, None, Scalar::Int(0), Scalar::Int(1), None, "bmm")?;
-        Ok(product_ad("BmmBackward0", self, mat2, r))
+        product_ad("BmmBackward0", self, mat2, r)
     }
 
     /// `torch.bmm(a, b, out=out)`; returns `out`.
@@ -1219,9 +1222,9 @@ impl Tensor {
 
 /// Records `r = a @ b` for matrices or equally batched stacks of them:
 /// `grad_a = g @ b^T`, `grad_b = a^T @ g`.
-fn product_ad(name: &'static str, a: &Tensor, b: &Tensor, r: Tensor) -> Tensor {
+fn product_ad(name: &'static str, a: &Tensor, b: &Tensor, r: Tensor) -> Result<Tensor> {
     if !crate::autograd::record::needs_grad(&[a, b]) || !r.dtype().is_floating_point() {
-        return r;
+        return Ok(r);
     }
     use crate::autograd::record::{record1, Save};
     // Each gradient is computed in its operand's memory order: for an operand that is a

@@ -101,6 +101,7 @@ fn prepare_out<R: Element>(
     match out {
         Out::New => Ok((Some(CpuBuffer::new(shape.numel() * std::mem::size_of::<R>())?), None)),
         Out::Into(t) => {
+            t.check_inplace_allowed()?;
             if t.dims() != shape.dims() {
                 bail!(
                     Shape,
@@ -471,9 +472,14 @@ impl Tensor {
 
     /// Calls `f` with mutable access to this tensor's storage elements and its layout
     /// (in-place kernels). Bumps the version counter.
-    pub(crate) fn with_storage_mut<T: Element, R>(&self, f: impl FnOnce(&mut [T], &Layout) -> R) -> R {
+    /// Fails on an inference tensor outside inference mode.
+    pub(crate) fn with_storage_mut<T: Element, R>(
+        &self,
+        f: impl FnOnce(&mut [T], &Layout) -> R,
+    ) -> Result<R> {
         debug_assert_eq!(self.dtype(), T::DTYPE);
+        self.check_inplace_allowed()?;
         let mut g = self.storage().write();
-        f(g.cpu_mut().as_mut_slice::<T>(), self.layout())
+        Ok(f(g.cpu_mut().as_mut_slice::<T>(), self.layout()))
     }
 }

@@ -1023,9 +1023,9 @@ impl Tensor {
         }
         let shape = self.shape().clone();
         let name = if dims.is_empty() { "SumBackward0" } else { "SumBackward1" };
-        Ok(record1(name, &[self], y, &[], move |_, g| {
+        record1(name, &[self], y, &[], move |_, g| {
             Ok(vec![Some(unreduce(&g[0], &shape, &mask, keepdim)?.expand(shape.dims())?)])
-        }))
+        })
     }
 
     /// `torch.nansum(x)`: the sum of all elements, treating NaN as 0.
@@ -1095,9 +1095,7 @@ impl Tensor {
             return Ok(s);
         }
         let shape = self.shape().clone();
-        Ok(record1("SumToSizeBackward0", &[self], s, &[], move |_, g| {
-            Ok(vec![Some(g[0].expand(shape.dims())?)])
-        }))
+        record1("SumToSizeBackward0", &[self], s, &[], move |_, g| Ok(vec![Some(g[0].expand(shape.dims())?)]))
     }
 
     /// Alias of [`Tensor::sum_to_size`].
@@ -1136,10 +1134,10 @@ impl Tensor {
         let shape = self.shape().clone();
         let count: usize = shape.dims().iter().zip(&mask).filter(|(_, &m)| m).map(|(&d, _)| d).product();
         let name = if dims.is_empty() { "MeanBackward0" } else { "MeanBackward1" };
-        Ok(record1(name, &[self], y, &[], move |_, g| {
+        record1(name, &[self], y, &[], move |_, g| {
             let g = unreduce(&g[0], &shape, &mask, keepdim)?.div_scalar(count as f64)?;
             Ok(vec![Some(g.expand(shape.dims())?)])
-        }))
+        })
     }
 
     /// `torch.nanmean(x)`: the mean of the non-NaN elements.
@@ -1187,22 +1185,17 @@ impl Tensor {
         }
         let shape = self.shape().clone();
         let name = if dims.is_empty() { "ProdBackward0" } else { "ProdBackward1" };
-        Ok(record1(name, &[self], y, &[Save::Input(self), Save::Output(0)], move |ctx, g| {
+        record1(name, &[self], y, &[Save::Input(self), Save::Output(0)], move |ctx, g| {
             let (x, out) = (ctx.saved(0)?, ctx.saved(1)?);
             let g = unreduce(&g[0], &shape, &mask, keepdim)?;
             // d prod / d x_i = the product of the other elements: prod / x_i without zeros
             if !x.eq_scalar(0.0)?.any()?.item::<bool>()? {
                 return Ok(vec![Some(g.mul(&unreduce(&out, &shape, &mask, keepdim)?)?.div(&x)?)]);
             }
-            if ctx.create_graph() {
-                bail!(
-                    NotImplemented,
-                    "prod: double backward through an input containing zeros is not implemented yet"
-                );
-            }
-            let _ng = crate::autograd::no_grad();
+            // the products of the others by exclusive cumprods from both ends (recorded under
+            // create_graph, so that the double backward sees a product with zeros)
             Ok(vec![Some(g.mul(&product_of_others(&x, &mask)?)?)])
-        }))
+        })
     }
 
     /// `torch.max(x)`: the largest element as a 0-d tensor (NaN if any element is NaN).
@@ -1367,7 +1360,7 @@ impl Tensor {
                 centered.mul(&g)?.mul_scalar(2.0 / denom)?
             };
             Ok(vec![Some(gx)])
-        });
+        })?;
         let m = self.mean_dims(dims, keepdim)?;
         Ok((v, m))
     }
@@ -1411,7 +1404,7 @@ impl Tensor {
             return Ok(y);
         }
         let shape = self.shape().clone();
-        Ok(record1("NormBackward1", &[self], y, &[Save::Input(self), Save::Output(0)], move |ctx, g| {
+        record1("NormBackward1", &[self], y, &[Save::Input(self), Save::Output(0)], move |ctx, g| {
             let (x, out) = (ctx.saved(0)?, ctx.saved(1)?);
             let g = unreduce(&g[0], &shape, &mask, keepdim)?;
             let out = unreduce(&out, &shape, &mask, keepdim)?;
@@ -1436,7 +1429,7 @@ impl Tensor {
                 x.mul(&w)?.mul(&scale)?
             };
             Ok(vec![Some(gx)])
-        }))
+        })
     }
 
     /// `torch.linalg.vector_norm(x, ord, dim, keepdim)`: alias of [`Tensor::norm`].
@@ -1475,11 +1468,11 @@ impl Tensor {
             return Ok(y);
         }
         let shape = x.shape().clone();
-        Ok(record1("LogsumexpBackward0", &[&x], y, &[Save::Input(&x), Save::Output(0)], move |ctx, g| {
+        record1("LogsumexpBackward0", &[&x], y, &[Save::Input(&x), Save::Output(0)], move |ctx, g| {
             let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
             let e = x.sub(&unreduce(&y, &shape, &mask, keepdim)?)?.exp()?;
             Ok(vec![Some(unreduce(&g[0], &shape, &mask, keepdim)?.mul(&e)?)])
-        }))
+        })
     }
 
     /// `torch.all(x)`: true when every element is non-zero (NaN counts as non-zero). The
@@ -1555,13 +1548,13 @@ impl Tensor {
         }
         let shape = self.shape().clone();
         let mask = mask.to_vec();
-        Ok(record1(name, &[self], y, &[Save::Input(self), Save::Output(0)], move |ctx, g| {
+        record1(name, &[self], y, &[Save::Input(self), Save::Output(0)], move |ctx, g| {
             let (x, out) = (ctx.saved(0)?, ctx.saved(1)?);
             let hit = x.eq(&unreduce(&out, &shape, &mask, keepdim)?)?.to_dtype(x.dtype())?;
             let rd: Vec<isize> = (0..mask.len()).filter(|&d| mask[d]).map(|d| d as isize).collect();
             let ties = hit.sum_dims(&rd, true)?;
             Ok(vec![Some(hit.div(&ties)?.mul(&unreduce(&g[0], &shape, &mask, keepdim)?)?)])
-        }))
+        })
     }
 
     /// max_dim/min_dim, recorded: the gradient goes to the returned index only.
@@ -1588,7 +1581,7 @@ impl Tensor {
             let idx = unreduce(&ctx.saved(0)?, &shape, &mask, keepdim)?;
             let g = unreduce(&g[0], &shape, &mask, keepdim)?;
             Ok(vec![Some(crate::ops::index::scatter_into_zeros(&g, d, &idx, &shape)?)])
-        });
+        })?;
         Ok((v, i))
     }
 }
@@ -1633,7 +1626,7 @@ impl Tensor {
         }
         let shape = self.shape().clone();
         let rd: Vec<isize> = (0..mask.len()).filter(|&d| mask[d]).map(|d| d as isize).collect();
-        Ok(record1(name, &[self], y, &[Save::Input(self)], move |ctx, g| {
+        record1(name, &[self], y, &[Save::Input(self)], move |ctx, g| {
             let x = ctx.saved(0)?;
             let keep = x.isnan()?.logical_not()?.to_dtype(x.dtype())?;
             let mut g = unreduce(&g[0], &shape, &mask, keepdim)?.mul(&keep)?;
@@ -1641,6 +1634,6 @@ impl Tensor {
                 g = g.div(&keep.sum_dims(&rd, true)?)?;
             }
             Ok(vec![Some(g)])
-        }))
+        })
     }
 }

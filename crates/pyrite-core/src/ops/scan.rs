@@ -238,17 +238,16 @@ impl Tensor {
         // d cumsum: the gradient summed from each position to the end of the line.
         let d = wrap_dim(dim, self.rank())? as isize;
         let rank = self.rank();
-        Ok(record1("CumsumBackward0", &[self], y, &[], move |_, g| {
+        record1("CumsumBackward0", &[self], y, &[], move |_, g| {
             Ok(vec![Some(reverse_cumsum(&g[0], d, rank)?)])
-        }))
+        })
     }
 
     /// `torch.cumprod(x, dim)`: running products along `dim` (int64 for integer and bool
     /// inputs).
     ///
-    /// Its gradient is computed as `reverse_cumsum(grad * out) / x`, which needs `x` without
-    /// zeros: backward through a cumprod whose input holds a zero is a `NotImplemented` error
-    /// (PyTorch's zero-safe formula is not written yet).
+    /// Its gradient is `reverse_cumsum(grad * out) / x` when `x` has no zero; with zeros,
+    /// PyTorch's zero-safe formulas (see [`cumprod_backward`]).
     pub fn cumprod(&self, dim: isize) -> Result<Tensor> {
         let rec = needs_grad(&[self]);
         let y = {
@@ -259,22 +258,9 @@ impl Tensor {
             return Ok(y);
         }
         let d = wrap_dim(dim, self.rank())? as isize;
-        let rank = self.rank();
-        Ok(record1("CumprodBackward0", &[self], y, &[Save::Input(self), Save::Output(0)], move |ctx, g| {
-            let x = ctx.saved(0)?;
-            let has_zero = {
-                let _g = crate::autograd::no_grad();
-                x.eq_scalar(0)?.any()?.item::<bool>()?
-            };
-            if has_zero {
-                crate::bail!(
-                    NotImplemented,
-                    "cumprod backward: the input has a zero; the gradient for inputs with zeros is not implemented yet"
-                );
-            }
-            let y = ctx.saved(1)?;
-            Ok(vec![Some(reverse_cumsum(&g[0].mul(&y)?, d, rank)?.div(&x)?)])
-        }))
+        record1("CumprodBackward0", &[self], y, &[Save::Input(self), Save::Output(0)], move |ctx, g| {
+            Ok(vec![Some(cumprod_backward(&g[0], &ctx.saved(0)?, d, &ctx.saved(1)?)?)])
+        })
     }
 
     /// `torch.cummax(x, dim)`: `(values, indices)` of the running maximum along `dim`. On ties
@@ -314,7 +300,7 @@ impl Tensor {
                 return Ok(vec![Some(g[0].clone())]);
             }
             Ok(vec![Some(crate::ops::index::scatter_into_zeros(&g[0], d, &ctx.saved(0)?, &shape)?)])
-        });
+        })?;
         Ok((v, i))
     }
 }
@@ -326,4 +312,54 @@ fn reverse_cumsum(g: &Tensor, d: isize, rank: usize) -> Result<Tensor> {
         return Ok(g.clone());
     }
     g.flip(&[d])?.cumsum(d)?.flip(&[d])
+}
+
+/// The gradient of `y = x.cumprod(d)` for upstream gradient `g` (PyTorch's
+/// `cumprod_backward`): `dL/dx_k = sum_{j >= k} g_j prod_{i <= j, i != k} x_i`.
+///
+/// Without zeros it is `reverse_cumsum(g * y) / x`. With zeros and grad mode off (a first
+/// derivative), an O(n) form per line: before the line's first zero the division is safe; at
+/// the first zero the products skip it (the cumprod of `x` with that zero set to 1); after it
+/// every product holds the zero. With grad mode on (`create_graph`), that form's derivative
+/// would be wrong (the gradients after the first zero depend on its value), so the products
+/// are built explicitly, position by position, from recorded ops: O(n) ops of O(n) work each.
+fn cumprod_backward(g: &Tensor, x: &Tensor, d: isize, y: &Tensor) -> Result<Tensor> {
+    if x.rank() == 0 || x.dims()[d as usize] <= 1 {
+        return Ok(g.clone());
+    }
+    let rank = x.rank();
+    let is_zero = x.eq_scalar(0)?;
+    let has_zero = {
+        let _g = crate::autograd::no_grad();
+        is_zero.any()?.item::<bool>()?
+    };
+    if !has_zero {
+        return reverse_cumsum(&g.mul(y)?, d, rank)?.div(x);
+    }
+    if !crate::autograd::is_grad_enabled() {
+        let zeros_so_far = is_zero.cumsum(d)?;
+        let before = zeros_so_far.eq_scalar(0)?;
+        let first = is_zero.logical_and(&zeros_so_far.eq_scalar(1)?)?;
+        let safe = reverse_cumsum(&g.mul(y)?, d, rank)?.div(x)?;
+        let skip_first = x.masked_fill(&first, 1)?.cumprod(d)?;
+        let at_first =
+            reverse_cumsum(&g.mul(&skip_first)?, d, rank)?.masked_fill(&first.logical_not()?, 0)?;
+        return safe.where_(&before, &at_first);
+    }
+    let n = x.dims()[d as usize];
+    let mut ones_shape = x.dims().to_vec();
+    ones_shape[d as usize] = 1;
+    let ones = Tensor::ones(ones_shape.as_slice(), x.dtype())?;
+    let mut parts = Vec::with_capacity(n);
+    for k in 0..n {
+        // prod_{i <= j, i != k} x_i for j = k..n: the product before k times the running
+        // product after it
+        let after = x.narrow(d, k as isize + 1, n - k - 1)?.cumprod(d)?;
+        let mut omitted = Tensor::cat(&[ones.clone(), after], d)?;
+        if k > 0 {
+            omitted = omitted.mul(&x.narrow(d, 0, k)?.prod_dims(&[d], true)?)?;
+        }
+        parts.push(g.narrow(d, k as isize, n - k)?.mul(&omitted)?.sum_dims(&[d], true)?);
+    }
+    Tensor::cat(&parts, d)
 }

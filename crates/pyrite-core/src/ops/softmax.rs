@@ -342,7 +342,7 @@ fn softmax_ad(x: &Tensor, dim: isize, log: bool) -> Result<Tensor> {
         return Ok(y);
     }
     let name = if log { "LogSoftmaxBackward0" } else { "SoftmaxBackward0" };
-    Ok(record1(name, &[x], y, &[Save::Output(0)], move |ctx, g| {
+    record1(name, &[x], y, &[Save::Output(0)], move |ctx, g| {
         let (y, g) = (ctx.saved(0)?, &g[0]);
         let d = [dim];
         let gx = if log {
@@ -351,5 +351,5 @@ fn softmax_ad(x: &Tensor, dim: isize, log: bool) -> Result<Tensor> {
             y.mul(&g.sub(&g.mul(&y)?.sum_dims(&d, true)?)?)?
         };
         Ok(vec![Some(gx)])
-    }))
+    })
 }

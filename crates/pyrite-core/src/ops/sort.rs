@@ -422,7 +422,7 @@ impl Tensor {
                 idx = idx.unsqueeze(d)?;
             }
             Ok(vec![Some(crate::ops::index::scatter_into_zeros(&g, d, &idx, &shape)?)])
-        });
+        })?;
         Ok((v, indices))
     }
 

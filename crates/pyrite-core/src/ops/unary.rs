@@ -228,13 +228,14 @@ impl Tensor {
                     Ok(Tensor::from_cpu_buffer(buf, self.shape().clone(), DType::F32))
                 }
                 Out::Into(o) => {
+                    o.check_inplace_allowed()?;
                     if o.same_storage(&x) {
                         // exp_ on itself: elementwise in place through the write lock.
                         let off = o.storage_offset();
                         o.with_storage_mut::<f32, _>(|s, _| unsafe {
                             let p = s.as_mut_ptr().add(off);
                             crate::simd::exp_f32(p, p, n, false)
-                        });
+                        })?;
                     } else {
                         let mut g = o.storage().write();
                         let p = unsafe { (g.cpu_mut().as_mut_ptr() as *mut f32).add(o.storage_offset()) };
@@ -315,11 +316,11 @@ impl Tensor {
             return Ok(y);
         }
         // d/dx = sigmoid(beta x) below the threshold, 1 above it
-        Ok(record1("SoftplusBackward0", &[self], y, &[Save::Input(self)], move |ctx, g| {
+        record1("SoftplusBackward0", &[self], y, &[Save::Input(self)], move |ctx, g| {
             let bx = ctx.saved(0)?.mul_scalar(beta)?;
             let d = bx.sigmoid()?.masked_fill(&bx.gt_scalar(threshold)?, 1.0)?;
             Ok(vec![Some(g[0].mul(&d)?)])
-        }))
+        })
     }
 
     /// `torch.relu`: `max(x, 0)`, keeping the dtype; NaN stays NaN.
@@ -401,7 +402,7 @@ impl Tensor {
             return Ok(y);
         }
         // The gradient passes where min <= x <= max.
-        Ok(record1("ClampBackward1", &[self], y, &[Save::Input(self)], move |ctx, g| {
+        record1("ClampBackward1", &[self], y, &[Save::Input(self)], move |ctx, g| {
             let x = ctx.saved(0)?;
             let mut keep = x.eq(&x)?; // false at NaN
             if let Some(lo) = min {
@@ -411,7 +412,7 @@ impl Tensor {
                 keep = keep.logical_and(&x.le_scalar(hi)?)?;
             }
             Ok(vec![Some(g[0].mul(&keep.to_dtype(g[0].dtype())?)?)])
-        }))
+        })
     }
 
     /// `torch.clamp(x, min, max, out=out)`.
@@ -493,7 +494,7 @@ impl Tensor {
             return Ok(y);
         }
         let saves = [Save::Input(self), Save::Input(end), Save::Input(weight)];
-        Ok(record1("LerpBackward1", &[self, end, weight], y, &saves, |ctx, g| {
+        record1("LerpBackward1", &[self, end, weight], y, &saves, |ctx, g| {
             let (s, e, w) = (ctx.saved(0)?, ctx.saved(1)?, ctx.saved(2)?);
             let g = &g[0];
             Ok(vec![
@@ -501,7 +502,7 @@ impl Tensor {
                 ctx.needs_input_grad(1).then(|| g.mul(&w)).transpose()?,
                 ctx.needs_input_grad(2).then(|| g.mul(&e.sub(&s)?)).transpose()?,
             ])
-        }))
+        })
     }
 
     /// `torch.lerp(self, end, weight)` with a scalar weight.
@@ -528,9 +529,9 @@ impl Tensor {
             if !needs_grad(&[self]) {
                 return Ok(y);
             }
-            Ok(record1("NanToNumBackward0", &[self], y, &[Save::Input(self)], |ctx, g| {
+            record1("NanToNumBackward0", &[self], y, &[Save::Input(self)], |ctx, g| {
                 Ok(vec![Some(g[0].mul(&ctx.saved(0)?.isfinite()?.to_dtype(g[0].dtype())?)?)])
-            }))
+            })
         })
     }
 }
