@@ -43,7 +43,7 @@ pub(crate) unsafe fn stream_out<R: Copy>(
     mut fill: impl FnMut(usize, usize, *mut R),
 ) {
     let size = std::mem::size_of::<R>();
-    if !cfg!(target_arch = "x86_64") || size == 0 || STAGE_BYTES % size != 0 {
+    if !cfg!(target_arch = "x86_64") || size == 0 || !STAGE_BYTES.is_multiple_of(size) {
         fill(0, len, dst);
         return;
     }

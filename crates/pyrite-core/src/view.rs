@@ -85,7 +85,7 @@ impl ViewShape {
         let shown = || format!("[{}]", self.0.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "));
         match infer_at {
             Some(i) => {
-                if known == 0 || numel % known != 0 {
+                if known == 0 || !numel.is_multiple_of(known) {
                     bail!(Shape, "shape '{}' is invalid for input of size {numel}", shown());
                 }
                 dims[i] = numel / known;
