@@ -476,6 +476,27 @@ fn fill_slice<T: Element>(out: &mut [T], dist: Dist, seed: u64, base: u64) {
 
 /// Fills `t` in place (any layout) with samples of `dist`; row-major element `i` gets the
 /// `i`-th sample. Arguments must already be validated.
+/// An in-place random fill, recorded under autograd as PyTorch records it: the new values do
+/// not depend on the old ones, so the node (`NormalBackward0`, ...) passes a zero gradient back.
+fn fill_inplace(t: &Tensor, node: &'static str, dist: Dist, gen: Option<&Generator>) -> Result<()> {
+    crate::autograd::record::inplace_ad(
+        t,
+        &[],
+        |s| {
+            let fresh = {
+                let _g = crate::autograd::no_grad();
+                let f = s.detach().deep_clone()?;
+                fill_tensor(&f, dist, gen)?;
+                f
+            };
+            crate::autograd::record::record1(node, &[s], fresh, &[], |_, g| {
+                Ok(vec![Some(g[0].zeros_like()?)])
+            })
+        },
+        || fill_tensor(t, dist, gen),
+    )
+}
+
 fn fill_tensor(t: &Tensor, dist: Dist, gen: Option<&Generator>) -> Result<()> {
     t.device().check_available()?;
     let n = t.numel();
@@ -780,27 +801,24 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn uniform_(&self, from: f64, to: f64, gen: Option<&Generator>) -> Result<&Tensor> {
-        crate::autograd::record::inplace_unsupported(self, &[], "uniform_")?;
         let d = check_uniform("uniform_", from, to, self.dtype())?;
-        fill_tensor(self, d, gen)?;
+        fill_inplace(self, "UniformBackward0", d, gen)?;
         Ok(self)
     }
 
     /// Fills this tensor in place with normal samples (`t.normal_(mean, std, generator=gen)`);
     /// floating dtypes only.
     pub fn normal_(&self, mean: f64, std: f64, gen: Option<&Generator>) -> Result<&Tensor> {
-        crate::autograd::record::inplace_unsupported(self, &[], "normal_")?;
         let d = check_normal("normal_", mean, std, self.dtype())?;
-        fill_tensor(self, d, gen)?;
+        fill_inplace(self, "NormalBackward0", d, gen)?;
         Ok(self)
     }
 
     /// Fills this tensor in place with 1 (true) with probability `p`, else 0 (false)
     /// (`t.bernoulli_(p, generator=gen)`); any dtype.
     pub fn bernoulli_(&self, p: f64, gen: Option<&Generator>) -> Result<&Tensor> {
-        crate::autograd::record::inplace_unsupported(self, &[], "bernoulli_")?;
         let d = check_p("bernoulli_", p)?;
-        fill_tensor(self, d, gen)?;
+        fill_inplace(self, "BernoulliBackward2", d, gen)?;
         Ok(self)
     }
 
@@ -808,12 +826,13 @@ impl Tensor {
     /// when `to` is None, where `max` is the dtype's largest value (`2^digits` for floats, as
     /// PyTorch's `t.random_(from, to)`). `t.random_()` is `random_(0, None, None)`.
     pub fn random_(&self, from: i64, to: Option<i64>, gen: Option<&Generator>) -> Result<&Tensor> {
-        crate::autograd::record::inplace_unsupported(self, &[], "random_")?;
         let d = match to {
             Some(to) => check_randint("random_", from, to, self.dtype())?,
             None => check_int_range("random_", from as i128, int_bounds(self.dtype()).1, self.dtype())?,
         };
-        fill_tensor(self, d, gen)?;
+        // PyTorch's node for random_(from, to) / random_().
+        let node = if to.is_some() || from != 0 { "RandomBackward0" } else { "RandomBackward2" };
+        fill_inplace(self, node, d, gen)?;
         Ok(self)
     }
 

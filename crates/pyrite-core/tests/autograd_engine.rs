@@ -626,3 +626,69 @@ fn in_place_on_a_view_passes_gradcheck_and_gradgradcheck() -> Result<()> {
     autograd::gradgradcheck(f, &[x], None, Default::default())?;
     Ok(())
 }
+
+/// `y.addmm_(m1, m2, beta, alpha)` on a non-leaf is recorded as `AddmmBackward0`, like the
+/// out-of-place op: `b.grad` is `beta`, `m1.grad` is `alpha * g @ m2^T`.
+#[test]
+fn addmm_in_place_is_recorded_like_addmm() -> Result<()> {
+    let b = Tensor::randn([2, 3], DType::F64)?.requires_grad_(true)?;
+    let m1 = Tensor::randn([2, 4], DType::F64)?.requires_grad_(true)?;
+    let m2 = Tensor::randn([4, 3], DType::F64)?;
+    let y = b.mul_scalar(1.0)?;
+    y.addmm_(&m1, &m2, 2.0, 3.0)?;
+    assert_eq!(y.grad_fn().unwrap().name(), "AddmmBackward0");
+    assert_eq!(
+        b.baddbmm(&m1.unsqueeze(0)?, &m2.unsqueeze(0)?, 1, 1)?.grad_fn().unwrap().name(),
+        "BaddbmmBackward0"
+    );
+    let want = b.detach().mul_scalar(2.0)?.add(&m1.detach().mm(&m2)?.mul_scalar(3.0)?)?;
+    assert!(y.detach().allclose(&want, 1e-12, 1e-12, false)?);
+    y.sum()?.backward()?;
+    assert_eq!(b.grad().unwrap().to_vec::<f64>()?, vec![2.0; 6]);
+    let g = Tensor::ones([2, 3], DType::F64)?.mm(&m2.t()?)?.mul_scalar(3.0)?;
+    assert!(m1.grad().unwrap().allclose(&g, 1e-12, 1e-12, false)?);
+    // On a leaf that requires grad it fails, as every in-place op does.
+    assert_eq!(b.addmm_(&m1, &m2, 1.0, 1.0).unwrap_err().kind(), ErrorKind::Autograd);
+    let f = |xs: &[Tensor]| -> Result<Tensor> {
+        let y = xs[0].mul_scalar(1.5)?;
+        y.addmm_(&xs[1], &m2, 2.0, 3.0)?;
+        y.square()?.sum()
+    };
+    autograd::gradcheck(
+        f,
+        &[b.detach().requires_grad_(true)?, m1.detach().requires_grad_(true)?],
+        Default::default(),
+    )?;
+    autograd::gradgradcheck(
+        f,
+        &[b.detach().requires_grad_(true)?, m1.detach().requires_grad_(true)?],
+        None,
+        Default::default(),
+    )
+}
+
+/// Random in-place fills on a non-leaf are recorded with PyTorch's node names; the new values
+/// do not depend on the old ones, so the gradient through them is zero.
+#[test]
+fn random_fills_in_place_pass_a_zero_gradient() -> Result<()> {
+    let a = Tensor::randn([3], DType::F32)?.requires_grad_(true)?;
+    type Fill<'a> = &'a dyn Fn(&Tensor) -> Result<()>;
+    let cases: [(&str, Fill); 5] = [
+        ("UniformBackward0", &|x| x.uniform_(0.0, 1.0, None).map(drop)),
+        ("NormalBackward0", &|x| x.normal_(0.0, 1.0, None).map(drop)),
+        ("BernoulliBackward2", &|x| x.bernoulli_(0.5, None).map(drop)),
+        ("RandomBackward0", &|x| x.random_(0, Some(10), None).map(drop)),
+        ("RandomBackward2", &|x| x.random_(0, None, None).map(drop)),
+    ];
+    for (node, fill) in cases {
+        let x = a.mul_scalar(2.0)?;
+        fill(&x)?;
+        assert_eq!(x.grad_fn().unwrap().name(), node);
+        a.set_grad(None)?;
+        x.mul_scalar(5.0)?.sum()?.backward()?;
+        assert_eq!(a.grad().unwrap().to_vec::<f32>()?, vec![0.0; 3], "{node}");
+    }
+    // A leaf that requires grad refuses, as in PyTorch (init functions use no_grad).
+    assert_eq!(a.normal_(0.0, 1.0, None).unwrap_err().kind(), ErrorKind::Autograd);
+    Ok(())
+}

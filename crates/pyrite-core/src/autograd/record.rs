@@ -265,13 +265,3 @@ pub(crate) fn delayed_error(t: Tensor, msg: &'static str) -> Result<Tensor> {
     }
     record1("DelayedError", &[&t], t.detach(), &[], move |_, _| Err(crate::err!(Autograd, "{msg}")))
 }
-
-/// For in-place ops whose autograd is not written yet: refuses to run when it would have to
-/// be recorded, instead of computing wrong gradients.
-pub(crate) fn inplace_unsupported(t: &Tensor, others: &[&Tensor], name: &str) -> Result<()> {
-    check_leaf(t)?;
-    if needs_grad(&[t]) || needs_grad(others) {
-        crate::bail!(NotImplemented, "{name}: autograd through this in-place op is not implemented yet; use it under no_grad or on tensors that do not require grad");
-    }
-    Ok(())
-}

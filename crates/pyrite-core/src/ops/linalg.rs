@@ -1061,7 +1061,7 @@ impl Tensor {
         check_same_dtype_mm(mat1, mat2)?;
         check_input(self, &[mat1.dims()[0], mat2.dims()[1]], mat1.dtype(), "mat2", "addmm")?;
         if crate::autograd::record::needs_grad(&[self, mat1, mat2]) {
-            return scaled_sum(self, &mat1.mm(mat2)?, beta, alpha);
+            return scaled_product_ad("AddmmBackward0", self, mat1, mat2, beta, alpha, "addmm_impl_cpu_");
         }
         addbmm_core(mat1, mat2, Some(self), beta, alpha, None, "addmm_impl_cpu_")
     }
@@ -1093,8 +1093,14 @@ impl Tensor {
         beta: impl Into<Scalar>,
         alpha: impl Into<Scalar>,
     ) -> Result<Tensor> {
-        crate::autograd::record::inplace_unsupported(self, &[mat1, mat2], "addmm_")?;
-        self.addmm_out(mat1, mat2, beta, alpha, self)
+        let (beta, alpha) = (beta.into(), alpha.into());
+        crate::autograd::record::inplace_ad(
+            self,
+            &[mat1, mat2],
+            |s| s.addmm(mat1, mat2, beta, alpha),
+            || self.addmm_out(mat1, mat2, beta, alpha, self).map(drop),
+        )?;
+        Ok(self.clone())
     }
 
     /// `torch.baddbmm(input, batch1, batch2, beta=beta, alpha=alpha)`: `beta * input + alpha
@@ -1120,7 +1126,7 @@ impl Tensor {
         let shape = [batch1.dims()[0], batch1.dims()[1], batch2.dims()[2]];
         check_input(self, &shape, batch1.dtype(), "batch2", "baddbmm")?;
         if crate::autograd::record::needs_grad(&[self, batch1, batch2]) {
-            return scaled_sum(self, &batch1.bmm(batch2)?, beta, alpha);
+            return scaled_product_ad("BaddbmmBackward0", self, batch1, batch2, beta, alpha, "baddbmm");
         }
         addbmm_core(batch1, batch2, Some(self), beta, alpha, None, "baddbmm")
     }
@@ -1267,13 +1273,47 @@ fn is_transposed(t: &Tensor) -> bool {
     r >= 2 && t.stride()[r - 2] == 1 && t.stride()[r - 1] >= t.dims()[r - 2].max(1) && t.dims()[r - 1] > 1
 }
 
-/// `beta * input + alpha * product` from recorded ops (how addmm and baddbmm are
-/// differentiated); `beta == 0` ignores `input`, as PyTorch does.
-fn scaled_sum(input: &Tensor, product: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
-    let p = if alpha == Scalar::Int(1) { product.clone() } else { product.mul_scalar(alpha)? };
-    if beta == Scalar::Int(0) || beta == Scalar::Float(0.0) {
-        return Ok(p);
-    }
-    let i = if beta == Scalar::Int(1) { input.clone() } else { input.mul_scalar(beta)? };
-    i.add(&p)
+/// `beta * input + alpha * (a @ b)` recorded as one node (`AddmmBackward0` /
+/// `BaddbmmBackward0`), computed by the same kernel as without autograd: the input's gradient
+/// is `beta * g` summed back to its (broadcast) shape, `a`'s is `alpha * g @ b^T`, `b`'s is
+/// `alpha * a^T @ g`; all of them recorded ops, so double backward works.
+fn scaled_product_ad(
+    name: &'static str,
+    input: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    beta: Scalar,
+    alpha: Scalar,
+    core: &str,
+) -> Result<Tensor> {
+    let y = {
+        let _g = crate::autograd::no_grad();
+        addbmm_core(a, b, Some(input), beta, alpha, None, core)?
+    };
+    let ishape = input.shape().clone();
+    crate::autograd::record::record1(
+        name,
+        &[input, a, b],
+        y,
+        &[crate::autograd::record::Save::Input(a), crate::autograd::record::Save::Input(b)],
+        move |ctx, g| {
+            let g = &g[0];
+            let gi = if ctx.needs_input_grad(0) {
+                Some(g.mul_scalar(beta)?.sum_to_size(ishape.clone())?)
+            } else {
+                None
+            };
+            let ga = if ctx.needs_input_grad(1) {
+                Some(g.matmul(&ctx.saved(1)?.transpose(-2, -1)?)?.mul_scalar(alpha)?)
+            } else {
+                None
+            };
+            let gb = if ctx.needs_input_grad(2) {
+                Some(ctx.saved(0)?.transpose(-2, -1)?.matmul(g)?.mul_scalar(alpha)?)
+            } else {
+                None
+            };
+            Ok(vec![gi, ga, gb])
+        },
+    )
 }
