@@ -376,6 +376,96 @@ fn norm(rows: usize, cols: usize, x: Mat) -> (usize, usize) {
     (rs, cs)
 }
 
+/// One strided product `dst = beta * dst + alpha * lhs @ rhs` (`m x k` times `k x n`), each
+/// operand a pointer to its first element and its (row, column) strides.
+struct Product<T> {
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: SendPtr<T>,
+    d: (usize, usize),
+    lhs: SendPtr<T>,
+    l: (usize, usize),
+    rhs: SendPtr<T>,
+    r: (usize, usize),
+    alpha: T,
+    beta: Option<T>,
+}
+
+impl<T: Copy> Clone for Product<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: Copy> Copy for Product<T> {}
+
+impl<T: MatElem> Product<T> {
+    /// Runs the product on the calling thread.
+    ///
+    /// # Safety
+    /// The pointers and strides must address valid elements for every index in range, and
+    /// `dst` must not overlap the operands.
+    unsafe fn run(self) {
+        let p = self;
+        T::kernel(p.m, p.n, p.k, p.dst.0, p.d, p.lhs.0, p.l, p.rhs.0, p.r, p.alpha, p.beta)
+    }
+
+    /// The same product transposed: `C^T = B^T A^T`.
+    fn transposed(self) -> Self {
+        let t = |x: (usize, usize)| (x.1, x.0);
+        Product {
+            m: self.n,
+            n: self.m,
+            d: t(self.d),
+            lhs: self.rhs,
+            l: t(self.r),
+            rhs: self.lhs,
+            r: t(self.l),
+            ..self
+        }
+    }
+
+    /// Columns `j..j + w` of the output.
+    ///
+    /// # Safety
+    /// `j + w <= n`.
+    unsafe fn columns(self, j: usize, w: usize) -> Self {
+        Product {
+            n: w,
+            dst: SendPtr(self.dst.0.add(j * self.d.1)),
+            rhs: SendPtr(self.rhs.0.add(j * self.r.1)),
+            ..self
+        }
+    }
+
+    /// Rows `i..i + h` of the output.
+    ///
+    /// # Safety
+    /// `i + h <= m`.
+    unsafe fn rows(self, i: usize, h: usize) -> Self {
+        Product {
+            m: h,
+            dst: SendPtr(self.dst.0.add(i * self.d.0)),
+            lhs: SendPtr(self.lhs.0.add(i * self.l.0)),
+            ..self
+        }
+    }
+
+    /// The part of the sum over depth `q..q + kd`, accumulated into `dst` unless `q == 0`.
+    ///
+    /// # Safety
+    /// `q + kd <= k`.
+    unsafe fn depth(self, q: usize, kd: usize) -> Self {
+        Product {
+            k: kd,
+            lhs: SendPtr(self.lhs.0.add(q * self.l.1)),
+            rhs: SendPtr(self.rhs.0.add(q * self.r.0)),
+            beta: if q == 0 { self.beta } else { Some(T::from_i64(1)) },
+            ..self
+        }
+    }
+}
+
 /// One product, threaded when large.
 #[allow(clippy::too_many_arguments)]
 fn run_one<T: MatElem>(
@@ -392,11 +482,22 @@ fn run_one<T: MatElem>(
     beta: Option<T>,
     threads: usize,
 ) {
-    let (d2, a2, b2) = (norm(m, n, d), norm(m, k, a), norm(k, n, b));
     // SAFETY (all pointer offsets below): layouts were validated against their storages;
     // `dst` never overlaps an input (callers copy inputs that share the output's storage).
-    let (po, pa, pb) = unsafe {
-        (SendPtr(po.add(d.off)), SendPtr(pa.add(a.off) as *mut T), SendPtr(pb.add(b.off) as *mut T))
+    let p = unsafe {
+        Product {
+            m,
+            n,
+            k,
+            dst: SendPtr(po.add(d.off)),
+            d: norm(m, n, d),
+            lhs: SendPtr(pa.add(a.off) as *mut T),
+            l: norm(m, k, a),
+            rhs: SendPtr(pb.add(b.off) as *mut T),
+            r: norm(k, n, b),
+            alpha,
+            beta,
+        }
     };
     // Shallow products (k < 256, e.g. a weight gradient over a batch of 128) gain nothing from
     // panels: every panel would re-pack the whole of `a` for little work (measured: 1024x128 @
@@ -404,59 +505,44 @@ fn run_one<T: MatElem>(
     if T::PANELS && k >= 256 && m * n * k >= PANEL_WORK {
         // Split along the output's unit-stride dim: C's columns when row-major, else its rows
         // (the same split on the transposed product C^T = B^T A^T).
-        if d2.1 <= d2.0 {
+        if p.d.1 <= p.d.0 {
             if m >= 64 && n >= 256 {
-                return panels(m, n, k, po, d2, pa, a2, pb, b2, alpha, beta, threads);
+                return panels(p, threads);
             }
         } else if n >= 64 && m >= 256 {
-            let t = |x: (usize, usize)| (x.1, x.0);
-            return panels(n, m, k, po, t(d2), pb, t(b2), pa, t(a2), alpha, beta, threads);
+            return panels(p.transposed(), threads);
         }
     }
-    let threads = if m * n * k >= PAR_WORK { threads } else { 1 };
-    split(m, n, k, po, d2, pa, a2, pb, b2, alpha, beta, threads);
+    split(p, if m * n * k >= PAR_WORK { threads } else { 1 });
 }
 
 /// One product on up to `threads` threads: the output is cut into blocks of whole columns
 /// (or whole rows), one kernel call per block. Columns are cut when the output is row-major
 /// (each thread then packs only its part of `b`), rows when it is column-major, unless that
 /// dim is too short to share.
-#[allow(clippy::too_many_arguments)]
-fn split<T: MatElem>(
-    m: usize,
-    n: usize,
-    k: usize,
-    po: SendPtr<T>,
-    d: (usize, usize),
-    pa: SendPtr<T>,
-    a: (usize, usize),
-    pb: SendPtr<T>,
-    b: (usize, usize),
-    alpha: T,
-    beta: Option<T>,
-    threads: usize,
-) {
+fn split<T: MatElem>(p: Product<T>, threads: usize) {
     const MIN_BLOCK: usize = 32;
-    let cols = if d.1 <= d.0 { n >= MIN_BLOCK * threads || n >= m } else { m < MIN_BLOCK * threads && n > m };
+    let (m, n) = (p.m, p.n);
+    let cols =
+        if p.d.1 <= p.d.0 { n >= MIN_BLOCK * threads || n >= m } else { m < MIN_BLOCK * threads && n > m };
     let len = if cols { n } else { m };
     let tasks = threads.min(len / MIN_BLOCK).max(1);
-    // SAFETY (both arms): sub-blocks of the validated operands; blocks write disjoint parts of
+    // SAFETY (both arms): sub-blocks of a validated product; blocks write disjoint parts of
     // the output.
     if tasks == 1 {
-        unsafe { T::kernel(m, n, k, po.0, d, pa.0, a, pb.0, b, alpha, beta) };
+        unsafe { p.run() };
         return;
     }
     // Blocks in multiples of 16 (the kernels' register tile) where possible.
     let chunk = len.div_ceil(tasks).next_multiple_of(16).min(len);
     crate::threads::run_tasks(len.div_ceil(chunk), |t| {
-        let (po, pa, pb) = (po, pa, pb);
         let s = t * chunk;
         let w = chunk.min(len - s);
         unsafe {
             if cols {
-                T::kernel(m, w, k, po.0.add(s * d.1), d, pa.0, a, pb.0.add(s * b.1), b, alpha, beta)
+                p.columns(s, w).run()
             } else {
-                T::kernel(w, n, k, po.0.add(s * d.0), d, pa.0.add(s * a.0), a, pb.0, b, alpha, beta)
+                p.rows(s, w).run()
             }
         }
     });
@@ -472,54 +558,21 @@ const PANEL_K: usize = 512;
 /// (10-20% faster for n >= 512 on the AVX-512 benchmark machine), and the panels are the
 /// unit of multi-threading, so threads only meet once per depth step. Every output element
 /// is computed in the same order whatever the thread count.
-#[allow(clippy::too_many_arguments)]
-fn panels<T: MatElem>(
-    m: usize,
-    n: usize,
-    k: usize,
-    po: SendPtr<T>,
-    d: (usize, usize),
-    pa: SendPtr<T>,
-    a: (usize, usize),
-    pb: SendPtr<T>,
-    b: (usize, usize),
-    alpha: T,
-    beta: Option<T>,
-    threads: usize,
-) {
-    let width = if n < 512 { 128 } else { 256 };
-    let np = n.div_ceil(width);
-    let one = T::from_i64(1);
-    let step = |q: usize, p: usize| {
-        let (po, pa, pb) = (po, pa, pb);
-        let j = p * width;
-        let w = width.min(n - j);
-        let kd = PANEL_K.min(k - q);
-        let be = if q == 0 { beta } else { Some(one) };
-        // SAFETY: sub-blocks of the validated operands; panels write disjoint columns.
-        unsafe {
-            T::kernel(
-                m,
-                w,
-                kd,
-                po.0.add(j * d.1),
-                d,
-                pa.0.add(q * a.1),
-                a,
-                pb.0.add(q * b.0 + j * b.1),
-                b,
-                alpha,
-                be,
-            )
-        };
+fn panels<T: MatElem>(p: Product<T>, threads: usize) {
+    let width = if p.n < 512 { 128 } else { 256 };
+    let np = p.n.div_ceil(width);
+    // SAFETY: sub-blocks of a validated product; panels write disjoint columns.
+    let step = |q: usize, i: usize| unsafe {
+        let j = i * width;
+        p.columns(j, width.min(p.n - j)).depth(q, PANEL_K.min(p.k - q)).run()
     };
     // Depth steps outermost (a step's slice of `a` is reused by every panel while it is in
     // cache), panels within a step in parallel.
-    for q in (0..k).step_by(PANEL_K) {
+    for q in (0..p.k).step_by(PANEL_K) {
         if threads > 1 {
-            crate::threads::run_tasks(np, |p| step(q, p));
+            crate::threads::run_tasks(np, |i| step(q, i));
         } else {
-            (0..np).for_each(|p| step(q, p));
+            (0..np).for_each(|i| step(q, i));
         }
     }
 }
@@ -563,8 +616,9 @@ fn run_batch<T: MatElem>(
         let (po, pa, pb) = (po, pa, pb);
         let (od, oa, ob) = offsets(i);
         // SAFETY: as in `run_one`; distinct batch entries write disjoint output matrices.
-        let (po, pa, pb) = unsafe { (SendPtr(po.0.add(od)), SendPtr(pa.0.add(oa)), SendPtr(pb.0.add(ob))) };
-        split(m, n, k, po, d2, pa, a2, pb, b2, alpha, beta, t);
+        let (dst, lhs, rhs) =
+            unsafe { (SendPtr(po.0.add(od)), SendPtr(pa.0.add(oa)), SendPtr(pb.0.add(ob))) };
+        split(Product { m, n, k, dst, d: d2, lhs, l: a2, rhs, r: b2, alpha, beta }, t);
     };
     if threads > 1 && per >= PAR_WORK {
         (0..nb).for_each(|i| one(i, threads));
