@@ -692,3 +692,37 @@ fn random_fills_in_place_pass_a_zero_gradient() -> Result<()> {
     assert_eq!(a.normal_(0.0, 1.0, None).unwrap_err().kind(), ErrorKind::Autograd);
     Ok(())
 }
+
+/// PyTorch forbids an in-place op, with grad mode on, on a view made under `no_grad` whenever
+/// the op would be recorded: the view's base required grad, or the other operand does.
+#[test]
+fn a_view_made_under_no_grad_refuses_a_recorded_in_place_op() -> Result<()> {
+    let a = Tensor::randn([3], DType::F32)?.requires_grad_(true)?;
+    let ones = Tensor::ones([2], DType::F32)?;
+    let ones_rg = Tensor::ones([2], DType::F32)?.requires_grad_(true)?;
+    let plain = Tensor::randn([3], DType::F32)?;
+    for (base, other, refused) in [
+        (a.clone(), &ones, true),
+        (a.clone(), &ones_rg, true),
+        (a.mul_scalar(2.0)?, &ones, true),
+        (plain.clone(), &ones, false),
+        (plain.clone(), &ones_rg, true),
+    ] {
+        let v = {
+            let _g = autograd::no_grad();
+            base.narrow(0, 0, 2)?
+        };
+        let r = v.mul_(other);
+        assert_eq!(r.is_err(), refused, "base requires grad: {}", base.requires_grad());
+        if let Err(e) = r {
+            assert_eq!(e.kind(), ErrorKind::Autograd);
+            assert!(e
+                .to_string()
+                .contains("A view was created in no_grad mode and is being modified inplace"));
+        }
+        // Inside no_grad the same op is fine.
+        let _g = autograd::no_grad();
+        v.mul_(other)?;
+    }
+    Ok(())
+}

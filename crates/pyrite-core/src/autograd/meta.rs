@@ -35,6 +35,10 @@ pub(crate) struct AutogradMeta {
 const ACTIVE: u8 = 1;
 /// `AutogradSlot::flags`: the tensor is a view that remembers its base.
 const VIEW: u8 = 2;
+/// `AutogradSlot::flags`: a view made while grad mode was off (set once, when it is made).
+const NO_GRAD_VIEW: u8 = 4;
+/// `AutogradSlot::flags`: such a view, of a tensor that required grad.
+const NO_GRAD_VIEW_OF_GRAD: u8 = 8;
 
 /// The slot in every tensor. `flags` is a lock-free hint that the tensor requires grad (or is
 /// a view), so that ops on plain tensors pay one atomic load, not a lock.
@@ -58,7 +62,8 @@ impl AutogradSlot {
         let r = f(m);
         let active = if m.requires_grad || m.grad_fn.is_some() { ACTIVE } else { 0 };
         let view = if m.view_base.is_some() { VIEW } else { 0 };
-        self.flags.store(active | view, Ordering::Release);
+        let keep = self.flags.load(Ordering::Relaxed) & (NO_GRAD_VIEW | NO_GRAD_VIEW_OF_GRAD);
+        self.flags.store(active | view | keep, Ordering::Release);
         r
     }
 
@@ -427,11 +432,36 @@ impl Tensor {
     /// only then can an in-place op on the view need to rewrite the base's history).
     pub(crate) fn mark_view(&self, out: &Tensor) {
         if !super::is_grad_enabled() {
+            // Remembered (one atomic store on the fresh view) for PyTorch's refusal of an
+            // in-place op on it once grad mode is back on.
+            let own = self.0.autograd.flags.load(Ordering::Acquire);
+            let of_grad = if self.requires_grad() || own & NO_GRAD_VIEW_OF_GRAD != 0 {
+                NO_GRAD_VIEW_OF_GRAD
+            } else {
+                0
+            };
+            out.0.autograd.flags.fetch_or(NO_GRAD_VIEW | of_grad, Ordering::AcqRel);
             return;
         }
         let base = self.view_base().unwrap_or_else(|| self.clone());
         out.0.autograd.view_version.store(out.version(), Ordering::Release);
         out.0.autograd.with(|m| m.view_base = Some(base));
+    }
+
+    /// PyTorch's refusal of an in-place op, with grad mode on, on a view made under `no_grad`
+    /// when the op would be recorded (the view's base required grad, or `others_need_grad`).
+    pub(crate) fn check_no_grad_view(&self, others_need_grad: bool) -> Result<()> {
+        let f = self.0.autograd.flags.load(Ordering::Acquire);
+        if f & NO_GRAD_VIEW != 0
+            && super::is_grad_enabled()
+            && (f & NO_GRAD_VIEW_OF_GRAD != 0 || others_need_grad)
+        {
+            crate::bail!(
+                Autograd,
+                "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked)."
+            );
+        }
+        Ok(())
     }
 
     /// Records that this view's history is up to date with its storage's current version.

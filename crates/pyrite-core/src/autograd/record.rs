@@ -125,6 +125,7 @@ pub(crate) fn inplace_ad(
     kernel: impl FnOnce() -> Result<()>,
 ) -> Result<()> {
     t.check_inplace_allowed()?;
+    t.check_no_grad_view(others.iter().any(|o| o.requires_grad()))?;
     let recording =
         super::is_grad_enabled() && (t.requires_grad() || others.iter().any(|o| o.requires_grad()));
     if !recording {
