@@ -295,3 +295,28 @@ fn einsum_views_and_dtypes() {
     let want = v.matmul(&m).unwrap().matmul(&m).unwrap().matmul(&m).unwrap().dot(&v).unwrap();
     assert_eq!(r.item::<f64>().unwrap(), want.item::<f64>().unwrap());
 }
+
+/// `x @ w.t()` (both operands running along the depth, a linear layer's forward pass) is
+/// computed through a column-major buffer; the row-major result, `addmm` into an existing
+/// output (beta != 0) and every thread count must agree with the plain product.
+#[test]
+fn linear_layout_products_match_the_naive_product() {
+    let (m, k, n) = (130, 300, 270);
+    let x = rand(&[m, k], 21);
+    let w = rand(&[n, k], 22);
+    let w_rows = w.t().unwrap().contiguous().unwrap().to_vec::<f32>().unwrap();
+    let want = naive(&x.to_vec::<f32>().unwrap(), &w_rows, m, k, n);
+    let bias = rand(&[m, n], 23);
+    let before = pyrite_core::get_num_threads();
+    for threads in [1, 2, 3] {
+        pyrite_core::set_num_threads(threads);
+        assert_close(&x.matmul(&w.t().unwrap()).unwrap().to_vec::<f32>().unwrap(), &want, 1e-4);
+        // out = 0.5 * out + 2 * x @ w.t(), into a row-major existing tensor.
+        let out = bias.deep_clone().unwrap();
+        bias.addmm_out(&x, &w.t().unwrap(), 0.5, 2.0, &out).unwrap();
+        let b = bias.to_vec::<f32>().unwrap();
+        let want2: Vec<f64> = want.iter().zip(&b).map(|(p, &o)| 0.5 * o as f64 + 2.0 * p).collect();
+        assert_close(&out.to_vec::<f32>().unwrap(), &want2, 1e-4);
+    }
+    pyrite_core::set_num_threads(before);
+}

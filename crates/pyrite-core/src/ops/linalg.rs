@@ -54,6 +54,8 @@ struct Mat {
 trait MatElem: Element {
     /// Whether large products are split into column panels (see [`panels`]).
     const PANELS: bool;
+    /// `beta * o + v`, with the kernel's arithmetic.
+    fn scale_add(beta: Self, o: Self, v: Self) -> Self;
     /// `dst = beta * dst + alpha * lhs @ rhs` for one `m x n` product over `k`, on the calling
     /// thread; `beta == None` means `dst` is write-only (never read, so NaNs in it do not
     /// propagate). The drivers below split large products across threads.
@@ -81,6 +83,9 @@ macro_rules! gemm_elem {
     ($t:ty) => {
         impl MatElem for $t {
             const PANELS: bool = true;
+            fn scale_add(beta: $t, o: $t, v: $t) -> $t {
+                beta * o + v
+            }
             unsafe fn kernel(
                 m: usize,
                 n: usize,
@@ -145,6 +150,9 @@ macro_rules! int_elem {
         }
         impl MatElem for $t {
             const PANELS: bool = false;
+            fn scale_add(beta: $t, o: $t, v: $t) -> $t {
+                beta.wmul(o).wadd(v)
+            }
             unsafe fn kernel(
                 m: usize,
                 n: usize,
@@ -502,6 +510,9 @@ fn run_one<T: MatElem>(
     // Shallow products (k < 256, e.g. a weight gradient over a batch of 128) gain nothing from
     // panels: every panel would re-pack the whole of `a` for little work (measured: 1024x128 @
     // 128x1024 in 1.8 ms whole, 2.3 ms in panels).
+    if T::PANELS && p.d.1 == 1 && p.l.1 == 1 && p.r.0 == 1 && m * n * k >= PANEL_WORK && n >= 256 {
+        return via_column_major(p, threads);
+    }
     if T::PANELS && k >= 256 && m * n * k >= PANEL_WORK {
         // Split along the output's unit-stride dim: C's columns when row-major, else its rows
         // (the same split on the transposed product C^T = B^T A^T).
@@ -514,6 +525,44 @@ fn run_one<T: MatElem>(
         }
     }
     split(p, if m * n * k >= PAR_WORK { threads } else { 1 });
+}
+
+/// A row-major product whose operands both run along the depth (`x @ w.t()`, the layout of a
+/// linear layer's forward pass), computed into a column-major buffer and then copied over:
+/// `gemm` runs this layout 25-35% faster into a column-major output (measured: 128x1024 @
+/// 1024x1024 in 2.0-2.6 ms against 3.3-3.7 ms on one thread), and the copy of `m x n`
+/// elements costs a few percent of that.
+fn via_column_major<T: MatElem>(p: Product<T>, threads: usize) {
+    let (m, n) = (p.m, p.n);
+    let mut tmp: Vec<T> = Vec::with_capacity(m * n);
+    let t = SendPtr(tmp.as_mut_ptr());
+    // `beta: None`: the buffer is written, never read, by the product.
+    split(Product { dst: t, d: (1, m), beta: None, ..p }, threads);
+    // Copy in blocks of 8 output rows: 8 consecutive buffer elements per output column.
+    let rows = |i0: usize, i1: usize| {
+        let (t, dst) = (t, p.dst);
+        for ib in (i0..i1).step_by(8) {
+            let ie = (ib + 8).min(i1);
+            for j in 0..n {
+                for i in ib..ie {
+                    // SAFETY: `tmp` holds m * n written elements; (i, j) is inside the output.
+                    unsafe {
+                        let v = *t.0.add(j * m + i);
+                        let o = dst.0.add(i * p.d.0 + j);
+                        *o = match p.beta {
+                            None => v,
+                            Some(b) => T::scale_add(b, *o, v),
+                        };
+                    }
+                }
+            }
+        }
+    };
+    if threads > 1 {
+        crate::threads::parallel_for(m, 8, rows);
+    } else {
+        rows(0, m);
+    }
 }
 
 /// One product on up to `threads` threads: the output is cut into blocks of whole columns
