@@ -21,6 +21,27 @@ pub(crate) fn worth_streaming(bytes: usize) -> bool {
     cfg!(target_arch = "x86_64") && bytes >= STREAM_MIN_BYTES
 }
 
+/// Writes `value(i)` to `dst[i]` for `i < len` (contiguous), with streaming stores when
+/// `stream`, else with plain ones: the one loop every elementwise kernel's contiguous run
+/// goes through.
+///
+/// # Safety
+/// `dst` must be valid for `len` writes and aligned for `R`.
+#[inline(always)]
+pub(crate) unsafe fn write_run<R: Copy>(dst: *mut R, len: usize, stream: bool, value: impl Fn(usize) -> R) {
+    if stream {
+        stream_out(dst, len, |s, c, into| {
+            for j in 0..c {
+                *into.add(j) = value(s + j);
+            }
+        });
+    } else {
+        for i in 0..len {
+            *dst.add(i) = value(i);
+        }
+    }
+}
+
 /// Bytes computed per staging step (a multiple of the 64-byte cache line).
 const STAGE_BYTES: usize = 4096;
 

@@ -24,7 +24,7 @@ pub mod unary;
 use crate::layout::Layout;
 use crate::shape::Shape;
 use crate::storage::{Storage, StorageCell};
-use crate::stream::{stream_out, worth_streaming};
+use crate::stream::{worth_streaming, write_run};
 use crate::strided::Strided;
 use crate::{alloc::CpuBuffer, bail, Element, Result, Tensor};
 use std::sync::{RwLockReadGuard, RwLockWriteGuard};
@@ -195,16 +195,8 @@ pub(crate) fn map1<A: Element, R: Element>(
                 unsafe {
                     let o = po.0.add(oo);
                     let a = pa.0.add(oa) as *const A;
-                    if stream && so == 1 && sa == 1 {
-                        stream_out(o, len, |s, c, into| {
-                            for j in 0..c {
-                                *into.add(j) = f(*a.add(s + j));
-                            }
-                        });
-                    } else if so == 1 && sa == 1 {
-                        for i in 0..len {
-                            *o.add(i) = f(*a.add(i));
-                        }
+                    if so == 1 && sa == 1 {
+                        write_run(o, len, stream, |i| f(*a.add(i)));
                     } else if so == 1 && sa == 0 {
                         let v = f(*a);
                         for i in 0..len {
@@ -272,28 +264,11 @@ pub(crate) fn map2<A: Element, B: Element, R: Element>(
                     let o = po.0.add(oo);
                     let a = pa.0.add(oa) as *const A;
                     let b = pb.0.add(ob) as *const B;
-                    if stream && so == 1 && sa == 1 && sb == 1 {
-                        stream_out(o, len, |s, c, into| {
-                            for j in 0..c {
-                                *into.add(j) = f(*a.add(s + j), *b.add(s + j));
-                            }
-                        });
-                    } else if stream && so == 1 && sa == 1 && sb == 0 {
-                        let bv = *b;
-                        stream_out(o, len, |s, c, into| {
-                            for j in 0..c {
-                                *into.add(j) = f(*a.add(s + j), bv);
-                            }
-                        });
-                    } else if so == 1 && sa == 1 && sb == 1 {
-                        for i in 0..len {
-                            *o.add(i) = f(*a.add(i), *b.add(i));
-                        }
+                    if so == 1 && sa == 1 && sb == 1 {
+                        write_run(o, len, stream, |i| f(*a.add(i), *b.add(i)));
                     } else if so == 1 && sa == 1 && sb == 0 {
                         let bv = *b;
-                        for i in 0..len {
-                            *o.add(i) = f(*a.add(i), bv);
-                        }
+                        write_run(o, len, stream, |i| f(*a.add(i), bv));
                     } else if so == 1 && sa == 0 && sb == 1 {
                         let av = *a;
                         for i in 0..len {
@@ -384,17 +359,8 @@ fn map1_contiguous<A: Element, R: Element>(a: &Tensor, f: impl Fn(A) -> R + Sync
             let (po, pa) = (po, pa);
             // SAFETY: disjoint ranges of a fresh buffer of n elements; the input has n elements.
             unsafe {
-                if stream {
-                    stream_out(po.0.add(s), e - s, |s2, c, into| {
-                        for j in 0..c {
-                            *into.add(j) = f(*pa.0.add(s + s2 + j));
-                        }
-                    });
-                } else {
-                    for i in s..e {
-                        *po.0.add(i) = f(*pa.0.add(i));
-                    }
-                }
+                let a = pa.0.add(s);
+                write_run(po.0.add(s), e - s, stream, |i| f(*a.add(i)));
             }
         });
     }
@@ -423,32 +389,13 @@ fn map2_contiguous<A: Element, B: Element, R: Element>(
             let (po, pa, pb) = (po, pa, pb);
             // SAFETY: disjoint ranges of a fresh buffer; inputs hold n (or 1 for scalar b) elements.
             unsafe {
-                if stream {
-                    let (a, o) = (pa.0.add(s), po.0.add(s));
-                    if scalar_b {
-                        let bv = *pb.0;
-                        stream_out(o, e - s, |s2, c, into| {
-                            for j in 0..c {
-                                *into.add(j) = f(*a.add(s2 + j), bv);
-                            }
-                        });
-                    } else {
-                        let b = pb.0.add(s);
-                        stream_out(o, e - s, |s2, c, into| {
-                            for j in 0..c {
-                                *into.add(j) = f(*a.add(s2 + j), *b.add(s2 + j));
-                            }
-                        });
-                    }
-                } else if scalar_b {
+                let (a, o) = (pa.0.add(s), po.0.add(s));
+                if scalar_b {
                     let bv = *pb.0;
-                    for i in s..e {
-                        *po.0.add(i) = f(*pa.0.add(i), bv);
-                    }
+                    write_run(o, e - s, stream, |i| f(*a.add(i), bv));
                 } else {
-                    for i in s..e {
-                        *po.0.add(i) = f(*pa.0.add(i), *pb.0.add(i));
-                    }
+                    let b = pb.0.add(s);
+                    write_run(o, e - s, stream, |i| f(*a.add(i), *b.add(i)));
                 }
             }
         });
