@@ -78,28 +78,39 @@ fn pool() -> Arc<Pool> {
 /// Runs `f(start, end)` over `0..n` split into one chunk per thread when `n` is at least
 /// `grain` elements per thread; inline otherwise.
 pub(crate) fn parallel_for(n: usize, grain: usize, f: impl Fn(usize, usize) + Sync) {
-    let threads = if n >= 2 * grain.max(1) { get_num_threads().min(n / grain.max(1)).max(1) } else { 1 };
-    if threads <= 1 {
+    let grain = grain.max(1);
+    if n < 2 * grain {
         f(0, n);
         return;
     }
+    let pool = pool();
+    let threads = pool.threads.min(n / grain).max(1);
     let chunk = n.div_ceil(threads);
-    run_tasks(n.div_ceil(chunk), |t| f(t * chunk, ((t + 1) * chunk).min(n)));
+    run_tasks_on(&pool, n.div_ceil(chunk), |t| f(t * chunk, ((t + 1) * chunk).min(n)));
 }
 
 /// Runs `f(0)`, ..., `f(tasks - 1)`, each once, on the calling thread and the pool's workers.
 /// Returns when all have finished. A panic in a task is re-raised here.
 pub(crate) fn run_tasks(tasks: usize, f: impl Fn(usize) + Sync) {
-    if tasks == 0 {
-        return;
+    if tasks > 0 {
+        run_tasks_on(&pool(), tasks, f);
     }
-    let pool = pool();
+}
+
+fn run_tasks_on(pool: &Pool, tasks: usize, f: impl Fn(usize) + Sync) {
     if tasks == 1 || pool.workers == 0 || IN_JOB.with(Cell::get) || pool.busy.swap(true, Acquire) {
         (0..tasks).for_each(f);
         return;
     }
+    // Frees the pool when the job ends, also when a task's panic is re-raised.
+    struct Release<'a>(&'a AtomicBool);
+    impl Drop for Release<'_> {
+        fn drop(&mut self) {
+            self.0.store(false, std::sync::atomic::Ordering::Release);
+        }
+    }
+    let _free = Release(&pool.busy);
     pool.run(tasks, &f);
-    pool.busy.store(false, Release);
 }
 
 /// A job as the workers see it: a type-erased pointer to the caller's closure.
