@@ -23,6 +23,46 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Alignment of every buffer: a cache line, and enough for AVX-512 loads.
 pub const ALIGN: usize = 64;
+/// Buffers of at least this size are aligned to it and, on Linux, backed by transparent huge
+/// pages where the system allows them (`madvise`; see [`huge_pages`]).
+pub const HUGE_PAGE: usize = 2 << 20;
+
+/// Whether buffers of [`HUGE_PAGE`] bytes or more ask for transparent huge pages: on Linux,
+/// unless `PYRITE_THP=0`. One 2 MiB page replaces 512 small ones: a fresh buffer takes 512
+/// times fewer page faults, and strided walks over big matrices (a matrix product reads
+/// rows a page or more apart) miss the TLB far less. PyTorch offers the same behind
+/// `THP_MEM_ALLOC_ENABLE=1`.
+pub fn huge_pages() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        cfg!(target_os = "linux") && std::env::var("PYRITE_THP").map_or(true, |v| v.trim() != "0")
+    })
+}
+
+/// The allocation layout of a buffer of capacity `cap` (the same for its allocation and its
+/// release, since [`huge_pages`] never changes within a process).
+fn layout_of(cap: usize) -> Option<AllocLayout> {
+    let align = if cap >= HUGE_PAGE && huge_pages() { HUGE_PAGE } else { ALIGN };
+    AllocLayout::from_size_align(cap, align).ok()
+}
+
+/// Allocates `layout`: huge buffers uninitialised and advised to use huge pages before their
+/// first touch, the others zeroed (calloc maps fresh pages lazily, so zeroing is free).
+///
+/// # Safety
+/// `layout` has a non-zero size.
+unsafe fn allocate(layout: AllocLayout) -> *mut u8 {
+    if layout.align() < HUGE_PAGE {
+        return alloc(layout);
+    }
+    let p = std::alloc::alloc(layout);
+    #[cfg(target_os = "linux")]
+    if !p.is_null() {
+        // Advice only: where the system refuses huge pages the buffer simply keeps small ones.
+        libc::madvise(p as *mut libc::c_void, layout.size(), libc::MADV_HUGEPAGE);
+    }
+    p
+}
 const SMALL_LIMIT: usize = 4096;
 const N_CLASSES: usize = 64 + 8 * 52 + 1;
 
@@ -182,14 +222,14 @@ impl CpuBuffer {
                 });
             }
         }
-        let layout = AllocLayout::from_size_align(cap, ALIGN)
-            .map_err(|_| crate::err!(OutOfMemory, "CPU out of memory: cannot allocate {bytes} bytes"))?;
+        let layout = layout_of(cap)
+            .ok_or_else(|| crate::err!(OutOfMemory, "CPU out of memory: cannot allocate {bytes} bytes"))?;
         // SAFETY: cap > 0.
-        let mut ptr = unsafe { alloc(layout) };
+        let mut ptr = unsafe { allocate(layout) };
         if ptr.is_null() {
             // Free the cache and try once more, as PyTorch's allocator does.
             empty_cache();
-            ptr = unsafe { alloc(layout) };
+            ptr = unsafe { allocate(layout) };
         }
         let mut g = state();
         let s = g.as_mut().unwrap();
@@ -260,8 +300,8 @@ impl Drop for CpuBuffer {
             s.reserved_bytes.sub(self.cap as u64);
             s.segment.sub(1);
             drop(g);
-            // SAFETY: allocated with this layout in `new`.
-            unsafe { dealloc(self.ptr.as_ptr(), AllocLayout::from_size_align_unchecked(self.cap, ALIGN)) };
+            // SAFETY: allocated with this layout in `new` (it was valid there).
+            unsafe { dealloc(self.ptr.as_ptr(), layout_of(self.cap).unwrap_unchecked()) };
         }
     }
 }
@@ -328,8 +368,8 @@ pub fn empty_cache() {
         s.segment.sub(freed.len() as u64);
     }
     for (addr, class) in freed {
-        // SAFETY: each cached buffer was allocated with its class capacity and ALIGN.
-        unsafe { dealloc(addr as *mut u8, AllocLayout::from_size_align_unchecked(class_cap(class), ALIGN)) };
+        // SAFETY: each cached buffer was allocated with the layout of its class capacity.
+        unsafe { dealloc(addr as *mut u8, layout_of(class_cap(class)).unwrap_unchecked()) };
     }
 }
 
@@ -447,5 +487,26 @@ mod tests {
             assert!(cap >= bytes && (cap - bytes) as f64 <= 0.125 * bytes as f64 + 64.0, "{bytes} -> {cap}");
             assert_eq!(class_cap(c), cap, "class {c} of {bytes}");
         }
+    }
+
+    #[test]
+    fn huge_buffers_are_aligned_to_a_huge_page_and_usable_whole() {
+        let bytes = (3 << 20) + 12;
+        let mut b = CpuBuffer::new(bytes).unwrap();
+        if huge_pages() {
+            assert_eq!(b.as_ptr() as usize % HUGE_PAGE, 0);
+        } else {
+            assert_eq!(b.as_ptr() as usize % ALIGN, 0);
+        }
+        for (i, x) in b.as_mut_slice::<i32>().iter_mut().enumerate() {
+            *x = i as i32;
+        }
+        let s = b.as_slice::<i32>();
+        assert_eq!((s.len(), s[0], s[s.len() - 1]), (bytes / 4, 0, (bytes / 4 - 1) as i32));
+        drop(b);
+        // Released through the cache and to the OS with the layout it was allocated with.
+        empty_cache();
+        let c = CpuBuffer::new(bytes).unwrap();
+        assert!(!c.as_ptr().is_null());
     }
 }
