@@ -15,7 +15,7 @@
 //! ```
 
 use crate::{bail, Device, Result};
-use std::alloc::{alloc_zeroed as alloc, dealloc, Layout as AllocLayout};
+use std::alloc::{alloc, alloc_zeroed, dealloc, Layout as AllocLayout};
 use std::cell::UnsafeCell;
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
@@ -53,9 +53,9 @@ fn layout_of(cap: usize) -> Option<AllocLayout> {
 /// `layout` has a non-zero size.
 unsafe fn allocate(layout: AllocLayout) -> *mut u8 {
     if layout.align() < HUGE_PAGE {
-        return alloc(layout);
+        return alloc_zeroed(layout);
     }
-    let p = std::alloc::alloc(layout);
+    let p = alloc(layout);
     #[cfg(target_os = "linux")]
     if !p.is_null() {
         // Advice only: where the system refuses huge pages the buffer simply keeps small ones.

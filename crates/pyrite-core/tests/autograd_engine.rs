@@ -243,12 +243,15 @@ fn tensors_made_in_inference_mode_are_inference_tensors() -> Result<()> {
     Ok(())
 }
 
+/// Three ones made in inference mode: an inference tensor.
+fn inference_ones(dtype: DType) -> Result<Tensor> {
+    let _g = autograd::inference_mode();
+    Tensor::ones([3], dtype)
+}
+
 #[test]
 fn inference_tensors_cannot_be_saved_for_backward() -> Result<()> {
-    let x = {
-        let _g = autograd::inference_mode();
-        Tensor::ones([3], DType::F64)?
-    };
+    let x = inference_ones(DType::F64)?;
     let w = leaf(&[1., 2., 3.]);
     // mul saves its inputs: refused when the graph is recorded
     assert_autograd_error(w.mul(&x), INFERENCE_SAVE);
@@ -268,10 +271,7 @@ fn inference_tensors_cannot_be_saved_for_backward() -> Result<()> {
 
 #[test]
 fn inference_tensors_cannot_be_updated_in_place_outside_inference_mode() -> Result<()> {
-    let x = {
-        let _g = autograd::inference_mode();
-        Tensor::ones([3], DType::F32)?
-    };
+    let x = inference_ones(DType::F32)?;
     assert_autograd_error(x.add_scalar_(1.0), INFERENCE_INPLACE);
     assert_autograd_error(x.mul_(&x), INFERENCE_INPLACE);
     assert_autograd_error(x.zero_(), INFERENCE_INPLACE);
@@ -303,10 +303,7 @@ fn inference_tensors_cannot_be_updated_in_place_outside_inference_mode() -> Resu
 
 #[test]
 fn requires_grad_on_an_inference_tensor_only_inside_inference_mode() -> Result<()> {
-    let x = {
-        let _g = autograd::inference_mode();
-        Tensor::ones([3], DType::F32)?
-    };
+    let x = inference_ones(DType::F32)?;
     assert_autograd_error(
         x.requires_grad_(true),
         "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.",
