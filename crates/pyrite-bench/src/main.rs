@@ -5,8 +5,10 @@
 //! ```text
 //! cargo run --release -p pyrite-bench -- [--only matmul,elementwise] [--threads N]
 //!                                        [--repeats 7] [--min-time 0.1] [--list]
+//! cargo run --release -p pyrite-bench -- --serve   # single calls on request: see `serve`
 //! ```
 
+mod serve;
 mod timing;
 mod workloads;
 
@@ -47,8 +49,9 @@ fn main() {
             }
             "--data" => args.data = val("--data"),
             "--list" => list = true,
+            "--serve" => return serve::serve(),
             "-h" | "--help" => {
-                println!("usage: pyrite-bench [--only a,b] [--threads N] [--repeats R] [--min-time S] [--data DIR] [--list]");
+                println!("usage: pyrite-bench [--only a,b] [--threads N] [--repeats R] [--min-time S] [--data DIR] [--list] | --serve");
                 return;
             }
             other => die(&format!("unknown argument {other}")),
