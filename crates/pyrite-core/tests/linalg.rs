@@ -320,3 +320,35 @@ fn linear_layout_products_match_the_naive_product() {
     }
     pyrite_core::set_num_threads(before);
 }
+
+/// Large f32 products run on the AVX-512 register kernel where the machine has one (whole
+/// `6 x 64` tiles) and on `gemm` for the rows and columns left over; the seams must not show.
+/// Shapes with leftover rows (m % 6 != 0) and columns (n % 64 != 0, also inside a panel),
+/// several depth steps (k > 512), `addmm` with alpha and beta, and `matmul_out` into an
+/// output full of NaN (which must be overwritten, never read), on 1 to 3 threads.
+#[test]
+fn register_kernel_products_match_the_naive_product() {
+    let before = pyrite_core::get_num_threads();
+    for &(m, k, n) in &[(133, 700, 333), (64, 256, 1100), (301, 1030, 600)] {
+        let a = rand(&[m, k], 31);
+        let b = rand(&[k, n], 32);
+        let input = rand(&[m, n], 33);
+        let want = naive(&a.to_vec::<f32>().unwrap(), &b.to_vec::<f32>().unwrap(), m, k, n);
+        let inp = input.to_vec::<f32>().unwrap();
+        let want_addmm: Vec<f64> = want.iter().zip(&inp).map(|(p, &x)| 0.5 * x as f64 - 2.0 * p).collect();
+        let mut runs = Vec::new();
+        for threads in [1, 2, 3] {
+            pyrite_core::set_num_threads(threads);
+            let got = a.matmul(&b).unwrap().to_vec::<f32>().unwrap();
+            assert_close(&got, &want, 1e-4);
+            let out = Tensor::full([m, n], f32::NAN, DType::F32).unwrap();
+            a.matmul_out(&b, &out).unwrap();
+            assert_eq!(out.to_vec::<f32>().unwrap(), got, "matmul_out differs from matmul ({m}, {k}, {n})");
+            let y = input.addmm(&a, &b, 0.5, -2.0).unwrap().to_vec::<f32>().unwrap();
+            assert_close(&y, &want_addmm, 1e-4);
+            runs.push((got, y));
+        }
+        assert!(runs.iter().all(|r| *r == runs[0]), "results differ between thread counts ({m}, {k}, {n})");
+    }
+    pyrite_core::set_num_threads(before);
+}

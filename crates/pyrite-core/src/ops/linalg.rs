@@ -3,10 +3,11 @@
 //!
 //! Every product ends in one strided kernel: `f32`/`f64` go to the `gemm` crate, which takes
 //! arbitrary row and column strides (so transposed, sliced and broadcast operands are never
-//! copied); `u8`/`i32`/`i64` use a simple row kernel with wrapping arithmetic (as PyTorch's
-//! integer matmul wraps); `f16`/`bf16` are converted to `f32`, multiplied with `f32`
-//! accumulation and rounded once, as PyTorch does on the CPU. Bool products are errors, as in
-//! PyTorch.
+//! copied), except that on AVX-512 machines the whole tiles of large f32 products with unit
+//! column strides run on our own register kernel (`ops/sgemm.rs`); `u8`/`i32`/`i64` use a
+//! simple row kernel with wrapping arithmetic (as PyTorch's integer matmul wraps);
+//! `f16`/`bf16` are converted to `f32`, multiplied with `f32` accumulation and rounded once,
+//! as PyTorch does on the CPU. Bool products are errors, as in PyTorch.
 //!
 //! Batches are folded into one large product when the strides allow it (an `(b, n, k)` tensor
 //! times a matrix is one `(b*n, k) @ (k, m)` product). Large products run on the intra-op
@@ -613,7 +614,7 @@ fn panels<T: MatElem>(p: Product<T>, threads: usize) {
     // SAFETY: sub-blocks of a validated product; panels write disjoint columns.
     let step = |q: usize, i: usize| unsafe {
         let j = i * width;
-        p.columns(j, width.min(p.n - j)).depth(q, PANEL_K.min(p.k - q)).run()
+        run_step(p.columns(j, width.min(p.n - j)).depth(q, PANEL_K.min(p.k - q)))
     };
     // Depth steps outermost (a step's slice of `a` is reused by every panel while it is in
     // cache), panels within a step in parallel.
@@ -624,6 +625,43 @@ fn panels<T: MatElem>(p: Product<T>, threads: usize) {
             (0..np).for_each(|i| step(q, i));
         }
     }
+}
+
+/// One panel step. An f32 step whose three matrices have unit column strides runs on our
+/// AVX-512 register kernel (`ops/sgemm.rs`) where the machine has it: the whole `6 x 64`
+/// tiles there, the leftover rows and columns here, on `gemm`; anything else runs on `gemm`.
+///
+/// # Safety
+/// As for [`Product::run`].
+unsafe fn run_step<T: MatElem>(p: Product<T>) {
+    #[cfg(target_arch = "x86_64")]
+    if T::DTYPE == DType::F32 && p.d.1 == 1 && p.l.1 == 1 && p.r.1 == 1 && super::sgemm::available() {
+        let f = |x: T| x.to_f64() as f32; // exact: T is f32
+        let (rows, cols) = super::sgemm::bulk(
+            p.m,
+            p.n,
+            p.k,
+            p.dst.0 as *mut f32,
+            p.d.0,
+            p.lhs.0 as *const f32,
+            p.l.0,
+            p.rhs.0 as *const f32,
+            p.r.0,
+            f(p.alpha),
+            p.beta.map(f),
+        );
+        if rows == 0 {
+            return p.run();
+        }
+        if rows < p.m {
+            p.rows(rows, p.m - rows).run();
+        }
+        if cols < p.n {
+            p.rows(0, rows).columns(cols, p.n - cols).run();
+        }
+        return;
+    }
+    p.run()
 }
 
 /// A batch of products with arbitrary (possibly zero) batch strides.

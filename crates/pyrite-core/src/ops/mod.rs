@@ -17,6 +17,8 @@ pub mod join;
 pub mod linalg;
 pub mod reduce;
 pub mod scan;
+#[cfg(target_arch = "x86_64")]
+mod sgemm;
 pub mod softmax;
 pub mod sort;
 pub mod unary;
