@@ -643,8 +643,8 @@ fn register_kernel<T: MatElem>(p: &Product<T>) -> bool {
     false
 }
 
-/// One panel step: on our register kernel when [`register_kernel`] says so (the whole
-/// `6 x 64` tiles there, the leftover rows and columns here, on `gemm`), else on `gemm`.
+/// One panel step: on our register kernel when [`register_kernel`] says so (whole groups of
+/// 64 columns there, the leftover columns here, on `gemm`), else on `gemm`.
 ///
 /// # Safety
 /// As for [`Product::run`].

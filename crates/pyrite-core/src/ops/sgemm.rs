@@ -8,7 +8,8 @@
 //!   floats per depth step, 64-byte aligned), a thread-local buffer that stays in L2;
 //! - for every group of 6 rows of `A` and every micro-panel, the register kernel keeps the
 //!   `6 x 64` tile of `C` in 24 zmm registers; it reads the 6 rows of `A` in place (one
-//!   broadcast per row and depth step) and 4 vectors of the micro-panel per depth step.
+//!   broadcast per row and depth step) and 4 vectors of the micro-panel per depth step; the
+//!   last `m % 6` rows run as a zero-padded group.
 //!
 //! This is the layout `gemm` uses for a row-major product; the kernel differs in its
 //! schedule: the depth loop is unrolled four times and every broadcast addresses its row as
@@ -41,9 +42,12 @@ thread_local! {
     static PACKED: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Computes the part of `C = beta * C + alpha * A @ B` made of whole tiles: rows
-/// `0..m / 6 * 6` and columns `0..n / 64 * 64`, which it returns (`beta == None`: `C` is
-/// write-only). `lda`, `ldb`, `ldc` are row strides in elements; column strides are 1.
+/// Computes the columns `0..n / 64 * 64` of `C = beta * C + alpha * A @ B`, every row, and
+/// returns `(m, n / 64 * 64)`; with fewer than 6 rows it does nothing and returns `(0, 0)`.
+/// `beta == None`: `C` is write-only. `lda`, `ldb`, `ldc` are row strides in elements; column
+/// strides are 1. The last `m % 6` rows go through a zero-padded copy of their rows of `A`
+/// and a staged tile of `C`, so that they reuse the packed `B` (handing them to `gemm` would
+/// pack `B`'s panel again for a few rows).
 ///
 /// # Safety
 /// AVX-512F must be [`available`]; the pointers with these strides must address valid
@@ -68,7 +72,7 @@ pub(super) unsafe fn bulk(
     }
     PACKED.with(|buf| {
         let mut buf = buf.borrow_mut();
-        let len = k * cols + 16;
+        let len = k * cols + MR * k + 16;
         if buf.len() < len {
             *buf = vec![0.0; len];
         }
@@ -89,8 +93,34 @@ pub(super) unsafe fn bulk(
                 tile(k, &rows_a, bp.add(jp * k * NR), c.add(i * ldc + jp * NR), ldc, alpha, beta);
             }
         }
+        let rest = m - rows;
+        if rest > 0 {
+            // The leftover rows of `A`, zero-padded to a whole group, after the micro-panels.
+            let pad = bp.add(k * cols);
+            for r in 0..MR {
+                if r < rest {
+                    std::ptr::copy_nonoverlapping(a.add((rows + r) * lda), pad.add(r * k), k);
+                } else {
+                    std::ptr::write_bytes(pad.add(r * k), 0, k);
+                }
+            }
+            let rows_a = [0, 1, 2, 3, 4, 5].map(|r| pad.add(r * k) as *const f32);
+            let mut staged = [0.0f32; MR * NR];
+            for jp in 0..panels {
+                let o = c.add(rows * ldc + jp * NR);
+                if beta.is_some() {
+                    for r in 0..rest {
+                        std::ptr::copy_nonoverlapping(o.add(r * ldc), staged.as_mut_ptr().add(r * NR), NR);
+                    }
+                }
+                tile(k, &rows_a, bp.add(jp * k * NR), staged.as_mut_ptr(), NR, alpha, beta);
+                for r in 0..rest {
+                    std::ptr::copy_nonoverlapping(staged.as_ptr().add(r * NR), o.add(r * ldc), NR);
+                }
+            }
+        }
     });
-    (rows, cols)
+    (m, cols)
 }
 
 /// One `6 x 64` tile: `C = beta * C + alpha * A @ Bp` over `k` depth steps.
