@@ -34,9 +34,7 @@ pub const HUGE_PAGE: usize = 2 << 20;
 /// `THP_MEM_ALLOC_ENABLE=1`.
 pub fn huge_pages() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| {
-        cfg!(target_os = "linux") && std::env::var("PYRITE_THP").map_or(true, |v| v.trim() != "0")
-    })
+    *ON.get_or_init(|| cfg!(target_os = "linux") && crate::env_switch("PYRITE_THP"))
 }
 
 /// The allocation layout of a buffer of capacity `cap` (the same for its allocation and its

@@ -19,6 +19,11 @@
 #![allow(clippy::redundant_locals, clippy::neg_cmp_op_on_partial_ord, clippy::too_many_arguments)]
 #![allow(clippy::manual_checked_ops, clippy::redundant_closure, clippy::needless_borrow)]
 
+/// A feature switch read from the environment: on unless the variable is `0`.
+pub(crate) fn env_switch(name: &str) -> bool {
+    std::env::var(name).map_or(true, |v| v.trim() != "0")
+}
+
 pub mod alloc;
 pub mod autograd;
 mod create;

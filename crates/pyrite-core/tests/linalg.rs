@@ -321,9 +321,9 @@ fn linear_layout_products_match_the_naive_product() {
     pyrite_core::set_num_threads(before);
 }
 
-/// Large f32 products run on the AVX-512 register kernel where the machine has one (whole
-/// `6 x 64` tiles) and on `gemm` for the rows and columns left over; the seams must not show.
-/// Shapes with leftover rows (m % 6 != 0) and columns (n % 64 != 0, also inside a panel),
+/// Large f32 products run on the AVX-512 register kernel where the machine has one (the last
+/// m % 6 rows as a zero-padded group) and on `gemm` for the columns left over (fewer than 64);
+/// the seams must not show. Shapes with leftover rows and columns (also inside a panel),
 /// several depth steps (k > 512), `addmm` with alpha and beta, and `matmul_out` into an
 /// output full of NaN (which must be overwritten, never read), on 1 to 3 threads.
 #[test]

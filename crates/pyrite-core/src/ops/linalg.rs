@@ -604,10 +604,10 @@ const PANEL_WORK: usize = 128 * 128 * 128;
 const PANEL_K: usize = 512;
 
 /// A large product as column panels of the output (128 or 256 wide, chosen from `n` alone),
-/// accumulated over depth steps of [`PANEL_K`] ([`KERNEL_K`] at most on our kernel): smaller working sets than one big call
-/// (10-20% faster for n >= 512 on the AVX-512 benchmark machine), and the panels are the
-/// unit of multi-threading, so threads only meet once per depth step. Every output element
-/// is computed in the same order whatever the thread count.
+/// accumulated over depth steps of [`PANEL_K`] ([`KERNEL_K`] at most on our kernel): smaller
+/// working sets than one big call (10-20% faster for n >= 512 on the AVX-512 benchmark
+/// machine), and the panels are the unit of multi-threading, so threads only meet once per
+/// depth step. Every output element is computed in the same order whatever the thread count.
 fn panels<T: MatElem>(p: Product<T>, threads: usize) {
     let width = if p.n < 512 { 128 } else { 256 };
     let np = p.n.div_ceil(width);
@@ -652,7 +652,7 @@ unsafe fn run_step<T: MatElem>(p: Product<T>) {
     #[cfg(target_arch = "x86_64")]
     if register_kernel(&p) {
         let f = |x: T| x.to_f64() as f32; // exact: T is f32
-        let (rows, cols) = super::sgemm::bulk(
+        let cols = super::sgemm::bulk(
             p.m,
             p.n,
             p.k,
@@ -665,14 +665,8 @@ unsafe fn run_step<T: MatElem>(p: Product<T>) {
             f(p.alpha),
             p.beta.map(f),
         );
-        if rows == 0 {
-            return p.run();
-        }
-        if rows < p.m {
-            p.rows(rows, p.m - rows).run();
-        }
         if cols < p.n {
-            p.rows(0, rows).columns(cols, p.n - cols).run();
+            p.columns(cols, p.n - cols).run();
         }
         return;
     }

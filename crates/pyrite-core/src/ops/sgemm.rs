@@ -1,6 +1,6 @@
-//! Our f32 register kernel for AVX-512 machines, used for the bulk of each panel step of a
-//! large product (see `panels` in `linalg.rs`); the rows and columns it leaves over, every
-//! other dtype and every other machine use the `gemm` crate.
+//! Our f32 register kernel for AVX-512 machines, used for each panel step of a large product
+//! (see `panels` in `linalg.rs`); the columns it leaves over (fewer than 64), every other
+//! dtype and every other machine use the `gemm` crate.
 //!
 //! One step computes `C = beta * C + alpha * A @ B` for a row-major `C` (`m x n`), `A` (`m x
 //! k`) and `B` (`k x n`), each with unit column stride, and `k` at most one panel depth:
@@ -31,10 +31,7 @@ const NR: usize = 16 * NV;
 /// (then `gemm` computes every product, for comparison).
 pub(super) fn available() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::env::var("PYRITE_SGEMM").map_or(true, |v| v.trim() != "0")
-    })
+    *ON.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f") && crate::env_switch("PYRITE_SGEMM"))
 }
 
 thread_local! {
@@ -43,8 +40,7 @@ thread_local! {
 }
 
 /// Computes the columns `0..n / 64 * 64` of `C = beta * C + alpha * A @ B`, every row, and
-/// returns `(m, n / 64 * 64)`; with fewer than 6 rows it does nothing and returns `(0, 0)`.
-/// `beta == None`: `C` is write-only. `lda`, `ldb`, `ldc` are row strides in elements; column
+/// returns how many columns that is (0: nothing done). `beta == None`: `C` is write-only. `lda`, `ldb`, `ldc` are row strides in elements; column
 /// strides are 1. The last `m % 6` rows go through a zero-padded copy of their rows of `A`
 /// and a staged tile of `C`, so that they reuse the packed `B` (handing them to `gemm` would
 /// pack `B`'s panel again for a few rows).
@@ -52,7 +48,6 @@ thread_local! {
 /// # Safety
 /// AVX-512F must be [`available`]; the pointers with these strides must address valid
 /// elements for every index in range, and `c` must not overlap `a` or `b`.
-#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn bulk(
     m: usize,
     n: usize,
@@ -65,10 +60,10 @@ pub(super) unsafe fn bulk(
     ldb: usize,
     alpha: f32,
     beta: Option<f32>,
-) -> (usize, usize) {
+) -> usize {
     let (rows, cols) = (m / MR * MR, n / NR * NR);
-    if rows == 0 || cols == 0 || k == 0 {
-        return (0, 0);
+    if m == 0 || cols == 0 || k == 0 {
+        return 0;
     }
     PACKED.with(|buf| {
         let mut buf = buf.borrow_mut();
@@ -120,7 +115,7 @@ pub(super) unsafe fn bulk(
             }
         }
     });
-    (m, cols)
+    cols
 }
 
 /// One `6 x 64` tile: `C = beta * C + alpha * A @ Bp` over `k` depth steps.
