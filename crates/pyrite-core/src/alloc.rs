@@ -196,9 +196,22 @@ unsafe impl Send for CpuBuffer {}
 unsafe impl Sync for CpuBuffer {}
 
 impl CpuBuffer {
+    /// A buffer for `shape` elements of `elem_size` bytes; a shape whose byte size overflows
+    /// is an error, as in PyTorch ("Storage size calculation overflowed").
+    pub fn for_shape(shape: &crate::Shape, elem_size: usize) -> Result<CpuBuffer> {
+        let bytes = shape.checked_numel().and_then(|n| n.checked_mul(elem_size));
+        match bytes {
+            Some(b) => CpuBuffer::new(b),
+            None => bail!(OutOfMemory, "Storage size calculation overflowed with sizes={shape}"),
+        }
+    }
+
     /// Allocates `bytes` bytes (uninitialised), reusing a cached buffer when one fits.
     /// Fails (recoverably) when the system is out of memory.
     pub fn new(bytes: usize) -> Result<CpuBuffer> {
+        if bytes > isize::MAX as usize {
+            bail!(OutOfMemory, "CPU out of memory: tried to allocate {}", fmt_bytes(bytes as u64));
+        }
         if bytes == 0 {
             return Ok(CpuBuffer { ptr: NonNull::<u64>::dangling().cast(), bytes: 0, cap: 0, class: 0 });
         }
@@ -309,6 +322,22 @@ fn check_cpu(device: Device, what: &str) -> Result<()> {
         Device::Cpu => Ok(()),
         Device::Cuda(i) => bail!(Device, "{what}: no CUDA backend in this build (device cuda:{i})"),
     }
+}
+
+/// A scratch vector of `n` copies of `value` whose size comes from user input (a sample count,
+/// a permutation length): an allocation that fails returns `OutOfMemory` instead of aborting
+/// the process as `vec![value; n]` would.
+pub(crate) fn try_vec<T: Clone>(n: usize, value: T, op: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    if v.try_reserve_exact(n).is_err() {
+        bail!(
+            OutOfMemory,
+            "{op}: CPU out of memory: tried to allocate {}",
+            fmt_bytes((n as u128 * std::mem::size_of::<T>() as u128).min(u64::MAX as u128) as u64)
+        );
+    }
+    v.resize(n, value);
+    Ok(v)
 }
 
 /// Bytes currently held by live tensors on `device` (`torch.cuda.memory_allocated`).

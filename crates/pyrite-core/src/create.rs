@@ -38,7 +38,7 @@ impl Tensor {
         if dtype == DType::Bool {
             return Tensor::zeros(shape, dtype);
         }
-        let buf = crate::alloc::CpuBuffer::new(shape.numel() * dtype.size_in_bytes())?;
+        let buf = crate::alloc::CpuBuffer::for_shape(&shape, dtype.size_in_bytes())?;
         Ok(Tensor::from_cpu_buffer(buf, shape, dtype))
     }
 

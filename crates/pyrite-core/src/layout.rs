@@ -58,7 +58,7 @@ impl Layout {
                 if self.strides[i] != expected {
                     return false;
                 }
-                expected *= d;
+                expected = expected.saturating_mul(d);
             }
         }
         true
@@ -209,11 +209,14 @@ impl Layout {
 
     /// The diagonal of dims `d1`, `d2` with `offset` (already wrapped, d1 != d2).
     pub fn diagonal(&self, offset: isize, d1: usize, d2: usize) -> Layout {
-        let (n1, n2) = (self.shape.0[d1] as isize, self.shape.0[d2] as isize);
+        let (n1, n2, off) = (self.shape.0[d1] as i128, self.shape.0[d2] as i128, offset as i128);
+        // An empty diagonal (the offset is past the matrix) starts at the base, as in PyTorch.
         let (len, start) = if offset >= 0 {
-            ((n1.min(n2 - offset)).max(0), offset as usize * self.strides[d2])
+            let len = n1.min(n2 - off).max(0) as usize;
+            (len, if len == 0 { 0 } else { offset as usize * self.strides[d2] })
         } else {
-            ((n1 + offset).min(n2).max(0), (-offset) as usize * self.strides[d1])
+            let len = (n1 + off).min(n2).max(0) as usize;
+            (len, if len == 0 { 0 } else { offset.unsigned_abs() * self.strides[d1] })
         };
         let mut shape = DimVec::new();
         let mut strides = DimVec::new();
@@ -223,7 +226,7 @@ impl Layout {
                 strides.push(self.strides[i]);
             }
         }
-        shape.push(len as usize);
+        shape.push(len);
         strides.push(self.strides[d1] + self.strides[d2]);
         Layout {
             shape: Shape(shape),

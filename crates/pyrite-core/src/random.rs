@@ -772,7 +772,7 @@ impl Tensor {
             bail!(Value, "randperm: n={n} is too large for int64");
         }
         let draws = n.saturating_sub(1);
-        let mut r = vec![0u64; draws];
+        let mut r = crate::alloc::try_vec(draws, 0u64, "randperm")?;
         if draws > 0 {
             let (seed, base) = gen_or_default(gen).reserve(draws.div_ceil(2) as u64);
             fill_blocks::<u64, 2>(&mut r, seed, base, |w| [u64_of(w[0], w[1]), u64_of(w[2], w[3])]);
@@ -920,6 +920,9 @@ impl Tensor {
         if rows == 0 {
             return Tensor::zeros(out_shape, DType::I64);
         }
+        // The output is allocated before any random numbers are reserved: a sample count too
+        // large for memory fails here, with the generator untouched.
+        let mut out = crate::alloc::CpuBuffer::for_shape(&out_shape, 8)?;
         let mut w = self.to_dtype(DType::F64)?.to_vec::<f64>()?;
         if w.iter().any(|x| !(x.is_finite() && *x >= 0.0)) {
             bail!(Value, "multinomial: probability tensor contains either `inf`, `nan` or element < 0");
@@ -946,8 +949,8 @@ impl Tensor {
             fill_blocks::<f64, 2>(&mut u, seed, row_base, |w| [u53(w[0], w[1]), u53(w[2], w[3])]);
             u
         };
-        Tensor::build::<i64>(out_shape, |o| {
-            let optr = SendPtr(o.as_mut_ptr());
+        {
+            let optr = SendPtr(out.as_mut_slice::<i64>().as_mut_ptr());
             let grain = (BLOCK_GRAIN / per_row.max(1)).max(1);
             crate::threads::parallel_for(rows, grain, |ra, rb| {
                 let p = optr;
@@ -964,7 +967,8 @@ impl Tensor {
                     }
                 }
             });
-        })
+        }
+        Ok(Tensor::from_cpu_buffer(out, out_shape, DType::I64))
     }
 }
 

@@ -21,9 +21,17 @@ impl Shape {
     pub fn rank(&self) -> usize {
         self.0.len()
     }
-    /// Number of elements (1 for a 0-d shape).
+    /// Number of elements (1 for a 0-d shape); `usize::MAX` when the product overflows (no
+    /// buffer that large can be allocated: see [`Shape::checked_numel`]).
     pub fn numel(&self) -> usize {
-        self.0.iter().product()
+        self.checked_numel().unwrap_or(usize::MAX)
+    }
+    /// Number of elements, `None` when the product of the sizes overflows `usize`.
+    pub fn checked_numel(&self) -> Option<usize> {
+        if self.0.contains(&0) {
+            return Some(0);
+        }
+        self.0.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
     }
     /// Row-major (C-contiguous) strides for this shape.
     pub fn contiguous_strides(&self) -> DimVec {
@@ -31,7 +39,7 @@ impl Shape {
         let mut acc = 1usize;
         for i in (0..self.0.len()).rev() {
             s[i] = acc;
-            acc *= self.0[i].max(1);
+            acc = acc.saturating_mul(self.0[i].max(1));
         }
         s
     }

@@ -25,10 +25,11 @@ impl<const N: usize> Strided<N> {
             }
             // Merge with the previous kept dim when every operand is contiguous across both.
             if let Some(&last) = sh.last() {
-                let mergeable = (0..N).all(|k| *st[k].last().unwrap() == strides[k][d] * shape[d]);
+                let mergeable =
+                    (0..N).all(|k| Some(*st[k].last().unwrap()) == strides[k][d].checked_mul(shape[d]));
                 if mergeable {
                     let n = sh.len() - 1;
-                    sh[n] = last * shape[d];
+                    sh[n] = last.saturating_mul(shape[d]);
                     for k in 0..N {
                         let m = st[k].len() - 1;
                         st[k][m] = strides[k][d];

@@ -61,7 +61,7 @@ impl Tensor {
 
     /// Builds a contiguous tensor by filling a fresh buffer of `shape` elements of `T`.
     pub(crate) fn build<T: Element>(shape: Shape, fill: impl FnOnce(&mut [T])) -> Result<Tensor> {
-        let mut buf = CpuBuffer::new(shape.numel() * std::mem::size_of::<T>())?;
+        let mut buf = CpuBuffer::for_shape(&shape, std::mem::size_of::<T>())?;
         fill(buf.as_mut_slice::<T>());
         Ok(Tensor::from_cpu_buffer(buf, shape, T::DTYPE))
     }
@@ -105,14 +105,15 @@ impl Tensor {
     /// Bool bytes other than 0 read as true.
     pub fn from_raw_bytes(bytes: &[u8], shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
         let shape = shape.into();
-        let n = shape.numel() * dtype.size_in_bytes();
-        if bytes.len() != n {
+        let n = shape.checked_numel().and_then(|n| n.checked_mul(dtype.size_in_bytes()));
+        let Some(n) = n.filter(|&n| n == bytes.len()) else {
             bail!(
                 Shape,
-                "from_raw_bytes: {} bytes given, but shape {shape} of {dtype} needs {n}",
-                bytes.len()
+                "from_raw_bytes: {} bytes given, but shape {shape} of {dtype} needs {}",
+                bytes.len(),
+                n.map_or("more than fit in memory".to_string(), |n| n.to_string())
             );
-        }
+        };
         let mut buf = CpuBuffer::new(n)?;
         if dtype == DType::Bool {
             for (o, &b) in buf.as_mut_slice::<u8>().iter_mut().zip(bytes) {
@@ -131,6 +132,9 @@ impl Tensor {
     pub fn to_raw_bytes(&self) -> Result<Vec<u8>> {
         self.0.device.check_available()?;
         let t = self.contiguous()?;
+        if t.numel() == 0 {
+            return Ok(Vec::new());
+        }
         let g = t.0.storage.read();
         let sz = t.dtype().size_in_bytes();
         let start = t.storage_offset() * sz;
@@ -150,7 +154,11 @@ impl Tensor {
     }
     /// Size of one dim, negative dims allowed (`t.size(dim)`).
     pub fn size(&self, dim: isize) -> Result<usize> {
-        Ok(self.dims()[self.0.layout.wrap(dim)?])
+        let d = self.0.layout.wrap(dim)?;
+        match self.dims().get(d) {
+            Some(&n) => Ok(n),
+            None => bail!(Index, "Dimension specified as {dim} but tensor has no dimensions"),
+        }
     }
     /// Number of dims (`t.dim()`).
     pub fn rank(&self) -> usize {
@@ -219,6 +227,10 @@ impl Tensor {
         let g = self.0.storage.read();
         let src = g.cpu().as_slice::<T>();
         let l = &self.0.layout;
+        if l.numel() == 0 {
+            // An empty view may sit at an offset past its storage (`zeros(0, 3)[:, 2]`).
+            return Vec::new();
+        }
         if l.is_contiguous() {
             return src[l.offset..l.offset + l.numel()].to_vec();
         }

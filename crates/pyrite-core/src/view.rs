@@ -345,7 +345,7 @@ impl Tensor {
                 -(size as isize)
             );
         }
-        if s as usize + len > size {
+        if len > size - s as usize {
             bail!(Index, "start ({start}) + length ({len}) exceeds dimension size ({size}).");
         }
         let out = self.with_layout(self.layout().narrow(d, s as usize, len));
@@ -355,6 +355,9 @@ impl Tensor {
 
     /// `t[start:end:step]` along `dim` with Python's clamping; `step` must be positive.
     pub fn slice(&self, dim: isize, start: Option<isize>, end: Option<isize>, step: isize) -> Result<Tensor> {
+        if self.rank() == 0 {
+            bail!(Index, "slice() cannot be applied to a 0-dim tensor.");
+        }
         let d = wrap_dim(dim, self.rank())?;
         if step <= 0 {
             bail!(Value, "slice step must be positive, got {step}");
@@ -400,6 +403,9 @@ impl Tensor {
 
     /// Splits `dim` into `sizes` (`t.unflatten(dim, sizes)`, one size may be `-1`).
     pub fn unflatten(&self, dim: isize, sizes: impl Into<ViewShape>) -> Result<Tensor> {
+        if self.rank() == 0 {
+            bail!(Index, "unflatten: Dimension specified as {dim} but tensor has no dimensions");
+        }
         let d = wrap_dim(dim, self.rank())?;
         let inner = sizes.into().infer(self.dims()[d], "unflatten")?;
         let mut dims: Vec<usize> = self.dims()[..d].to_vec();

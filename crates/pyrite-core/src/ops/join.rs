@@ -40,6 +40,10 @@ fn cat_kernel<T: Element>(inputs: &[Tensor], lens: &[usize], outer: usize, shape
         .iter()
         .zip(inputs)
         .map(|(g, t)| {
+            // An empty input may sit at an offset past its (empty) storage: read nothing.
+            if t.numel() == 0 {
+                return &[][..];
+            }
             let off = t.storage_offset();
             &g.cpu().as_slice::<T>()[off..off + t.numel()]
         })
@@ -353,7 +357,7 @@ impl Tensor {
         let size = self.dims()[d];
         let split = size.div_ceil(chunks);
         if split == 0 && size == 0 {
-            return self.split_sizes(&vec![0; chunks], dim);
+            return self.split_sizes(&crate::alloc::try_vec(chunks, 0, "chunk")?, dim);
         }
         self.split(split, dim)
     }
@@ -395,7 +399,7 @@ impl Tensor {
         }
         let d = wrap_dim(dim, self.rank())?;
         let size = self.dims()[d];
-        if sizes.iter().sum::<usize>() != size {
+        if sizes.iter().try_fold(0usize, |a, &b| a.checked_add(b)) != Some(size) {
             bail!(
                 Value,
                 "split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension {d}), but got split_sizes={sizes:?}"
@@ -584,7 +588,13 @@ impl Tensor {
             strides.push(0);
             shape.push(d);
             strides.push(s);
-            out.push(r * d);
+            match r.checked_mul(d) {
+                Some(n) => out.push(n),
+                None => bail!(
+                    OutOfMemory,
+                    "repeat: {r} repeats of a dim of size {d} overflow the size of a tensor"
+                ),
+            }
         }
         let expanded = self.with_layout(Layout { shape: Shape(shape), strides, offset: l.offset() });
         let y = {
@@ -639,12 +649,13 @@ impl Tensor {
             }
             None => (self.reshape([self.numel()])?, 0),
         };
+        let mut out: Vec<usize> = x.dims().to_vec();
+        out[d] = out[d].checked_mul(repeats).ok_or_else(|| {
+            crate::err!(OutOfMemory, "repeat_interleave: {repeats} repeats overflow the size of a tensor")
+        })?;
         let mut dims: Vec<usize> = x.dims().to_vec();
         dims.insert(d + 1, repeats);
-        let e = x.unsqueeze(d as isize + 1)?.broadcast_to(&dims)?.contiguous()?;
-        let mut out: Vec<usize> = x.dims().to_vec();
-        out[d] *= repeats;
-        e.reshape(out)
+        x.unsqueeze(d as isize + 1)?.broadcast_to(&dims)?.contiguous()?.reshape(out)
     }
 
     /// Repeats each slice `i` along `dim` `repeats[i]` times (`repeats`: an int64/int32 tensor
@@ -708,7 +719,9 @@ fn repeat_counts(repeats: &Tensor) -> Result<Vec<usize>> {
 
 /// `[0; reps[0]] ++ [1; reps[1]] ++ ...` as an int64 tensor.
 fn expand_counts(reps: &[usize]) -> Result<Tensor> {
-    let total: usize = reps.iter().sum();
+    let Some(total) = reps.iter().try_fold(0usize, |a, &r| a.checked_add(r)) else {
+        bail!(OutOfMemory, "repeat_interleave: the repeat counts add up to more than fit in memory");
+    };
     Tensor::build::<i64>(Shape::from([total]), |out| {
         let mut k = 0;
         for (i, &r) in reps.iter().enumerate() {

@@ -298,7 +298,7 @@ fn bmm_native<T: MatElem>(
             t.layout().clone()
         }
         None => {
-            fresh = Some(CpuBuffer::new(out_shape.numel() * std::mem::size_of::<T>())?);
+            fresh = Some(CpuBuffer::for_shape(&out_shape, std::mem::size_of::<T>())?);
             Layout::contiguous(out_shape.clone())
         }
     };

@@ -101,7 +101,7 @@ fn prepare_out<R: Element>(
     op: &str,
 ) -> Result<(Option<CpuBuffer>, Option<Tensor>)> {
     match out {
-        Out::New => Ok((Some(CpuBuffer::new(shape.numel() * std::mem::size_of::<R>())?), None)),
+        Out::New => Ok((Some(CpuBuffer::for_shape(&shape, std::mem::size_of::<R>())?), None)),
         Out::Into(t) => {
             t.check_inplace_allowed()?;
             if t.dims() != shape.dims() {
@@ -410,6 +410,10 @@ impl Tensor {
     /// place; others are gathered into a temporary first. `T` must be the tensor's dtype.
     pub(crate) fn with_slice<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> R {
         debug_assert_eq!(self.dtype(), T::DTYPE);
+        if self.numel() == 0 {
+            // An empty view may sit at an offset past its storage (`zeros(0, 3)[:, 2]`).
+            return f(&[]);
+        }
         if self.is_contiguous() {
             let g = self.storage().read();
             let off = self.storage_offset();

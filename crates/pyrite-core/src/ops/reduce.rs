@@ -280,7 +280,7 @@ pub(crate) fn fill_out<R: Element>(
     cost_per_item: usize,
     f: impl Fn(usize, &mut [R]) + Sync,
 ) -> Result<Tensor> {
-    let mut buf = CpuBuffer::new(shape.numel() * std::mem::size_of::<R>())?;
+    let mut buf = CpuBuffer::for_shape(&shape, std::mem::size_of::<R>())?;
     par_fill(buf.as_mut_slice::<R>(), cost_per_item, f);
     Ok(Tensor::from_cpu_buffer(buf, shape, R::DTYPE))
 }

@@ -1,0 +1,513 @@
+//! Bad or unusual input never panics: every op is called on edge-case tensors (0-d, empty,
+//! every dtype, non-contiguous, expanded, NaN) and with out-of-range dims and sizes, and must
+//! return `Ok` or `Err`, never unwind. A failure names the op, the inputs and the panic.
+
+use pyrite_core::{DType, Generator, Result, RoundingMode, Scalar, Tensor, TensorIndex};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+fn inputs() -> Vec<(&'static str, Tensor)> {
+    let f = Tensor::new([[0.5f32, -1., 2.], [3., -4., 0.]]).unwrap();
+    vec![
+        ("0-d f32", Tensor::scalar(1.5f32).unwrap()),
+        ("0-d i64", Tensor::scalar(3i64).unwrap()),
+        ("empty [0]", Tensor::zeros([0], DType::F32).unwrap()),
+        ("empty [0,3]", Tensor::zeros([0, 3], DType::F32).unwrap()),
+        ("empty [2,0]", Tensor::zeros([2, 0], DType::F32).unwrap()),
+        ("[2,3] f32", f.clone()),
+        ("[2,3] f64", f.to_dtype(DType::F64).unwrap()),
+        ("[2,3] f16", f.to_dtype(DType::F16).unwrap()),
+        ("[2,3] bf16", f.to_dtype(DType::BF16).unwrap()),
+        ("[2,3] i64", Tensor::new([[0i64, 1, 2], [1, 0, 2]]).unwrap()),
+        ("[2,3] i32", Tensor::new([[0i32, -1, 2], [5, 0, 2]]).unwrap()),
+        ("[2,3] u8", Tensor::new([[0u8, 1, 255], [3, 0, 2]]).unwrap()),
+        ("[2,3] bool", Tensor::new([[true, false, true], [false, false, true]]).unwrap()),
+        ("[3,2] transposed", f.t().unwrap()),
+        ("[4,3] expanded", Tensor::new([1f32, 2., 3.]).unwrap().expand([4, 3]).unwrap()),
+        ("[3] nan/inf", Tensor::new([f32::NAN, f32::INFINITY, f32::NEG_INFINITY]).unwrap()),
+        ("[2,1,3] f32", f.reshape([2, 1, 3]).unwrap()),
+        ("[1] i64 large", Tensor::new([i64::MAX]).unwrap()),
+        ("[2] i64 negative", Tensor::new([-1i64, -7]).unwrap()),
+        // Empty views whose offset lies past their storage, as PyTorch allows.
+        ("empty view past storage", Tensor::zeros([0, 3], DType::F32).unwrap().select(1, 2).unwrap()),
+        ("[2,0] narrowed at the end", Tensor::zeros([2, 3], DType::I64).unwrap().narrow(1, 3, 0).unwrap()),
+    ]
+}
+
+const DIMS: [isize; 6] = [0, 1, -1, 2, -4, isize::MIN];
+const SIZES: [usize; 5] = [0, 1, 2, 7, usize::MAX];
+
+/// Runs `f` and fails the test (with a description) if it panics.
+fn check(failures: &mut Vec<String>, what: &str, f: impl FnOnce() -> Result<()>) {
+    if std::env::var("HUNT").is_ok() {
+        eprintln!("{what}");
+    }
+    if let Err(p) = catch_unwind(AssertUnwindSafe(f)) {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        failures.push(format!("{what}: panicked: {msg}"));
+    }
+}
+
+fn ok<T>(r: Result<T>) -> Result<()> {
+    r.map(|_| ())
+}
+
+type Unary = (&'static str, fn(&Tensor, isize, usize) -> Result<()>);
+
+fn unary_ops() -> Vec<Unary> {
+    vec![
+        ("sum", |x, _, _| ok(x.sum())),
+        ("sum_dims", |x, d, _| ok(x.sum_dims(&[d], true))),
+        ("sum_dims twice", |x, d, _| ok(x.sum_dims(&[d, d], false))),
+        ("nansum_dims", |x, d, _| ok(x.nansum_dims(&[d], false))),
+        ("mean", |x, _, _| ok(x.mean())),
+        ("mean_dims", |x, d, _| ok(x.mean_dims(&[d], false))),
+        ("nanmean_dims", |x, d, _| ok(x.nanmean_dims(&[d], true))),
+        ("prod_dims", |x, d, _| ok(x.prod_dims(&[d], false))),
+        ("max", |x, _, _| ok(x.max())),
+        ("min", |x, _, _| ok(x.min())),
+        ("max_dim", |x, d, _| ok(x.max_dim(d, true))),
+        ("min_dim", |x, d, _| ok(x.min_dim(d, false))),
+        ("amax", |x, d, _| ok(x.amax(&[d], false))),
+        ("amin", |x, _, _| ok(x.amin(&[], true))),
+        ("argmax", |x, d, _| ok(x.argmax(Some(d), false))),
+        ("argmin all", |x, _, _| ok(x.argmin(None, true))),
+        ("var", |x, _, _| ok(x.var())),
+        ("var_dims", |x, d, k| ok(x.var_dims(&[d], k as f64, false))),
+        ("std_mean", |x, d, _| ok(x.std_mean(&[d], 1.0, true))),
+        ("norm p", |x, d, k| ok(x.norm(k as f64, &[d], false))),
+        ("norm inf", |x, d, _| ok(x.norm(f64::INFINITY, &[d], false))),
+        ("norm -inf", |x, _, _| ok(x.vector_norm(f64::NEG_INFINITY, &[], false))),
+        ("norm_fro", |x, d, _| ok(x.norm_fro(&[d], true))),
+        ("logsumexp", |x, d, _| ok(x.logsumexp(&[d], false))),
+        ("all_dims", |x, d, _| ok(x.all_dims(&[d], false))),
+        ("any", |x, _, _| ok(x.any())),
+        ("count_nonzero", |x, d, _| ok(x.count_nonzero(&[d]))),
+        ("cumsum", |x, d, _| ok(x.cumsum(d))),
+        ("cumprod", |x, d, _| ok(x.cumprod(d))),
+        ("cummax", |x, d, _| ok(x.cummax(d))),
+        ("cummin", |x, d, _| ok(x.cummin(d))),
+        ("softmax", |x, d, _| ok(x.softmax(d))),
+        ("log_softmax", |x, d, _| ok(x.log_softmax(d))),
+        ("softmax_dtype", |x, d, _| ok(x.softmax_dtype(d, DType::F64))),
+        ("log_softmax_dtype i64", |x, d, _| ok(x.log_softmax_dtype(d, DType::I64))),
+        ("chunk", |x, d, k| ok(x.chunk(k, d))),
+        ("split", |x, d, k| ok(x.split(k, d))),
+        ("split_sizes", |x, d, k| ok(x.split_sizes(&[k, 1], d))),
+        ("unbind", |x, d, _| ok(x.unbind(d))),
+        ("flip", |x, d, _| ok(x.flip(&[d]))),
+        ("fliplr", |x, _, _| ok(x.fliplr())),
+        ("flipud", |x, _, _| ok(x.flipud())),
+        ("roll", |x, d, k| ok(x.roll(&[k as isize], &[d]))),
+        ("roll flat", |x, d, _| ok(x.roll(&[d], &[]))),
+        ("repeat", |x, _, k| ok(x.repeat(&[k, 2, 1]))),
+        ("repeat short", |x, _, k| ok(x.repeat(&[k]))),
+        ("tile", |x, _, k| ok(x.tile(&[k]))),
+        ("repeat_interleave", |x, d, k| ok(x.repeat_interleave(k, Some(d)))),
+        ("repeat_interleave flat", |x, _, k| ok(x.repeat_interleave(k, None))),
+        ("repeat_interleave_counts", |x, _, _| ok(x.repeat_interleave_counts())),
+        ("nonzero", |x, _, _| ok(x.nonzero())),
+        ("nonzero_tuple", |x, _, _| ok(x.nonzero_tuple())),
+        ("sort", |x, d, _| ok(x.sort(d, true))),
+        ("sort_stable", |x, d, _| ok(x.sort_stable(d, false))),
+        ("argsort", |x, d, _| ok(x.argsort(d, false))),
+        ("topk", |x, d, k| ok(x.topk(k, d, true, true))),
+        ("topk smallest", |x, d, k| ok(x.topk(k, d, false, false))),
+        ("kthvalue", |x, d, k| ok(x.kthvalue(k, d, true))),
+        ("unique", |x, _, _| ok(x.unique(true, true, true))),
+        ("unique_dim", |x, d, _| ok(x.unique_dim(d, true, true, true))),
+        ("atleast_3d", |x, _, _| ok(x.atleast_3d())),
+        ("view", |x, d, _| ok(x.view([d, 3]))),
+        ("view -1 -1", |x, _, _| ok(x.view([-1, -1]))),
+        ("reshape", |x, d, _| ok(x.reshape([d]))),
+        ("reshape 0 -1", |x, _, _| ok(x.reshape([0, -1]))),
+        ("squeeze_dim", |x, d, _| ok(x.squeeze_dim(d))),
+        ("squeeze_dims", |x, d, _| ok(x.squeeze_dims(&[d, d]))),
+        ("unsqueeze", |x, d, _| ok(x.unsqueeze(d))),
+        ("permute", |x, d, _| ok(x.permute(&[d, 0]))),
+        ("transpose", |x, d, _| ok(x.transpose(d, 0))),
+        ("t", |x, _, _| ok(x.t())),
+        ("expand", |x, d, k| ok(x.expand([d, k as isize]))),
+        ("broadcast_to", |x, _, k| ok(x.broadcast_to(&[k, 3]))),
+        ("narrow", |x, d, k| ok(x.narrow(d, d, k))),
+        ("slice", |x, d, k| ok(x.slice(d, Some(d), Some(k as isize), d))),
+        ("slice step", |x, d, k| ok(x.slice(0, None, None, (k as isize).max(d)))),
+        ("select", |x, d, _| ok(x.select(d, d))),
+        ("flatten", |x, d, _| ok(x.flatten(d, 0))),
+        ("unflatten", |x, d, k| ok(x.unflatten(d, [k as isize, -1]))),
+        ("unfold", |x, d, k| ok(x.unfold(d, k, k))),
+        ("unfold step 0", |x, d, _| ok(x.unfold(d, 1, 0))),
+        ("diagonal", |x, d, _| ok(x.diagonal(d, 0, -1))),
+        ("diagonal same dims", |x, d, _| ok(x.diagonal(0, d, d))),
+        ("index", |x, d, k| {
+            ok(x.index(&[TensorIndex::Select(d), TensorIndex::Slice(None, Some(k as isize), 1)]))
+        }),
+        ("index two ellipses", |x, _, _| ok(x.index(&[TensorIndex::Ellipsis, TensorIndex::Ellipsis]))),
+        ("index step 0", |x, _, _| ok(x.index(&[TensorIndex::Slice(None, None, 0)]))),
+        ("index step neg", |x, d, _| ok(x.index(&[TensorIndex::Slice(None, None, d)]))),
+        ("tril", |x, d, _| ok(x.tril(d))),
+        ("triu", |x, d, _| ok(x.triu(d))),
+        ("one_hot", |x, _, k| ok(x.one_hot(Some(k)))),
+        ("one_hot infer", |x, _, _| ok(x.one_hot(None))),
+        ("to_dtype", |x, _, _| ok(x.to_dtype(DType::U8))),
+        ("to_dtype bool", |x, _, _| ok(x.to_dtype(DType::Bool))),
+        ("contiguous", |x, _, _| ok(x.contiguous())),
+        ("deep_clone", |x, _, _| ok(x.deep_clone())),
+        ("neg", |x, _, _| ok(x.neg())),
+        ("abs", |x, _, _| ok(x.abs())),
+        ("sign", |x, _, _| ok(x.sign())),
+        ("sqrt", |x, _, _| ok(x.sqrt())),
+        ("exp", |x, _, _| ok(x.exp())),
+        ("log1p", |x, _, _| ok(x.log1p())),
+        ("erfinv", |x, _, _| ok(x.erfinv())),
+        ("frac", |x, _, _| ok(x.frac())),
+        ("mish", |x, _, _| ok(x.mish())),
+        ("gelu", |x, _, _| ok(x.gelu(true))),
+        ("softplus", |x, d, _| ok(x.softplus(d as f64, 0.0))),
+        ("relu", |x, _, _| ok(x.relu())),
+        ("square", |x, _, _| ok(x.square())),
+        ("round_decimals", |x, d, _| ok(x.round_decimals(d.clamp(-400, 400) as i32))),
+        ("floor", |x, _, _| ok(x.floor())),
+        ("clamp", |x, d, _| ok(x.clamp(Some(Scalar::from(d as f64)), Some(Scalar::from(1.0))))),
+        ("clamp int bounds", |x, d, _| ok(x.clamp(Some(Scalar::from(d as i64)), None))),
+        ("nan_to_num", |x, _, _| ok(x.nan_to_num(0.0, None, Some(-1.0)))),
+        ("isnan", |x, _, _| ok(x.isnan())),
+        ("isinf", |x, _, _| ok(x.isinf())),
+        ("logical_not", |x, _, _| ok(x.logical_not())),
+        ("pow_scalar", |x, d, _| ok(x.pow_scalar(d))),
+        ("pow_scalar float", |x, _, _| ok(x.pow_scalar(-0.5))),
+        ("rpow_scalar", |x, d, _| ok(x.rpow_scalar(d))),
+        ("div_scalar 0", |x, _, _| ok(x.div_scalar(0))),
+        ("remainder_scalar 0", |x, _, _| ok(x.remainder_scalar(0))),
+        ("fmod_scalar 0", |x, _, _| ok(x.fmod_scalar(0))),
+        ("add_scalar huge", |x, _, _| ok(x.add_scalar(i64::MAX))),
+        ("mul_scalar bool", |x, _, _| ok(x.mul_scalar(true))),
+        ("fill_", |x, d, _| ok(x.deep_clone()?.fill_(d))),
+        ("fill_ nan", |x, _, _| ok(x.deep_clone()?.fill_(f64::NAN))),
+        ("zero_", |x, _, _| ok(x.zero_())),
+        ("clamp_", |x, d, _| ok(x.deep_clone()?.clamp_(Some(Scalar::from(d)), None))),
+        ("relu_", |x, _, _| ok(x.deep_clone()?.relu_())),
+        ("add_scalar_", |x, d, _| ok(x.add_scalar_(d))),
+        ("div_scalar_", |x, _, _| ok(x.deep_clone()?.div_scalar_(0))),
+        ("uniform_", |x, d, _| ok(x.uniform_(d as f64, 1.0, None))),
+        ("normal_", |x, d, _| ok(x.normal_(0.0, d as f64, None))),
+        ("bernoulli_", |x, d, _| ok(x.bernoulli_(d as f64, None))),
+        ("random_", |x, d, _| ok(x.random_(d as i64, Some(3), None))),
+        ("random_ open", |x, d, _| ok(x.random_(d as i64, None, None))),
+        ("bernoulli", |x, _, _| ok(x.bernoulli(None))),
+        ("multinomial", |x, _, k| ok(x.multinomial(k, false, None))),
+        ("multinomial replacement", |x, _, k| ok(x.multinomial(k, true, None))),
+        ("rand_like", |x, _, _| ok(x.rand_like())),
+        ("randint_like", |x, d, _| ok(x.randint_like(d as i64, 5))),
+        ("full_like", |x, d, _| ok(x.full_like(d))),
+        ("item", |x, _, _| ok(x.item::<f32>())),
+        ("item i64", |x, _, _| ok(x.item::<i64>())),
+        ("to_vec", |x, _, _| ok(x.to_vec::<f32>())),
+        ("to_vec2", |x, _, _| ok(x.to_vec2::<f32>())),
+        ("to_vec3", |x, _, _| ok(x.to_vec3::<i64>())),
+        ("size", |x, d, _| ok(x.size(d))),
+        ("display", |x, _, _| {
+            let _ = format!("{x} {x:?}");
+            Ok(())
+        }),
+        ("npy round trip", |x, _, _| {
+            let mut buf = Vec::new();
+            x.write_npy(&mut buf)?;
+            ok(Tensor::read_npy(&buf))
+        }),
+        ("npy truncated", |x, _, k| {
+            let mut buf = Vec::new();
+            x.write_npy(&mut buf)?;
+            ok(Tensor::read_npy(&buf[..buf.len().min(k.min(buf.len()))]))
+        }),
+        ("raw bytes", |x, _, k| ok(Tensor::from_raw_bytes(&x.to_raw_bytes()?, [k], x.dtype()))),
+        ("sum_to_size", |x, _, k| ok(x.sum_to_size([k]))),
+        ("matmul self", |x, _, _| ok(x.matmul(x))),
+        ("mv self", |x, _, _| ok(x.mv(x))),
+        ("dot self", |x, _, _| ok(x.dot(x))),
+        ("einsum trace", |x, _, _| ok(pyrite_core::einsum("ii->i", &[x]))),
+        ("einsum bad", |x, _, _| ok(pyrite_core::einsum("i...j->j...i", &[x]))),
+        ("einsum too many", |x, _, _| ok(pyrite_core::einsum("ijk", &[x]))),
+        ("einsum garbage", |x, _, _| ok(pyrite_core::einsum("->->,.", &[x]))),
+    ]
+}
+
+type Binary = (&'static str, fn(&Tensor, &Tensor, isize) -> Result<()>);
+
+fn binary_ops() -> Vec<Binary> {
+    vec![
+        ("add", |x, y, _| ok(x.add(y))),
+        ("sub", |x, y, _| ok(x.sub(y))),
+        ("mul", |x, y, _| ok(x.mul(y))),
+        ("div", |x, y, _| ok(x.div(y))),
+        ("div floor", |x, y, _| ok(x.div_mode(y, RoundingMode::Floor))),
+        ("div trunc", |x, y, _| ok(x.div_mode(y, RoundingMode::Trunc))),
+        ("remainder", |x, y, _| ok(x.remainder(y))),
+        ("fmod", |x, y, _| ok(x.fmod(y))),
+        ("pow", |x, y, _| ok(x.pow(y))),
+        ("maximum", |x, y, _| ok(x.maximum(y))),
+        ("atan2", |x, y, _| ok(x.atan2(y))),
+        ("add_alpha", |x, y, d| ok(x.add_alpha(y, d))),
+        ("add_out", |x, y, _| ok(x.add_out(y, x))),
+        ("eq", |x, y, _| ok(x.eq(y))),
+        ("lt", |x, y, _| ok(x.lt(y))),
+        ("logical_xor", |x, y, _| ok(x.logical_xor(y))),
+        ("isclose", |x, y, _| ok(x.isclose(y, 1e-5, 1e-8, true))),
+        ("allclose", |x, y, _| ok(x.allclose(y, 1e-5, 1e-8, false))),
+        ("where", |x, y, _| ok(x.where_(&y.to_dtype(DType::Bool)?, y))),
+        ("where raw cond", |x, y, _| ok(x.where_(y, x))),
+        ("lerp", |x, y, _| ok(x.lerp(y, y))),
+        ("clamp_tensor", |x, y, _| ok(x.clamp_tensor(Some(y), Some(y)))),
+        ("add_", |x, y, _| ok(x.deep_clone()?.add_(y))),
+        ("div_", |x, y, _| ok(x.deep_clone()?.div_(y))),
+        ("copy_", |x, y, _| ok(x.deep_clone()?.copy_(y))),
+        ("copy_ into expanded", |x, y, _| ok(x.copy_(y))),
+        ("masked_fill", |x, y, _| ok(x.masked_fill(y, 1.0))),
+        ("masked_fill_", |x, y, _| ok(x.deep_clone()?.masked_fill_(y, 2))),
+        ("masked_select", |x, y, _| ok(x.masked_select(y))),
+        ("masked_scatter", |x, y, _| ok(x.masked_scatter(y, x))),
+        ("index_select", |x, y, d| ok(x.index_select(d, y))),
+        ("gather", |x, y, d| ok(x.gather(d, y))),
+        ("take", |x, y, _| ok(x.take(y))),
+        ("index_tensor", |x, y, _| ok(x.index_tensor(&[None, Some(y.clone())]))),
+        ("index_tensor first", |x, y, _| ok(x.index_tensor(&[Some(y.clone())]))),
+        ("scatter", |x, y, d| ok(x.scatter(d, y, x))),
+        ("scatter_value", |x, y, d| ok(x.scatter_value(d, y, 1))),
+        ("scatter_add", |x, y, d| ok(x.scatter_add(d, y, x))),
+        ("scatter_reduce mean", |x, y, d| ok(x.scatter_reduce(d, y, x, "mean", false))),
+        ("scatter_reduce amax", |x, y, d| ok(x.scatter_reduce(d, y, x, "amax", true))),
+        ("scatter_reduce bad", |x, y, d| ok(x.scatter_reduce(d, y, x, "median", true))),
+        ("index_add", |x, y, d| ok(x.index_add(d, y, x, 2))),
+        ("index_copy", |x, y, d| ok(x.index_copy(d, y, x))),
+        ("index_fill", |x, y, d| ok(x.index_fill(d, y, -1))),
+        ("index_put", |x, y, _| ok(x.index_put(&[Some(y.clone())], x, false))),
+        ("index_put accumulate", |x, y, _| ok(x.index_put(&[Some(y.clone())], y, true))),
+        ("index_put_", |x, y, _| ok(x.deep_clone()?.index_put_(&[Some(y.clone()), None], y, true))),
+        ("searchsorted", |x, y, _| ok(x.searchsorted(y, false, false, None))),
+        ("searchsorted side", |x, y, _| ok(x.searchsorted(y, true, false, Some("middle")))),
+        ("searchsorted_scalar", |x, _, d| ok(x.searchsorted_scalar(d, false, true, None))),
+        ("bucketize", |x, y, _| ok(x.bucketize(y, true, true))),
+        ("repeat_interleave_tensor", |x, y, d| ok(x.repeat_interleave_tensor(y, Some(d)))),
+        ("matmul", |x, y, _| ok(x.matmul(y))),
+        ("matmul_out", |x, y, _| ok(x.matmul_out(y, x))),
+        ("mm", |x, y, _| ok(x.mm(y))),
+        ("bmm", |x, y, _| ok(x.bmm(y))),
+        ("addmm", |x, y, d| ok(x.addmm(y, y, d, 1))),
+        ("baddbmm", |x, y, _| ok(x.baddbmm(y, y, 1, 1))),
+        ("mv", |x, y, _| ok(x.mv(y))),
+        ("dot", |x, y, _| ok(x.dot(y))),
+        ("outer", |x, y, _| ok(x.outer(y))),
+        ("einsum ij,jk", |x, y, _| ok(pyrite_core::einsum("ij,jk->ik", &[x, y]))),
+        ("einsum ...", |x, y, _| ok(pyrite_core::einsum("...i,...i", &[x, y]))),
+        ("cat", |x, y, d| ok(Tensor::cat(&[x, y], d))),
+        ("stack", |x, y, d| ok(Tensor::stack(&[x, y], d))),
+        ("hstack", |x, y, _| ok(Tensor::hstack(&[x, y]))),
+        ("vstack", |x, y, _| ok(Tensor::vstack(&[x, y]))),
+        ("dstack", |x, y, _| ok(Tensor::dstack(&[x, y]))),
+        ("expand_as", |x, y, _| ok(x.expand_as(y))),
+        ("normal_tensors", |x, y, _| ok(Tensor::normal_tensors(x, y, None))),
+        ("sum_to_shape", |x, y, _| ok(x.sum_to_shape(y.dims()))),
+        ("view as other", |x, y, _| ok(x.view(y.dims()))),
+    ]
+}
+
+#[test]
+fn no_op_panics_on_edge_case_inputs() {
+    let ins = inputs();
+    let mut failures = Vec::new();
+    for (name, x) in &ins {
+        for (op, f) in unary_ops() {
+            for d in DIMS {
+                for k in SIZES {
+                    check(&mut failures, &format!("{op}({name}, dim={d}, size={k})"), || f(x, d, k));
+                }
+            }
+        }
+    }
+    for (xn, x) in &ins {
+        for (yn, y) in &ins {
+            for (op, f) in binary_ops() {
+                for d in [0, -1, 3] {
+                    check(&mut failures, &format!("{op}({xn}, {yn}, dim={d})"), || f(x, y, d));
+                }
+            }
+        }
+    }
+    failures.dedup_by(|a, b| {
+        a.split('(').next() == b.split('(').next() && a.ends_with(b.rsplit(':').next().unwrap())
+    });
+    assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn creation_and_sampling_never_panic_on_bad_arguments() {
+    let mut failures = Vec::new();
+    let g = Generator::new(0);
+    let f = [f64::NAN, f64::INFINITY, -1.0, 0.0, 1e300];
+    for &a in &f {
+        for &b in &f {
+            check(&mut failures, &format!("arange({a}, {b}, 1)"), || {
+                ok(Tensor::arange(a, b, 1.0, DType::F32))
+            });
+            check(&mut failures, &format!("arange(0, 1, {a})"), || {
+                ok(Tensor::arange(0.0, 1.0, a, DType::I64))
+            });
+            check(&mut failures, &format!("linspace({a}, {b})"), || {
+                ok(Tensor::linspace(a, b, 5, DType::I32))
+            });
+            check(&mut failures, &format!("logspace({a}, {b})"), || {
+                ok(Tensor::logspace(a, b, 3, 2.0, DType::F16))
+            });
+            check(&mut failures, &format!("normal({a}, {b})"), || ok(Tensor::normal(a, b, [3], DType::F32)));
+            check(&mut failures, &format!("full({a}) as u8"), || ok(Tensor::full([2], a, DType::U8)));
+        }
+    }
+    for n in SIZES {
+        check(&mut failures, &format!("randperm({n})"), || {
+            ok(Tensor::randperm_with(n.min(1 << 40), Some(&g)))
+        });
+        check(&mut failures, &format!("eye({n})"), || ok(Tensor::eye(n.min(1 << 40), 2, DType::F32)));
+        check(&mut failures, &format!("zeros([{n}, {n}])"), || ok(Tensor::zeros([n, n], DType::F32)));
+        check(&mut failures, &format!("linspace steps {n}"), || {
+            ok(Tensor::linspace(0.0, 1.0, n.min(1 << 40), DType::F64))
+        });
+    }
+    for (lo, hi) in [(0, 0), (5, 1), (i64::MIN, i64::MAX), (-1, 300), (0, 2)] {
+        for dt in [DType::U8, DType::Bool, DType::I32, DType::F16, DType::F64] {
+            check(&mut failures, &format!("randint({lo}, {hi}, {dt:?})"), || {
+                ok(Tensor::randint_with(lo, hi, [4], dt, Some(&g)))
+            });
+        }
+    }
+    check(&mut failures, "set_state garbage", || ok(g.set_state(&Tensor::zeros([3], DType::U8)?)));
+    check(&mut failures, "set_state_bytes empty", || ok(g.set_state_bytes(&[])));
+    check(&mut failures, "from_raw_bytes odd", || ok(Tensor::from_raw_bytes(&[1, 2, 3], [1], DType::F32)));
+    check(&mut failures, "read_npy garbage", || ok(Tensor::read_npy(b"\x93NUMPY\x01\x00\xff\xffgarbage")));
+    assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// The first of several outputs (an empty list is the op's answer, not an error: the zeros of
+/// a scalar stand in for it).
+fn first(v: Vec<Tensor>) -> Result<Tensor> {
+    v.into_iter().next().map_or_else(|| Tensor::zeros((), DType::F32), Ok)
+}
+
+type Differentiable = (&'static str, fn(&Tensor, isize, usize) -> Result<Tensor>);
+
+fn differentiable_ops() -> Vec<Differentiable> {
+    vec![
+        ("sum_dims", |x, d, _| x.sum_dims(&[d], false)),
+        ("mean_dims", |x, d, _| x.mean_dims(&[d], true)),
+        ("prod_dims", |x, d, _| x.prod_dims(&[d], false)),
+        ("max_dim", |x, d, _| Ok(x.max_dim(d, false)?.0)),
+        ("max", |x, _, _| x.max()),
+        ("amax", |x, d, _| x.amax(&[d], false)),
+        ("var_dims", |x, d, k| x.var_dims(&[d], k as f64, false)),
+        ("std", |x, _, _| x.std()),
+        ("norm", |x, d, k| x.norm(k as f64, &[d], false)),
+        ("norm inf", |x, _, _| x.norm(f64::INFINITY, &[], false)),
+        ("logsumexp", |x, d, _| x.logsumexp(&[d], false)),
+        ("cumsum", |x, d, _| x.cumsum(d)),
+        ("cumprod", |x, d, _| x.cumprod(d)),
+        ("cummax", |x, d, _| Ok(x.cummax(d)?.0)),
+        ("softmax", |x, d, _| x.softmax(d)),
+        ("log_softmax", |x, d, _| x.log_softmax(d)),
+        ("flip", |x, d, _| x.flip(&[d])),
+        ("roll", |x, d, k| x.roll(&[k as isize], &[d])),
+        ("repeat", |x, _, k| x.repeat(&[k.min(3), 1, 1])),
+        ("repeat_interleave", |x, d, k| x.repeat_interleave(k.min(3), Some(d))),
+        ("sort", |x, d, _| Ok(x.sort(d, true)?.0)),
+        ("topk", |x, d, k| Ok(x.topk(k, d, true, true)?.0)),
+        ("kthvalue", |x, d, k| Ok(x.kthvalue(k, d, false)?.0)),
+        ("view", |x, _, _| x.view([-1])),
+        ("squeeze", |x, _, _| x.squeeze()),
+        ("unsqueeze", |x, d, _| x.unsqueeze(d)),
+        ("permute", |x, d, _| x.permute(&[d, 0])),
+        ("expand", |x, _, k| x.expand([k as isize, -1, -1])),
+        ("narrow", |x, d, k| x.narrow(d, 0, k)),
+        ("slice", |x, d, k| x.slice(d, None, None, k.max(1) as isize)),
+        ("select", |x, d, _| x.select(d, -1)),
+        ("unfold", |x, d, k| x.unfold(d, k, 1)),
+        ("diagonal", |x, d, _| x.diagonal(d, 0, -1)),
+        ("chunk", |x, d, k| first(x.chunk(k, d)?)),
+        ("unbind", |x, d, _| first(x.unbind(d)?)),
+        ("pow_scalar", |x, d, _| x.pow_scalar(d)),
+        ("rpow_scalar", |x, d, _| x.rpow_scalar(d)),
+        ("sqrt", |x, _, _| x.sqrt()),
+        ("rsqrt", |x, _, _| x.rsqrt()),
+        ("log", |x, _, _| x.log()),
+        ("erfinv", |x, _, _| x.erfinv()),
+        ("clamp", |x, d, _| x.clamp(Some(Scalar::from(d as f64)), None)),
+        ("abs", |x, _, _| x.abs()),
+        ("div self", |x, _, _| x.div(x)),
+        ("matmul self", |x, _, _| x.matmul(&x.t()?)),
+        ("cat", |x, d, _| Tensor::cat(&[x, x], d)),
+        ("stack", |x, d, _| Tensor::stack(&[x, x], d)),
+        ("gather", |x, d, _| x.gather(d, &x.zeros_like()?.to_dtype(DType::I64)?)),
+        ("index_select", |x, d, _| x.index_select(d, &Tensor::new([0i64, 0])?)),
+        ("masked_fill", |x, _, _| x.masked_fill(&x.gt_scalar(0)?, 1.0)),
+        ("where", |x, _, _| x.where_(&x.gt_scalar(0)?, &x.neg()?)),
+        ("lerp", |x, _, _| x.lerp(x, x)),
+        ("einsum", |x, _, _| pyrite_core::einsum("...i,...i->...", &[x, x])),
+    ]
+}
+
+#[test]
+fn backward_never_panics_on_edge_case_inputs() {
+    let mut failures = Vec::new();
+    for (name, x) in inputs().into_iter().filter(|(_, t)| t.dtype().is_floating_point()) {
+        for (op, f) in differentiable_ops() {
+            for d in DIMS {
+                for k in SIZES {
+                    check(&mut failures, &format!("{op}({name}, dim={d}, size={k}) backward"), || {
+                        let leaf = x.deep_clone()?.requires_grad_(true)?;
+                        let y = f(&leaf, d, k)?;
+                        y.sum()?.backward()?;
+                        // A second backward through the freed graph is an error, never a panic.
+                        let _ = y.sum()?.backward();
+                        Ok(())
+                    });
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn sizes_that_overflow_are_errors_with_pytorch_messages() {
+    use pyrite_core::ErrorKind;
+    let e = Tensor::zeros([usize::MAX, 2], DType::F32).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::OutOfMemory);
+    assert!(e.message().contains("Storage size calculation overflowed"), "{e}");
+    assert_eq!(Tensor::randperm(1 << 40).unwrap_err().kind(), ErrorKind::OutOfMemory);
+    let x = Tensor::new([[1f32, 2., 3.], [4., 5., 6.]]).unwrap();
+    assert_eq!(x.repeat(&[usize::MAX, 2]).unwrap_err().kind(), ErrorKind::OutOfMemory);
+    assert_eq!(x.repeat_interleave(usize::MAX, Some(0)).unwrap_err().kind(), ErrorKind::OutOfMemory);
+    let e = x.narrow(1, 1, usize::MAX).unwrap_err();
+    assert_eq!(e.message(), "start (1) + length (18446744073709551615) exceeds dimension size (3).");
+    assert_eq!(x.split_sizes(&[usize::MAX, 4], 1).unwrap_err().kind(), ErrorKind::Value);
+    // torch.diagonal with an offset past the matrix is empty, whatever its size
+    assert_eq!(x.diagonal(isize::MIN, 0, 1).unwrap().dims(), &[0]);
+    let e = Tensor::scalar(1f32).unwrap().size(0).unwrap_err();
+    assert_eq!(e.message(), "Dimension specified as 0 but tensor has no dimensions");
+}
+
+#[test]
+fn empty_views_past_the_end_of_their_storage_read_as_empty() {
+    // PyTorch: torch.zeros(0, 3)[:, 2] has shape [0] and storage_offset 2, past its storage.
+    let v = Tensor::zeros([0, 3], DType::F32).unwrap().select(1, 2).unwrap();
+    assert_eq!((v.dims(), v.storage_offset()), (&[0usize][..], 2));
+    assert!(v.to_vec::<f32>().unwrap().is_empty());
+    assert!(v.to_raw_bytes().unwrap().is_empty());
+    assert_eq!(v.sum().unwrap().item::<f32>().unwrap(), 0.0);
+    assert_eq!(
+        Tensor::cat(&[&v, &Tensor::new([1f32]).unwrap()], 0).unwrap().to_vec::<f32>().unwrap(),
+        vec![1.]
+    );
+    let r = Tensor::zeros([2, 0], DType::F32).unwrap().roll(&[1], &[0]).unwrap();
+    assert_eq!(r.dims(), &[2, 0]);
+}
