@@ -511,3 +511,41 @@ fn empty_views_past_the_end_of_their_storage_read_as_empty() {
     let r = Tensor::zeros([2, 0], DType::F32).unwrap().roll(&[1], &[0]).unwrap();
     assert_eq!(r.dims(), &[2, 0]);
 }
+
+#[test]
+fn corrupt_npy_files_are_errors_not_panics() {
+    let mut failures = Vec::new();
+    for (name, x) in inputs() {
+        let mut good = Vec::new();
+        if x.write_npy(&mut good).is_err() {
+            continue; // bf16 has no NumPy dtype
+        }
+        for len in 0..good.len() {
+            check(&mut failures, &format!("read_npy({name} cut at {len})"), || ok(Tensor::read_npy(&good[..len])));
+        }
+        let header = good.len().min(128);
+        for i in 0..header {
+            for b in [0u8, 0xff, b'9', b',', b')', b'(', b'\'', b' ', b'<', b'-'] {
+                let mut bad = good.clone();
+                bad[i] = b;
+                check(&mut failures, &format!("read_npy({name} byte {i} = {b:#x})"), || ok(Tensor::read_npy(&bad)));
+            }
+        }
+    }
+    for header in [
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }",
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296), }",
+        "{'descr': '<f4', 'fortran_order': True, 'shape': (-1,), }",
+        "{'descr': '|b1', 'fortran_order': False, 'shape': (), }",
+        "{'descr': '<U8', 'fortran_order': False, 'shape': (1,), }",
+        "{}",
+    ] {
+        let mut f = b"\x93NUMPY\x01\x00".to_vec();
+        f.extend_from_slice(&(header.len() as u16 + 1).to_le_bytes());
+        f.extend_from_slice(header.as_bytes());
+        f.push(b'\n');
+        f.extend_from_slice(&[0; 16]);
+        check(&mut failures, &format!("read_npy({header})"), || ok(Tensor::read_npy(&f)));
+    }
+    assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));
+}
