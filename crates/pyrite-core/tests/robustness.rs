@@ -311,6 +311,20 @@ fn binary_ops() -> Vec<Binary> {
         ("normal_tensors", |x, y, _| ok(Tensor::normal_tensors(x, y, None))),
         ("sum_to_shape", |x, y, _| ok(x.sum_to_shape(y.dims()))),
         ("view as other", |x, y, _| ok(x.view(y.dims()))),
+        ("sum_dims_out", |x, y, d| ok(x.sum_dims_out(&[d], false, y))),
+        ("argmax_out", |x, y, d| ok(x.argmax_out(Some(d), true, y))),
+        ("cumsum_out", |x, y, d| ok(x.cumsum_out(d, y))),
+        ("softmax_out", |x, y, d| ok(x.softmax_out(d, y))),
+        ("cat_out", |x, y, d| ok(Tensor::cat_out(&[x, x], d, y))),
+        ("gather_out", |x, y, d| ok(x.gather_out(d, y, x))),
+        ("max_dim_out", |x, y, d| ok(x.max_dim_out(d, false, y, x))),
+        ("topk_out", |x, y, d| ok(x.topk_out(1, d, true, true, y, x))),
+        ("eq_out", |x, y, _| ok(x.eq_out(y, y))),
+        ("where_out", |x, y, _| ok(x.where_out(y, x, y))),
+        ("logical_not_out", |x, y, _| ok(x.logical_not_out(y))),
+        ("abs_out", |x, y, _| ok(x.abs_out(y))),
+        ("neg_out", |x, y, _| ok(x.neg_out(y))),
+        ("sigmoid_out", |x, y, _| ok(x.sigmoid_out(y))),
     ]
 }
 
@@ -521,14 +535,18 @@ fn corrupt_npy_files_are_errors_not_panics() {
             continue; // bf16 has no NumPy dtype
         }
         for len in 0..good.len() {
-            check(&mut failures, &format!("read_npy({name} cut at {len})"), || ok(Tensor::read_npy(&good[..len])));
+            check(&mut failures, &format!("read_npy({name} cut at {len})"), || {
+                ok(Tensor::read_npy(&good[..len]))
+            });
         }
         let header = good.len().min(128);
         for i in 0..header {
             for b in [0u8, 0xff, b'9', b',', b')', b'(', b'\'', b' ', b'<', b'-'] {
                 let mut bad = good.clone();
                 bad[i] = b;
-                check(&mut failures, &format!("read_npy({name} byte {i} = {b:#x})"), || ok(Tensor::read_npy(&bad)));
+                check(&mut failures, &format!("read_npy({name} byte {i} = {b:#x})"), || {
+                    ok(Tensor::read_npy(&bad))
+                });
             }
         }
     }

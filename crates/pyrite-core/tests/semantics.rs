@@ -305,3 +305,130 @@ fn large_outputs_hold_the_same_values_as_small_ones() -> Result<()> {
     check(&out, &|x, _| x.exp())?;
     Ok(())
 }
+
+/// Every `out=` form writes exactly what its op returns into the given tensor, and returns a
+/// handle to it (PyTorch: `torch.sum(x, 1, out=o) is o`).
+#[test]
+fn every_out_form_writes_what_its_op_returns() -> Result<()> {
+    let x = Tensor::new([[3f32, -1., 2.5], [0., 7., -4.]])?;
+    let y = Tensor::new([[1f32, -1., 3.], [0., 8., -5.]])?;
+    let v = Tensor::new([1f32, 2., 3.])?;
+    let idx = Tensor::new([[1i64, 0, 1]])?;
+    let cond = x.gt(&y)?;
+    type Case<'a> =
+        (&'a str, Box<dyn Fn(&Tensor) -> Result<Tensor> + 'a>, Box<dyn Fn() -> Result<Tensor> + 'a>);
+    let cases: Vec<Case> = vec![
+        ("sum", Box::new(|o| x.sum_dims_out(&[1], false, o)), Box::new(|| x.sum_dims(&[1], false))),
+        ("nansum", Box::new(|o| x.nansum_dims_out(&[0], true, o)), Box::new(|| x.nansum_dims(&[0], true))),
+        ("mean", Box::new(|o| x.mean_dims_out(&[-1], true, o)), Box::new(|| x.mean_dims(&[-1], true))),
+        (
+            "nanmean",
+            Box::new(|o| x.nanmean_dims_out(&[0], false, o)),
+            Box::new(|| x.nanmean_dims(&[0], false)),
+        ),
+        ("prod", Box::new(|o| x.prod_dims_out(&[0], false, o)), Box::new(|| x.prod_dims(&[0], false))),
+        ("amax", Box::new(|o| x.amax_out(&[1], false, o)), Box::new(|| x.amax(&[1], false))),
+        ("amin", Box::new(|o| x.amin_out(&[], false, o)), Box::new(|| x.amin(&[], false))),
+        ("logsumexp", Box::new(|o| x.logsumexp_out(&[1], false, o)), Box::new(|| x.logsumexp(&[1], false))),
+        ("all", Box::new(|o| x.all_dims_out(&[1], false, o)), Box::new(|| x.all_dims(&[1], false))),
+        ("any", Box::new(|o| x.any_dims_out(&[0], false, o)), Box::new(|| x.any_dims(&[0], false))),
+        ("var", Box::new(|o| x.var_dims_out(&[1], 1.0, false, o)), Box::new(|| x.var_dims(&[1], 1.0, false))),
+        ("std", Box::new(|o| x.std_dims_out(&[0], 0.0, true, o)), Box::new(|| x.std_dims(&[0], 0.0, true))),
+        ("norm", Box::new(|o| x.norm_out(3.0, &[1], false, o)), Box::new(|| x.norm(3.0, &[1], false))),
+        ("argmax", Box::new(|o| x.argmax_out(Some(1), false, o)), Box::new(|| x.argmax(Some(1), false))),
+        ("argmin", Box::new(|o| x.argmin_out(None, false, o)), Box::new(|| x.argmin(None, false))),
+        ("cumsum", Box::new(|o| x.cumsum_out(1, o)), Box::new(|| x.cumsum(1))),
+        ("cumprod", Box::new(|o| x.cumprod_out(0, o)), Box::new(|| x.cumprod(0))),
+        ("softmax", Box::new(|o| x.softmax_out(1, o)), Box::new(|| x.softmax(1))),
+        ("log_softmax", Box::new(|o| x.log_softmax_out(0, o)), Box::new(|| x.log_softmax(0))),
+        ("dot", Box::new(|o| v.dot_out(&v, o)), Box::new(|| v.dot(&v))),
+        ("mv", Box::new(|o| x.mv_out(&v, o)), Box::new(|| x.mv(&v))),
+        ("outer", Box::new(|o| v.outer_out(&v, o)), Box::new(|| v.outer(&v))),
+        (
+            "index_select",
+            Box::new(|o| x.index_select_out(1, &idx.flatten(0, -1)?, o)),
+            Box::new(|| x.index_select(1, &idx.flatten(0, -1)?)),
+        ),
+        ("gather", Box::new(|o| x.gather_out(0, &idx, o)), Box::new(|| x.gather(0, &idx))),
+        ("cat", Box::new(|o| Tensor::cat_out(&[&x, &y], 1, o)), Box::new(|| Tensor::cat(&[&x, &y], 1))),
+        ("stack", Box::new(|o| Tensor::stack_out(&[&x, &y], 0, o)), Box::new(|| Tensor::stack(&[&x, &y], 0))),
+        ("eq", Box::new(|o| x.eq_out(&y, o)), Box::new(|| x.eq(&y))),
+        ("ne", Box::new(|o| x.ne_out(&v, o)), Box::new(|| x.ne(&v))),
+        ("lt", Box::new(|o| x.lt_out(&y, o)), Box::new(|| x.lt(&y))),
+        ("le", Box::new(|o| x.le_out(&y, o)), Box::new(|| x.le(&y))),
+        ("gt", Box::new(|o| x.gt_out(&y, o)), Box::new(|| x.gt(&y))),
+        ("ge", Box::new(|o| x.ge_out(&y, o)), Box::new(|| x.ge(&y))),
+        ("logical_and", Box::new(|o| x.logical_and_out(&y, o)), Box::new(|| x.logical_and(&y))),
+        ("logical_or", Box::new(|o| x.logical_or_out(&y, o)), Box::new(|| x.logical_or(&y))),
+        ("logical_xor", Box::new(|o| x.logical_xor_out(&y, o)), Box::new(|| x.logical_xor(&y))),
+        ("logical_not", Box::new(|o| x.logical_not_out(o)), Box::new(|| x.logical_not())),
+        ("where", Box::new(|o| x.where_out(&cond, &y, o)), Box::new(|| x.where_(&cond, &y))),
+        ("abs", Box::new(|o| x.abs_out(o)), Box::new(|| x.abs())),
+        ("sign", Box::new(|o| x.sign_out(o)), Box::new(|| x.sign())),
+        ("floor", Box::new(|o| x.floor_out(o)), Box::new(|| x.floor())),
+        ("ceil", Box::new(|o| x.ceil_out(o)), Box::new(|| x.ceil())),
+        ("round", Box::new(|o| x.round_out(o)), Box::new(|| x.round())),
+        ("trunc", Box::new(|o| x.trunc_out(o)), Box::new(|| x.trunc())),
+        ("neg", Box::new(|o| x.neg_out(o)), Box::new(|| x.neg())),
+        ("frac", Box::new(|o| x.frac_out(o)), Box::new(|| x.frac())),
+        ("sigmoid", Box::new(|o| x.sigmoid_out(o)), Box::new(|| x.sigmoid())),
+    ];
+    for (name, out_form, op) in &cases {
+        let want = op()?;
+        // A transposed (non-contiguous) out of the right shape is written through its strides.
+        let out = if want.rank() == 2 {
+            Tensor::full([want.dims()[1], want.dims()[0]], 9, want.dtype())?.t()?
+        } else {
+            Tensor::full(want.shape().clone(), 9, want.dtype())?
+        };
+        let r = out_form(&out)?;
+        assert!(r.same_storage(&out), "{name}: the result is not `out`");
+        assert!(out.eq(&want)?.all()?.item::<bool>()?, "{name}: {out} != {want}");
+        let wrong = Tensor::zeros([want.numel() + 1], want.dtype())?;
+        assert!(out_form(&wrong).is_err(), "{name}: an out of the wrong shape was accepted");
+    }
+    Ok(())
+}
+
+#[test]
+fn out_forms_check_grad_dtype_and_aliasing_like_pytorch() -> Result<()> {
+    let x = Tensor::new([[1f32, 2.], [3., 4.]])?;
+    // out= does not record: an input that requires grad is an error (PyTorch's message)
+    let w = x.deep_clone()?.requires_grad_(true)?;
+    let e = w.sum_dims_out(&[0], false, &Tensor::zeros([2], DType::F32)?).unwrap_err();
+    assert!(e.message().contains("functions with out=... arguments don't support automatic differentiation"));
+    assert!(x.eq_out(&w, &Tensor::zeros([2, 2], DType::Bool)?).is_err());
+    // results cast into wider outs, never from float to int; indices must be int64
+    let o64 = Tensor::zeros([2], DType::F64)?;
+    x.sum_dims_out(&[0], false, &o64)?;
+    assert_eq!(o64.to_vec::<f64>()?, vec![4., 6.]);
+    assert!(x.sum_dims_out(&[0], false, &Tensor::zeros([2], DType::I64)?).is_err());
+    assert!(x.argmax_out(Some(0), false, &Tensor::zeros([2], DType::I32)?).is_err());
+    // as in PyTorch, softmax and amax want their exact dtype; cumsum and cat cast
+    assert!(x.softmax_out(1, &Tensor::zeros([2, 2], DType::F64)?).is_err());
+    assert!(x.amax_out(&[0], false, &o64).is_err());
+    x.cumsum_out(0, &Tensor::zeros([2, 2], DType::F64)?)?;
+    Tensor::cat_out(&[&x], 0, &Tensor::zeros([2, 2], DType::F64)?)?;
+    // an out that is also the input: computed first, then written
+    let c = x.deep_clone()?;
+    c.cumsum_out(1, &c)?;
+    assert_eq!(c.to_vec2::<f32>()?, vec![vec![1., 3.], vec![3., 7.]]);
+    let m = x.deep_clone()?;
+    m.t()?.abs_out(&m)?; // reads through another layout of the same storage
+    assert_eq!(m.to_vec2::<f32>()?, vec![vec![1., 3.], vec![2., 4.]]);
+    // two outputs: values and indices, which must not share memory
+    let (vals, inds) = (Tensor::zeros([2], DType::F32)?, Tensor::zeros([2], DType::I64)?);
+    x.max_dim_out(1, false, &vals, &inds)?;
+    assert_eq!((vals.to_vec::<f32>()?, inds.to_vec::<i64>()?), (vec![2., 4.], vec![1, 1]));
+    let (vals, inds) = (Tensor::zeros([2, 1], DType::F32)?, Tensor::zeros([2, 1], DType::I64)?);
+    x.topk_out(1, 1, false, true, &vals, &inds)?;
+    assert_eq!((vals.to_vec::<f32>()?, inds.to_vec::<i64>()?), (vec![1., 3.], vec![0, 0]));
+    let (vals, inds) = (Tensor::zeros([2, 2], DType::F32)?, Tensor::zeros([2, 2], DType::I64)?);
+    x.neg()?.sort_out(1, false, &vals, &inds)?;
+    assert_eq!(inds.to_vec2::<i64>()?, vec![vec![1, 0], vec![1, 0]]);
+    x.min_dim_out(0, true, &vals.narrow(0, 0, 1)?, &inds.narrow(0, 0, 1)?)?;
+    assert_eq!(vals.to_vec2::<f32>()?[0], vec![1., 2.]);
+    let shared = Tensor::zeros([2], DType::I64)?;
+    assert!(x.max_dim_out(1, false, &shared, &shared).is_err());
+    Ok(())
+}

@@ -1,6 +1,7 @@
 //! Comparisons and logic giving bool tensors: eq/ne/lt/le/gt/ge, logical and/or/xor/not,
 //! isnan/isinf/isfinite, `where`, isclose/allclose.
 
+use super::derivatives::check_out;
 use super::{map1, map2, map3, Out};
 use crate::autograd::record::{needs_grad, paused, record1, Save};
 use crate::dtype::Scalar;
@@ -18,73 +19,95 @@ enum Cmp {
     Ge,
 }
 
-fn compare(a: &Tensor, b: &Tensor, op: Cmp, name: &str) -> Result<Tensor> {
+fn compare(a: &Tensor, b: &Tensor, op: Cmp, name: &str, out: Out<'_>) -> Result<Tensor> {
     let shape = broadcast_shapes(a.dims(), b.dims(), name)?;
     let dt = result_type(a, b);
     let (a, b) = (a.to_dtype(dt)?, b.to_dtype(dt)?);
     dispatch_all!(dt, T => match op {
-        Cmp::Eq => map2::<T, T, bool>(&a, &b, &shape, Out::New, name, |x, y| x == y),
-        Cmp::Ne => map2::<T, T, bool>(&a, &b, &shape, Out::New, name, |x, y| x != y),
-        Cmp::Lt => map2::<T, T, bool>(&a, &b, &shape, Out::New, name, |x, y| x < y),
-        Cmp::Le => map2::<T, T, bool>(&a, &b, &shape, Out::New, name, |x, y| x <= y),
-        Cmp::Gt => map2::<T, T, bool>(&a, &b, &shape, Out::New, name, |x, y| x > y),
-        Cmp::Ge => map2::<T, T, bool>(&a, &b, &shape, Out::New, name, |x, y| x >= y),
+        Cmp::Eq => map2::<T, T, bool>(&a, &b, &shape, out, name, |x, y| x == y),
+        Cmp::Ne => map2::<T, T, bool>(&a, &b, &shape, out, name, |x, y| x != y),
+        Cmp::Lt => map2::<T, T, bool>(&a, &b, &shape, out, name, |x, y| x < y),
+        Cmp::Le => map2::<T, T, bool>(&a, &b, &shape, out, name, |x, y| x <= y),
+        Cmp::Gt => map2::<T, T, bool>(&a, &b, &shape, out, name, |x, y| x > y),
+        Cmp::Ge => map2::<T, T, bool>(&a, &b, &shape, out, name, |x, y| x >= y),
     })
 }
 
 macro_rules! cmp_methods {
-    ($($name:ident, $scalar:ident, $op:ident, $sym:literal;)*) => {
+    ($($name:ident, $scalar:ident, $out:ident, $op:ident, $sym:literal;)*) => {
         impl Tensor {$(
             #[doc = concat!("`torch.", stringify!($name), "`: `self ", $sym, " other` elementwise, as a bool tensor.")]
             pub fn $name(&self, other: &Tensor) -> Result<Tensor> {
-                compare(self, other, Cmp::$op, stringify!($name))
+                compare(self, other, Cmp::$op, stringify!($name), Out::New)
             }
             #[doc = concat!("`self ", $sym, " scalar` elementwise, as a bool tensor.")]
             pub fn $scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
-                compare(self, &scalar_tensor(other.into(), self.dtype())?, Cmp::$op, stringify!($name))
+                compare(self, &scalar_tensor(other.into(), self.dtype())?, Cmp::$op, stringify!($name), Out::New)
+            }
+            #[doc = concat!("`torch.", stringify!($name), "(self, other, out=out)`: into a bool tensor of the broadcast shape.")]
+            pub fn $out(&self, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+                check_out(stringify!($name), &[self, other, out])?;
+                compare(self, other, Cmp::$op, stringify!($name), Out::Into(out))
             }
         )*}
     };
 }
 
 cmp_methods! {
-    eq, eq_scalar, Eq, "==";
-    ne, ne_scalar, Ne, "!=";
-    lt, lt_scalar, Lt, "<";
-    le, le_scalar, Le, "<=";
-    gt, gt_scalar, Gt, ">";
-    ge, ge_scalar, Ge, ">=";
+    eq, eq_scalar, eq_out, Eq, "==";
+    ne, ne_scalar, ne_out, Ne, "!=";
+    lt, lt_scalar, lt_out, Lt, "<";
+    le, le_scalar, le_out, Le, "<=";
+    gt, gt_scalar, gt_out, Gt, ">";
+    ge, ge_scalar, ge_out, Ge, ">=";
 }
 
 fn truthy(t: &Tensor) -> Result<Tensor> {
     t.to_dtype(DType::Bool)
 }
 
+fn logical(a: &Tensor, b: &Tensor, name: &str, out: Out<'_>, f: fn(bool, bool) -> bool) -> Result<Tensor> {
+    let shape = broadcast_shapes(a.dims(), b.dims(), name)?;
+    let (a, b) = (truthy(a)?, truthy(b)?);
+    map2::<bool, bool, bool>(&a, &b, &shape, out, name, f)
+}
+
 impl Tensor {
     /// `torch.logical_and`: both nonzero.
     pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
-        let shape = broadcast_shapes(self.dims(), other.dims(), "logical_and")?;
-        map2::<bool, bool, bool>(&truthy(self)?, &truthy(other)?, &shape, Out::New, "logical_and", |x, y| {
-            x & y
-        })
+        logical(self, other, "logical_and", Out::New, |x, y| x & y)
     }
     /// `torch.logical_or`: either nonzero.
     pub fn logical_or(&self, other: &Tensor) -> Result<Tensor> {
-        let shape = broadcast_shapes(self.dims(), other.dims(), "logical_or")?;
-        map2::<bool, bool, bool>(&truthy(self)?, &truthy(other)?, &shape, Out::New, "logical_or", |x, y| {
-            x | y
-        })
+        logical(self, other, "logical_or", Out::New, |x, y| x | y)
     }
     /// `torch.logical_xor`: exactly one nonzero.
     pub fn logical_xor(&self, other: &Tensor) -> Result<Tensor> {
-        let shape = broadcast_shapes(self.dims(), other.dims(), "logical_xor")?;
-        map2::<bool, bool, bool>(&truthy(self)?, &truthy(other)?, &shape, Out::New, "logical_xor", |x, y| {
-            x ^ y
-        })
+        logical(self, other, "logical_xor", Out::New, |x, y| x ^ y)
     }
     /// `torch.logical_not`: zero elements become true.
     pub fn logical_not(&self) -> Result<Tensor> {
         map1::<bool, bool>(&truthy(self)?, &self.shape().clone(), Out::New, "logical_not", |x| !x)
+    }
+    /// `torch.logical_and(self, other, out=out)` into a bool tensor.
+    pub fn logical_and_out(&self, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        check_out("logical_and", &[self, other, out])?;
+        logical(self, other, "logical_and", Out::Into(out), |x, y| x & y)
+    }
+    /// `torch.logical_or(self, other, out=out)` into a bool tensor.
+    pub fn logical_or_out(&self, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        check_out("logical_or", &[self, other, out])?;
+        logical(self, other, "logical_or", Out::Into(out), |x, y| x | y)
+    }
+    /// `torch.logical_xor(self, other, out=out)` into a bool tensor.
+    pub fn logical_xor_out(&self, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        check_out("logical_xor", &[self, other, out])?;
+        logical(self, other, "logical_xor", Out::Into(out), |x, y| x ^ y)
+    }
+    /// `torch.logical_not(self, out=out)` into a bool tensor.
+    pub fn logical_not_out(&self, out: &Tensor) -> Result<Tensor> {
+        check_out("logical_not", &[self, out])?;
+        map1::<bool, bool>(&truthy(self)?, &self.shape().clone(), Out::Into(out), "logical_not", |x| !x)
     }
 
     /// `torch.isnan`.
@@ -117,6 +140,15 @@ impl Tensor {
     /// ```
     pub fn where_(&self, condition: &Tensor, other: &Tensor) -> Result<Tensor> {
         where_impl(condition, self, other)
+    }
+
+    /// `torch.where(condition, self, other, out=out)`.
+    pub fn where_out(&self, condition: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+        check_out("where", &[self, other, out])?;
+        let shape = where_shape(condition, self, other)?;
+        let dt = result_type(self, other);
+        let (x, y) = (self.to_dtype(dt)?, other.to_dtype(dt)?);
+        dispatch_all!(dt, T => map3::<bool, T, T, T>(condition, &x, &y, &shape, Out::Into(out), "where", |c, a, b| if c { a } else { b }))
     }
 
     /// `torch.isclose(self, other, rtol, atol, equal_nan)`: `|a - b| <= atol + rtol * |b|`.
@@ -154,8 +186,8 @@ impl Tensor {
     }
 }
 
-/// `torch.where(condition, x, y)`.
-pub fn where_impl(condition: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
+/// Checks `where`'s condition and broadcasts the three shapes.
+fn where_shape(condition: &Tensor, x: &Tensor, y: &Tensor) -> Result<crate::Shape> {
     if condition.dtype() != DType::Bool {
         bail!(
             DType,
@@ -163,8 +195,12 @@ pub fn where_impl(condition: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> 
             condition.dtype()
         );
     }
-    let shape =
-        broadcast_shapes(broadcast_shapes(condition.dims(), x.dims(), "where")?.dims(), y.dims(), "where")?;
+    broadcast_shapes(broadcast_shapes(condition.dims(), x.dims(), "where")?.dims(), y.dims(), "where")
+}
+
+/// `torch.where(condition, x, y)`.
+pub fn where_impl(condition: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    let shape = where_shape(condition, x, y)?;
     let dt = result_type(x, y);
     let rec = needs_grad(&[x, y]);
     let out = {

@@ -758,7 +758,7 @@ fn detach(x: &Tensor, out: Option<&Tensor>) -> Result<Tensor> {
 }
 
 /// Checks an `out=` tensor: exact shape, dtype, no internal overlap.
-fn check_out(out: &Tensor, shape: &[usize], dtype: DType, op: &str) -> Result<()> {
+pub(crate) fn check_out(out: &Tensor, shape: &[usize], dtype: DType, op: &str) -> Result<()> {
     if out.dtype() != dtype {
         bail!(
             DType,

@@ -15,6 +15,7 @@ pub mod index;
 pub mod inplace;
 pub mod join;
 pub mod linalg;
+pub mod out;
 pub mod reduce;
 pub mod scan;
 #[cfg(target_arch = "x86_64")]

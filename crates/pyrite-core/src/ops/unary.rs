@@ -344,7 +344,13 @@ impl Tensor {
         unary_ad(
             "abs",
             self,
-            keep_dtype(self, "abs", |v| if v < 0.0 { -v } else { v * 1.0 }, |v: i64| v.wrapping_abs())?,
+            keep_dtype(
+                self,
+                Out::New,
+                "abs",
+                |v| if v < 0.0 { -v } else { v * 1.0 },
+                |v: i64| v.wrapping_abs(),
+            )?,
         )
     }
 
@@ -353,7 +359,13 @@ impl Tensor {
         unary_ad(
             "sign",
             self,
-            keep_dtype(self, "sign", |v| ((0.0 < v) as i32 - (v < 0.0) as i32) as f64, |v: i64| v.signum())?,
+            keep_dtype(
+                self,
+                Out::New,
+                "sign",
+                |v| ((0.0 < v) as i32 - (v < 0.0) as i32) as f64,
+                |v: i64| v.signum(),
+            )?,
         )
     }
 
@@ -367,24 +379,28 @@ impl Tensor {
 
     /// `torch.floor`; integers are returned unchanged.
     pub fn floor(&self) -> Result<Tensor> {
-        unary_ad("floor", self, keep_dtype(self, "floor", f64::floor, |v| v)?)
+        unary_ad("floor", self, keep_dtype(self, Out::New, "floor", f64::floor, |v| v)?)
     }
     /// `torch.ceil`; integers are returned unchanged.
     pub fn ceil(&self) -> Result<Tensor> {
-        unary_ad("ceil", self, keep_dtype(self, "ceil", f64::ceil, |v| v)?)
+        unary_ad("ceil", self, keep_dtype(self, Out::New, "ceil", f64::ceil, |v| v)?)
     }
     /// `torch.round`: round half to even; integers are returned unchanged.
     pub fn round(&self) -> Result<Tensor> {
-        unary_ad("round", self, keep_dtype(self, "round", f64::round_ties_even, |v| v)?)
+        unary_ad("round", self, keep_dtype(self, Out::New, "round", f64::round_ties_even, |v| v)?)
     }
     /// `torch.round(x, decimals=d)`.
     pub fn round_decimals(&self, decimals: i32) -> Result<Tensor> {
         let s = 10f64.powi(decimals);
-        unary_ad("round", self, keep_dtype(self, "round", move |v| (v * s).round_ties_even() / s, |v| v)?)
+        unary_ad(
+            "round",
+            self,
+            keep_dtype(self, Out::New, "round", move |v| (v * s).round_ties_even() / s, |v| v)?,
+        )
     }
     /// `torch.trunc`; integers are returned unchanged.
     pub fn trunc(&self) -> Result<Tensor> {
-        unary_ad("trunc", self, keep_dtype(self, "trunc", f64::trunc, |v| v)?)
+        unary_ad("trunc", self, keep_dtype(self, Out::New, "trunc", f64::trunc, |v| v)?)
     }
 
     /// `torch.clamp(x, min, max)` with optional scalar bounds; NaN propagates and `min > max`
@@ -546,23 +562,69 @@ pub(crate) fn finite_range(dt: DType) -> (f64, f64) {
     }
 }
 
+/// `out=` forms of the dtype-preserving ops: `out` must have the input's shape and dtype.
+macro_rules! keep_dtype_out {
+    ($($out:ident, $torch:literal, $ff:expr, $fi:expr;)*) => {
+        impl Tensor {$(
+            #[doc = concat!("`torch.", $torch, "(self, out=out)`.")]
+            pub fn $out(&self, out: &Tensor) -> Result<Tensor> {
+                check_out($torch, &[self, out])?;
+                keep_dtype(self, Out::Into(out), $torch, $ff, $fi)
+            }
+        )*}
+    };
+}
+
+keep_dtype_out! {
+    abs_out, "abs", |v: f64| if v < 0.0 { -v } else { v * 1.0 }, |v: i64| v.wrapping_abs();
+    sign_out, "sign", |v: f64| ((0.0 < v) as i32 - (v < 0.0) as i32) as f64, |v: i64| v.signum();
+    floor_out, "floor", f64::floor, |v| v;
+    ceil_out, "ceil", f64::ceil, |v| v;
+    round_out, "round", f64::round_ties_even, |v| v;
+    trunc_out, "trunc", f64::trunc, |v| v;
+}
+
+impl Tensor {
+    /// `torch.neg(self, out=out)`.
+    pub fn neg_out(&self, out: &Tensor) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return self.neg();
+        }
+        self.mul_out(&scalar_tensor(Scalar::Int(-1), self.dtype())?, out)
+    }
+
+    /// `torch.frac(self, out=out)` (floats only).
+    pub fn frac_out(&self, out: &Tensor) -> Result<Tensor> {
+        require_float(self, "frac_cpu")?;
+        check_out("frac", &[self, out])?;
+        float_op!(self, Out::Into(out), "frac", |v| v - v.trunc())
+    }
+
+    /// `torch.sigmoid(self, out=out)`.
+    pub fn sigmoid_out(&self, out: &Tensor) -> Result<Tensor> {
+        check_out("sigmoid", &[self, out])?;
+        float_unary(self, Out::Into(out), "sigmoid", sigmoid32, |v: f64| 1.0 / (1.0 + (-v).exp()))
+    }
+}
+
 /// A dtype-preserving op: the float body runs in f64 (exact for these ops), the integer body
 /// in i64.
 fn keep_dtype(
     x: &Tensor,
+    out: Out<'_>,
     name: &str,
     ff: impl Fn(f64) -> f64 + Sync + Send + Copy,
     fi: impl Fn(i64) -> i64 + Sync + Send + Copy,
 ) -> Result<Tensor> {
     let shape = x.shape().clone();
     match x.dtype() {
-        DType::F32 => map1::<f32, f32>(x, &shape, Out::New, name, move |v| ff(v as f64) as f32),
-        DType::F64 => map1::<f64, f64>(x, &shape, Out::New, name, ff),
-        DType::F16 => map1::<f16, f16>(x, &shape, Out::New, name, move |v| f16::from_f64(ff(v.to_f64()))),
-        DType::BF16 => map1::<bf16, bf16>(x, &shape, Out::New, name, move |v| bf16::from_f64(ff(v.to_f64()))),
-        DType::Bool => x.deep_clone(),
+        DType::F32 => map1::<f32, f32>(x, &shape, out, name, move |v| ff(v as f64) as f32),
+        DType::F64 => map1::<f64, f64>(x, &shape, out, name, ff),
+        DType::F16 => map1::<f16, f16>(x, &shape, out, name, move |v| f16::from_f64(ff(v.to_f64()))),
+        DType::BF16 => map1::<bf16, bf16>(x, &shape, out, name, move |v| bf16::from_f64(ff(v.to_f64()))),
+        DType::Bool => map1::<bool, bool>(x, &shape, out, name, |v| v),
         _ => {
-            dispatch_all!(x.dtype(), T => map1::<T, T>(x, &shape, Out::New, name, move |v: T| T::from_i64(fi(v.to_i64()))))
+            dispatch_all!(x.dtype(), T => map1::<T, T>(x, &shape, out, name, move |v: T| T::from_i64(fi(v.to_i64()))))
         }
     }
 }

@@ -1,0 +1,252 @@
+//! `out=` forms of the ops whose kernels fill a fresh buffer (reductions, scans, joins, index
+//! ops, sorts, softmax, vector products): `x.sum_dims_out(&[1], false, &out)` is
+//! `torch.sum(x, 1, out=out)`.
+//!
+//! The result is computed into a buffer from the caching allocator (reused, so no page faults)
+//! and copied into `out`; an `out` that shares storage with an input is therefore safe. The
+//! elementwise ops write into `out` directly (their `_out` forms live with them). As everywhere
+//! in Pyrite, `out` must already have the result's shape (PyTorch would resize it), a dtype the
+//! result casts to (indices: int64), and no argument may require grad.
+
+use super::binary::can_cast;
+use super::derivatives::check_out as check_no_grad;
+use super::linalg::check_out;
+use crate::{DType, Result, Tensor};
+
+/// Whether an op's `out` may have another dtype than its result, which is then cast to it (as
+/// PyTorch allows for sums, means, scans and joins: a wider float, an int to a float), or must
+/// have exactly the result's dtype (as PyTorch requires for amax, gather, sort, softmax, ...).
+#[derive(Clone, Copy, PartialEq)]
+enum Cast {
+    Allowed,
+    Exact,
+}
+use Cast::*;
+
+/// The dtype `out` must have for a result of `dtype`.
+fn out_dtype(dtype: DType, out: &Tensor, cast: Cast) -> DType {
+    if cast == Allowed && can_cast(dtype, out.dtype()) {
+        out.dtype()
+    } else {
+        dtype
+    }
+}
+
+/// Computes `compute()` and copies it into `out` after checking `out` against it.
+fn write_out(
+    op: &str,
+    cast: Cast,
+    inputs: &[&Tensor],
+    out: &Tensor,
+    compute: impl FnOnce() -> Result<Tensor>,
+) -> Result<Tensor> {
+    let mut all = inputs.to_vec();
+    all.push(out);
+    check_no_grad(op, &all)?;
+    out.check_inplace_allowed()?;
+    let r = compute()?;
+    check_out(out, r.dims(), out_dtype(r.dtype(), out, cast), op)?;
+    out.copy_(&r)?;
+    Ok(out.clone())
+}
+
+/// [`write_out`] for ops with two results (values and indices).
+fn write_out2(
+    op: &str,
+    inputs: &[&Tensor],
+    outs: (&Tensor, &Tensor),
+    compute: impl FnOnce() -> Result<(Tensor, Tensor)>,
+) -> Result<(Tensor, Tensor)> {
+    let mut all = inputs.to_vec();
+    all.extend([outs.0, outs.1]);
+    check_no_grad(op, &all)?;
+    outs.0.check_inplace_allowed()?;
+    outs.1.check_inplace_allowed()?;
+    if outs.0.same_storage(outs.1) {
+        crate::bail!(Value, "{op}: the values and indices outputs must not share memory");
+    }
+    let (v, i) = compute()?;
+    check_out(outs.0, v.dims(), v.dtype(), op)?;
+    check_out(outs.1, i.dims(), i.dtype(), op)?;
+    outs.0.copy_(&v)?;
+    outs.1.copy_(&i)?;
+    Ok((outs.0.clone(), outs.1.clone()))
+}
+
+/// `out=` forms of reductions over a list of dims.
+macro_rules! dims_out {
+    ($($name:ident => $base:ident, $torch:literal, $cast:ident;)*) => {
+        impl Tensor {$(
+            #[doc = concat!("`torch.", $torch, "(x, dims, keepdim, out=out)`: [`Tensor::", stringify!($base), "`] written into `out`.")]
+            pub fn $name(&self, dims: &[isize], keepdim: bool, out: &Tensor) -> Result<Tensor> {
+                write_out($torch, $cast, &[self], out, || self.$base(dims, keepdim))
+            }
+        )*}
+    };
+}
+
+dims_out! {
+    sum_dims_out => sum_dims, "sum", Allowed;
+    nansum_dims_out => nansum_dims, "nansum", Allowed;
+    mean_dims_out => mean_dims, "mean", Allowed;
+    nanmean_dims_out => nanmean_dims, "nanmean", Allowed;
+    prod_dims_out => prod_dims, "prod", Allowed;
+    amax_out => amax, "amax", Exact;
+    amin_out => amin, "amin", Exact;
+    logsumexp_out => logsumexp, "logsumexp", Allowed;
+    all_dims_out => all_dims, "all", Exact;
+    any_dims_out => any_dims, "any", Exact;
+}
+
+/// `out=` forms of ops along one dim.
+macro_rules! dim_out {
+    ($($name:ident => $base:ident, $torch:literal, $cast:ident;)*) => {
+        impl Tensor {$(
+            #[doc = concat!("`torch.", $torch, "(x, dim, out=out)`: [`Tensor::", stringify!($base), "`] written into `out`.")]
+            pub fn $name(&self, dim: isize, out: &Tensor) -> Result<Tensor> {
+                write_out($torch, $cast, &[self], out, || self.$base(dim))
+            }
+        )*}
+    };
+}
+
+dim_out! {
+    cumsum_out => cumsum, "cumsum", Allowed;
+    cumprod_out => cumprod, "cumprod", Allowed;
+    softmax_out => softmax, "softmax", Exact;
+    log_softmax_out => log_softmax, "log_softmax", Exact;
+}
+
+/// `out=` forms of products of vectors and matrices.
+macro_rules! pair_out {
+    ($($name:ident => $base:ident, $torch:literal, $cast:ident;)*) => {
+        impl Tensor {$(
+            #[doc = concat!("`torch.", $torch, "(x, other, out=out)`: [`Tensor::", stringify!($base), "`] written into `out`.")]
+            pub fn $name(&self, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+                write_out($torch, $cast, &[self, other], out, || self.$base(other))
+            }
+        )*}
+    };
+}
+
+pair_out! {
+    dot_out => dot, "dot", Exact;
+    mv_out => mv, "mv", Exact;
+    outer_out => outer, "outer", Allowed;
+}
+
+impl Tensor {
+    /// `torch.var(x, dims, correction=c, keepdim=k, out=out)`.
+    pub fn var_dims_out(
+        &self,
+        dims: &[isize],
+        correction: f64,
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<Tensor> {
+        write_out("var", Allowed, &[self], out, || self.var_dims(dims, correction, keepdim))
+    }
+
+    /// `torch.std(x, dims, correction=c, keepdim=k, out=out)`.
+    pub fn std_dims_out(
+        &self,
+        dims: &[isize],
+        correction: f64,
+        keepdim: bool,
+        out: &Tensor,
+    ) -> Result<Tensor> {
+        write_out("std", Allowed, &[self], out, || self.std_dims(dims, correction, keepdim))
+    }
+
+    /// `torch.linalg.vector_norm(x, ord, dims, keepdim, out=out)`.
+    pub fn norm_out(&self, ord: f64, dims: &[isize], keepdim: bool, out: &Tensor) -> Result<Tensor> {
+        write_out("norm", Exact, &[self], out, || self.norm(ord, dims, keepdim))
+    }
+
+    /// `torch.argmax(x, dim, keepdim, out=out)` (int64 indices).
+    pub fn argmax_out(&self, dim: Option<isize>, keepdim: bool, out: &Tensor) -> Result<Tensor> {
+        write_out("argmax", Exact, &[self], out, || self.argmax(dim, keepdim))
+    }
+
+    /// `torch.argmin(x, dim, keepdim, out=out)` (int64 indices).
+    pub fn argmin_out(&self, dim: Option<isize>, keepdim: bool, out: &Tensor) -> Result<Tensor> {
+        write_out("argmin", Exact, &[self], out, || self.argmin(dim, keepdim))
+    }
+
+    /// `torch.max(x, dim, keepdim, out=(values, indices))`.
+    pub fn max_dim_out(
+        &self,
+        dim: isize,
+        keepdim: bool,
+        values: &Tensor,
+        indices: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        write_out2("max", &[self], (values, indices), || self.max_dim(dim, keepdim))
+    }
+
+    /// `torch.min(x, dim, keepdim, out=(values, indices))`.
+    pub fn min_dim_out(
+        &self,
+        dim: isize,
+        keepdim: bool,
+        values: &Tensor,
+        indices: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        write_out2("min", &[self], (values, indices), || self.min_dim(dim, keepdim))
+    }
+
+    /// `torch.sort(x, dim, descending, out=(values, indices))`.
+    pub fn sort_out(
+        &self,
+        dim: isize,
+        descending: bool,
+        values: &Tensor,
+        indices: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        write_out2("sort", &[self], (values, indices), || self.sort(dim, descending))
+    }
+
+    /// `torch.topk(x, k, dim, largest, sorted, out=(values, indices))`.
+    pub fn topk_out(
+        &self,
+        k: usize,
+        dim: isize,
+        largest: bool,
+        sorted: bool,
+        values: &Tensor,
+        indices: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        write_out2("topk", &[self], (values, indices), || self.topk(k, dim, largest, sorted))
+    }
+
+    /// `torch.index_select(x, dim, index, out=out)`.
+    pub fn index_select_out(&self, dim: isize, index: &Tensor, out: &Tensor) -> Result<Tensor> {
+        write_out("index_select", Exact, &[self, index], out, || self.index_select(dim, index))
+    }
+
+    /// `torch.gather(x, dim, index, out=out)`.
+    pub fn gather_out(&self, dim: isize, index: &Tensor, out: &Tensor) -> Result<Tensor> {
+        write_out("gather", Exact, &[self, index], out, || self.gather(dim, index))
+    }
+
+    /// `torch.cat(tensors, dim, out=out)`.
+    ///
+    /// ```
+    /// use pyrite_core::{DType, Tensor};
+    /// let a = Tensor::new([1f32, 2.])?;
+    /// let out = Tensor::zeros([4], DType::F32)?;
+    /// Tensor::cat_out(&[&a, &a], 0, &out)?;
+    /// assert_eq!(out.to_vec::<f32>()?, vec![1., 2., 1., 2.]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn cat_out<T: AsRef<Tensor>>(tensors: &[T], dim: isize, out: &Tensor) -> Result<Tensor> {
+        let inputs: Vec<&Tensor> = tensors.iter().map(|t| t.as_ref()).collect();
+        write_out("cat", Allowed, &inputs, out, || Tensor::cat(tensors, dim))
+    }
+
+    /// `torch.stack(tensors, dim, out=out)`.
+    pub fn stack_out<T: AsRef<Tensor>>(tensors: &[T], dim: isize, out: &Tensor) -> Result<Tensor> {
+        let inputs: Vec<&Tensor> = tensors.iter().map(|t| t.as_ref()).collect();
+        write_out("stack", Allowed, &inputs, out, || Tensor::stack(tensors, dim))
+    }
+}
