@@ -404,6 +404,16 @@ fn out_forms_check_grad_dtype_and_aliasing_like_pytorch() -> Result<()> {
     assert_eq!(o64.to_vec::<f64>()?, vec![4., 6.]);
     assert!(x.sum_dims_out(&[0], false, &Tensor::zeros([2], DType::I64)?).is_err());
     assert!(x.argmax_out(Some(0), false, &Tensor::zeros([2], DType::I32)?).is_err());
+    // f32 softmax over the last dim is written straight into a contiguous out
+    let s = Tensor::randn([3, 37], DType::F32)?;
+    for log in [false, true] {
+        let o = Tensor::full([3, 37], 7, DType::F32)?;
+        let v0 = o.version();
+        let want = if log { s.log_softmax(-1)? } else { s.softmax(1)? };
+        let r = if log { s.log_softmax_out(1, &o)? } else { s.softmax_out(-1, &o)? };
+        assert!(r.same_storage(&o) && o.version() > v0);
+        assert!(o.eq(&want)?.all()?.item::<bool>()?);
+    }
     // as in PyTorch, softmax and amax want their exact dtype; cumsum and cat cast
     assert!(x.softmax_out(1, &Tensor::zeros([2, 2], DType::F64)?).is_err());
     assert!(x.amax_out(&[0], false, &o64).is_err());

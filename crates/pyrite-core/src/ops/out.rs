@@ -113,8 +113,6 @@ macro_rules! dim_out {
 dim_out! {
     cumsum_out => cumsum, "cumsum", Allowed;
     cumprod_out => cumprod, "cumprod", Allowed;
-    softmax_out => softmax, "softmax", Exact;
-    log_softmax_out => log_softmax, "log_softmax", Exact;
 }
 
 /// `out=` forms of products of vectors and matrices.
@@ -135,7 +133,28 @@ pair_out! {
     outer_out => outer, "outer", Allowed;
 }
 
+/// Softmax or log-softmax into `out`: straight into it for f32 over the last dim (the common
+/// case: attention scores, logits), else computed and copied.
+fn softmax_out(x: &Tensor, dim: isize, log: bool, out: &Tensor) -> Result<Tensor> {
+    let op = if log { "log_softmax" } else { "softmax" };
+    check_no_grad(op, &[x, out])?;
+    if super::softmax::softmax_lastdim_into(x, dim, log, out)? {
+        return Ok(out.clone());
+    }
+    write_out(op, Exact, &[x], out, || if log { x.log_softmax(dim) } else { x.softmax(dim) })
+}
+
 impl Tensor {
+    /// `torch.softmax(x, dim, out=out)`.
+    pub fn softmax_out(&self, dim: isize, out: &Tensor) -> Result<Tensor> {
+        softmax_out(self, dim, false, out)
+    }
+
+    /// `torch.log_softmax(x, dim, out=out)`.
+    pub fn log_softmax_out(&self, dim: isize, out: &Tensor) -> Result<Tensor> {
+        softmax_out(self, dim, true, out)
+    }
+
     /// `torch.var(x, dims, correction=c, keepdim=k, out=out)`.
     pub fn var_dims_out(
         &self,

@@ -260,6 +260,39 @@ fn softmax_generic<T: FloatAcc>(
     Ok(Tensor::from_cpu_buffer(buf, x.shape().clone(), T::DTYPE))
 }
 
+/// Softmax of a contiguous f32 tensor over its last dim, written straight into `out` (a
+/// contiguous f32 tensor of the same shape, not sharing `x`'s storage); `false` when the
+/// tensors do not qualify, and the caller computes a fresh result instead.
+pub(crate) fn softmax_lastdim_into(x: &Tensor, dim: isize, log: bool, out: &Tensor) -> Result<bool> {
+    let last = x.rank() > 0 && wrap_dim(dim, x.rank())? == x.rank() - 1;
+    let fits = x.dtype() == DType::F32 && out.dtype() == DType::F32 && out.dims() == x.dims();
+    if !(last && fits && x.is_contiguous() && out.is_contiguous() && !out.same_storage(x) && x.numel() > 0) {
+        return Ok(false);
+    }
+    out.check_inplace_allowed()?;
+    let k = x.dims()[x.rank() - 1];
+    let o = x.numel() / k;
+    // Two locks, taken in address order as every multi-storage kernel takes them.
+    let (xs, os) = (&**x.storage(), &**out.storage());
+    let (g, mut w);
+    if (xs as *const _ as usize) < (os as *const _ as usize) {
+        g = xs.read();
+        w = os.write();
+    } else {
+        w = os.write();
+        g = xs.read();
+    }
+    // SAFETY: both tensors are contiguous with `o * k` elements from their offsets, in distinct
+    // storages; threads get disjoint rows.
+    let src = SendPtr(unsafe { (g.cpu().as_ptr() as *mut f32).add(x.storage_offset()) });
+    let dst = SendPtr(unsafe { (w.cpu_mut().as_mut_ptr() as *mut f32).add(out.storage_offset()) });
+    parallel_for(o, grain_for(4 * k), |a, b| {
+        let (src, dst) = (src, dst);
+        unsafe { rows_f32(src.0.add(a * k), dst.0.add(a * k), b - a, k, log) }
+    });
+    Ok(true)
+}
+
 fn softmax_impl(x: &Tensor, dim: isize, log: bool) -> Result<Tensor> {
     x.device().check_available()?;
     let d = wrap_dim(dim, x.rank())?;
