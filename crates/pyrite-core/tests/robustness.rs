@@ -567,3 +567,27 @@ fn corrupt_npy_files_are_errors_not_panics() {
     }
     assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// The same ops on inputs large enough to take the multi-threaded paths.
+#[test]
+fn no_op_panics_on_large_inputs() {
+    let big = Tensor::randn([257, 513], DType::F32).unwrap();
+    let nan = Tensor::full([1 << 17], f64::NAN, DType::F64).unwrap();
+    let ins = [
+        ("[513,257] transposed", big.t().unwrap()),
+        ("[257,513] f32", big.clone()),
+        ("[131072] f64 NaN", nan),
+        ("[257,513] i64", big.mul_scalar(100).unwrap().to_dtype(DType::I64).unwrap()),
+    ];
+    let mut failures = Vec::new();
+    for (name, x) in &ins {
+        for (op, f) in unary_ops() {
+            for d in [0, -1, 2] {
+                for k in [0, 2, usize::MAX] {
+                    check(&mut failures, &format!("{op}({name}, dim={d}, size={k})"), || f(x, d, k));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));
+}
