@@ -442,3 +442,35 @@ fn out_forms_check_grad_dtype_and_aliasing_like_pytorch() -> Result<()> {
     assert!(x.max_dim_out(1, false, &shared, &shared).is_err());
     Ok(())
 }
+
+/// Two threads, each writing into the tensor the other reads from (PyTorch leaves such races to
+/// the user; Pyrite's storage locks make them safe, and must never deadlock: every op that
+/// holds two locks takes them in the same global order).
+#[test]
+fn threads_writing_into_each_others_sources_never_deadlock() {
+    let a = Tensor::randn([64, 64], DType::F32).unwrap();
+    let b = Tensor::randn([64, 64], DType::F32).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    for (x, y) in [(a.clone(), b.clone()), (b, a)] {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let idx = Tensor::new([0i64, 5, 9]).unwrap();
+            let rows = Tensor::new([[0i64; 64], [1; 64]]).unwrap();
+            for _ in 0..3000 {
+                x.index_add_(0, &idx, &y.narrow(0, 0, 3).unwrap(), 0.0).unwrap();
+                x.scatter_(0, &rows, &y).unwrap();
+                x.index_put_(&[Some(idx.clone())], &y.narrow(0, 0, 3).unwrap(), false).unwrap();
+                y.exp_out(&x).unwrap();
+                y.softmax_out(1, &x).unwrap();
+                x.copy_(&y).unwrap();
+                // readers of both, racing the other thread's writes
+                Tensor::cat(&[&y, &x, &y], 0).unwrap();
+                y.add(&x).unwrap();
+            }
+            tx.send(()).unwrap();
+        });
+    }
+    for _ in 0..2 {
+        rx.recv_timeout(std::time::Duration::from_secs(120)).expect("the two threads deadlocked");
+    }
+}

@@ -780,9 +780,7 @@ impl Tensor {
         };
         let (tstrides, sd) = strides_without(self, d);
         dispatch_all!(self.dtype(), T => {
-            let g = src.storage().read();
-            let sv = g.cpu().as_slice::<T>();
-            self.with_storage_mut::<T, _>(|buf, lay| {
+            self.with_storage_mut_reading::<T, _>(&src, |buf, lay, sv| {
                 let it = Strided::new(index.dims(), [&tstrides[..], src_layout.strides()], [lay.offset(), src_layout.offset()]);
                 let n = index.numel();
                 let visit = |f: &mut dyn FnMut(usize, T)| {
@@ -1084,10 +1082,8 @@ impl Tensor {
             Some(s) => Some(detach_from(s, self)?),
             None => None,
         };
-        let g = src.as_ref().map(|s| s.storage().read());
-        let sv = g.as_ref().map(|g| g.cpu().as_slice::<T>());
         let zero_d = self.rank() == 0;
-        self.with_storage_mut::<T, _>(|buf, lay| {
+        let combine = |buf: &mut [T], lay: &Layout, sv: Option<&[T]>| {
             let tl = if zero_d { lay.clone() } else { lay.select(d, 0) };
             let td = if zero_d { 0 } else { lay.strides()[d] };
             let sl =
@@ -1125,7 +1121,13 @@ impl Tensor {
                     }
                 }
             }
-        })?;
+        };
+        match &src {
+            Some(s) => {
+                self.with_storage_mut_reading::<T, _>(s, |buf, lay, sv| combine(buf, lay, Some(sv)))?
+            }
+            None => self.with_storage_mut::<T, _>(|buf, lay| combine(buf, lay, None))?,
+        }
         Ok(())
     }
 
@@ -1347,10 +1349,8 @@ impl Tensor {
         let values = detach_from(values, self)?;
         let nb: usize = adv.bshape.iter().product();
         dispatch_all!(self.dtype(), T => {
-            let g = values.storage().read();
-            let vv = g.cpu().as_slice::<T>();
             // `adv.src` views this tensor's storage (maybe with extra size-1 dims).
-            self.with_storage_mut::<T, _>(|buf, _| {
+            self.with_storage_mut_reading::<T, _>(&values, |buf, _, vv| {
                 adv.walk(&vl, 0, nb, |so, vo, len, ss, vs| {
                     for i in 0..len {
                         let p = so + i * ss;

@@ -35,15 +35,22 @@ impl AsRef<Tensor> for Tensor {
 /// Concatenates contiguous tensors of dtype `T` along a dim: `lens[k]` elements of input `k`
 /// per outer row, `outer` rows.
 fn cat_kernel<T: Element>(inputs: &[Tensor], lens: &[usize], outer: usize, shape: Shape) -> Result<Tensor> {
-    let guards: Vec<_> = inputs.iter().map(|t| t.storage().read()).collect();
-    let srcs: Vec<&[T]> = guards
+    // Each storage read-locked once (inputs may repeat), in address order as every kernel
+    // takes its locks.
+    let key = |t: &Tensor| &**t.storage() as *const crate::storage::StorageCell as usize;
+    let mut cells: Vec<&Tensor> = inputs.iter().collect();
+    cells.sort_by_key(|t| key(t));
+    cells.dedup_by_key(|t| key(t));
+    let guards: Vec<_> = cells.iter().map(|t| (key(t), t.storage().read())).collect();
+    let srcs: Vec<&[T]> = inputs
         .iter()
-        .zip(inputs)
-        .map(|(g, t)| {
+        .map(|t| {
             // An empty input may sit at an offset past its (empty) storage: read nothing.
             if t.numel() == 0 {
                 return &[][..];
             }
+            let at = guards.binary_search_by_key(&key(t), |(k, _)| *k).expect("locked above");
+            let g = &guards[at].1;
             let off = t.storage_offset();
             &g.cpu().as_slice::<T>()[off..off + t.numel()]
         })

@@ -380,8 +380,17 @@ fn map2_contiguous<A: Element, B: Element, R: Element>(
     let mut buf = CpuBuffer::new(n * std::mem::size_of::<R>())?;
     let po = SendPtr(buf.as_mut_ptr() as *mut R);
     {
-        let ga = a.storage().read();
-        let gb = if a.same_storage(b) { None } else { Some(b.storage().read()) };
+        // Both read locks in address order, as every kernel takes its locks.
+        let (sa, sb) = (&**a.storage(), &**b.storage());
+        let (ga, gb) = if std::ptr::eq(sa, sb) {
+            (sa.read(), None)
+        } else if (sa as *const StorageCell as usize) < (sb as *const StorageCell as usize) {
+            let ga = sa.read();
+            (ga, Some(sb.read()))
+        } else {
+            let gb = sb.read();
+            (sa.read(), Some(gb))
+        };
         let base_b = gb.as_ref().map_or(ga.cpu().as_ptr(), |g| g.cpu().as_ptr());
         // SAFETY: contiguous layouts cover `offset..offset + numel` of their storages.
         let pa = SendPtr(unsafe { (ga.cpu().as_ptr() as *mut A).add(a.storage_offset()) });
@@ -435,5 +444,28 @@ impl Tensor {
         self.check_inplace_allowed()?;
         let mut g = self.storage().write();
         Ok(f(g.cpu_mut().as_mut_slice::<T>(), self.layout()))
+    }
+
+    /// [`Tensor::with_storage_mut`] with the storage elements of `src` readable too (`src`
+    /// must not share this tensor's storage: callers copy it first). The two locks are taken
+    /// in address order, as [`lock_all`] takes them, so two threads that each write into the
+    /// other's source never wait on each other for ever.
+    pub(crate) fn with_storage_mut_reading<T: Element, R>(
+        &self,
+        src: &Tensor,
+        f: impl FnOnce(&mut [T], &Layout, &[T]) -> R,
+    ) -> Result<R> {
+        debug_assert!(!self.same_storage(src));
+        self.check_inplace_allowed()?;
+        let (s, d) = (&**src.storage(), &**self.storage());
+        let (r, mut w);
+        if (s as *const StorageCell as usize) < (d as *const StorageCell as usize) {
+            r = s.read();
+            w = d.write();
+        } else {
+            w = d.write();
+            r = s.read();
+        }
+        Ok(f(w.cpu_mut().as_mut_slice::<T>(), self.layout(), r.cpu().as_slice::<T>()))
     }
 }

@@ -269,27 +269,17 @@ pub(crate) fn softmax_lastdim_into(x: &Tensor, dim: isize, log: bool, out: &Tens
     if !(last && fits && x.is_contiguous() && out.is_contiguous() && !out.same_storage(x) && x.numel() > 0) {
         return Ok(false);
     }
-    out.check_inplace_allowed()?;
     let k = x.dims()[x.rank() - 1];
     let o = x.numel() / k;
-    // Two locks, taken in address order as every multi-storage kernel takes them.
-    let (xs, os) = (&**x.storage(), &**out.storage());
-    let (g, mut w);
-    if (xs as *const _ as usize) < (os as *const _ as usize) {
-        g = xs.read();
-        w = os.write();
-    } else {
-        w = os.write();
-        g = xs.read();
-    }
-    // SAFETY: both tensors are contiguous with `o * k` elements from their offsets, in distinct
-    // storages; threads get disjoint rows.
-    let src = SendPtr(unsafe { (g.cpu().as_ptr() as *mut f32).add(x.storage_offset()) });
-    let dst = SendPtr(unsafe { (w.cpu_mut().as_mut_ptr() as *mut f32).add(out.storage_offset()) });
-    parallel_for(o, grain_for(4 * k), |a, b| {
-        let (src, dst) = (src, dst);
-        unsafe { rows_f32(src.0.add(a * k), dst.0.add(a * k), b - a, k, log) }
-    });
+    let (xo, oo, n) = (x.storage_offset(), out.storage_offset(), x.numel());
+    out.with_storage_mut_reading::<f32, _>(x, |d, _, s| {
+        let (src, dst) = (SendPtr(s[xo..xo + n].as_ptr() as *mut f32), SendPtr(d[oo..oo + n].as_mut_ptr()));
+        parallel_for(o, grain_for(4 * k), |a, b| {
+            let (src, dst) = (src, dst);
+            // SAFETY: both slices hold `o * k` elements; threads get disjoint rows.
+            unsafe { rows_f32(src.0.add(a * k), dst.0.add(a * k), b - a, k, log) }
+        });
+    })?;
     Ok(true)
 }
 

@@ -211,10 +211,9 @@ impl Tensor {
                 Out::Into(o) if self.same_storage(o) && self.layout() != o.layout() => self.deep_clone()?,
                 _ => self.clone(),
             };
-            let run = |dst: *mut f32| {
-                let g = x.storage().read();
-                let src = unsafe { (g.cpu().as_ptr() as *const f32).add(x.storage_offset()) } as usize;
-                let dst = dst as usize;
+            // `src` and `dst` hold `n` elements each, in distinct buffers.
+            let run = |src: *const f32, dst: *mut f32| {
+                let (src, dst) = (src as usize, dst as usize);
                 let stream = crate::stream::worth_streaming(n * 4);
                 crate::threads::parallel_for(n, super::GRAIN, |a, b| unsafe {
                     let (src, dst) = ((src as *const f32).add(a), (dst as *mut f32).add(a));
@@ -224,7 +223,12 @@ impl Tensor {
             return match out {
                 Out::New => {
                     let mut buf = crate::alloc::CpuBuffer::new(n * 4)?;
-                    run(buf.as_mut_ptr() as *mut f32);
+                    let g = x.storage().read();
+                    // SAFETY: x is contiguous with `n` elements from its offset.
+                    run(
+                        unsafe { (g.cpu().as_ptr() as *const f32).add(x.storage_offset()) },
+                        buf.as_mut_ptr() as *mut f32,
+                    );
                     Ok(Tensor::from_cpu_buffer(buf, self.shape().clone(), DType::F32))
                 }
                 Out::Into(o) => {
@@ -237,9 +241,10 @@ impl Tensor {
                             crate::simd::exp_f32(p, p, n, false)
                         })?;
                     } else {
-                        let mut g = o.storage().write();
-                        let p = unsafe { (g.cpu_mut().as_mut_ptr() as *mut f32).add(o.storage_offset()) };
-                        run(p);
+                        let (xo, oo) = (x.storage_offset(), o.storage_offset());
+                        o.with_storage_mut_reading::<f32, _>(&x, |d, _, s| {
+                            run(s[xo..xo + n].as_ptr(), d[oo..oo + n].as_mut_ptr())
+                        })?;
                     }
                     Ok(o.clone())
                 }
