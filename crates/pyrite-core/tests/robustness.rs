@@ -325,6 +325,14 @@ fn binary_ops() -> Vec<Binary> {
         ("abs_out", |x, y, _| ok(x.abs_out(y))),
         ("neg_out", |x, y, _| ok(x.neg_out(y))),
         ("sigmoid_out", |x, y, _| ok(x.sigmoid_out(y))),
+        ("take_out", |x, y, _| ok(x.take_out(y, x))),
+        ("scatter_out", |x, y, d| ok(x.scatter_out(d, y, x, x))),
+        ("index_add_out", |x, y, d| ok(x.index_add_out(d, y, x, 1, x))),
+        ("cummax_out", |x, y, d| ok(x.cummax_out(d, x, y))),
+        ("kthvalue_out", |x, y, d| ok(x.kthvalue_out(1, d, true, x, y))),
+        ("lerp_out", |x, y, _| ok(x.lerp_out(y, y, x))),
+        ("nan_to_num_out", |x, y, _| ok(x.nan_to_num_out(0.0, None, None, y))),
+        ("square_out", |x, y, _| ok(x.square_out(y))),
     ]
 }
 

@@ -372,6 +372,25 @@ fn every_out_form_writes_what_its_op_returns() -> Result<()> {
         ("neg", Box::new(|o| x.neg_out(o)), Box::new(|| x.neg())),
         ("frac", Box::new(|o| x.frac_out(o)), Box::new(|| x.frac())),
         ("sigmoid", Box::new(|o| x.sigmoid_out(o)), Box::new(|| x.sigmoid())),
+        ("take", Box::new(|o| x.take_out(&idx, o)), Box::new(|| x.take(&idx))),
+        ("scatter", Box::new(|o| x.scatter_out(0, &idx, &y, o)), Box::new(|| x.scatter(0, &idx, &y))),
+        (
+            "scatter_add",
+            Box::new(|o| x.scatter_add_out(1, &idx, &y, o)),
+            Box::new(|| x.scatter_add(1, &idx, &y)),
+        ),
+        (
+            "index_add",
+            Box::new(|o| x.index_add_out(0, &Tensor::new([1i64, 1])?, &y, 2, o)),
+            Box::new(|| x.index_add(0, &Tensor::new([1i64, 1])?, &y, 2)),
+        ),
+        ("lerp", Box::new(|o| x.lerp_out(&y, &x.sigmoid()?, o)), Box::new(|| x.lerp(&y, &x.sigmoid()?))),
+        (
+            "nan_to_num",
+            Box::new(|o| x.log()?.nan_to_num_out(0.0, Some(1.0), None, o)),
+            Box::new(|| x.log()?.nan_to_num(0.0, Some(1.0), None)),
+        ),
+        ("square", Box::new(|o| x.square_out(o)), Box::new(|| x.square())),
     ];
     for (name, out_form, op) in &cases {
         let want = op()?;
@@ -438,6 +457,17 @@ fn out_forms_check_grad_dtype_and_aliasing_like_pytorch() -> Result<()> {
     assert_eq!(inds.to_vec2::<i64>()?, vec![vec![1, 0], vec![1, 0]]);
     x.min_dim_out(0, true, &vals.narrow(0, 0, 1)?, &inds.narrow(0, 0, 1)?)?;
     assert_eq!(vals.to_vec2::<f32>()?[0], vec![1., 2.]);
+    let (vals, inds) = (Tensor::zeros([2, 2], DType::F32)?, Tensor::zeros([2, 2], DType::I64)?);
+    x.neg()?.cummax_out(1, &vals, &inds)?;
+    assert_eq!(
+        (vals.to_vec2::<f32>()?, inds.to_vec2::<i64>()?),
+        x.neg()?.cummax(1).map(|(v, i)| (v.to_vec2().unwrap(), i.to_vec2().unwrap()))?
+    );
+    x.cummin_out(0, &vals, &inds)?;
+    assert_eq!(vals.to_vec2::<f32>()?, vec![vec![1., 2.], vec![1., 2.]]);
+    let (vals, inds) = (Tensor::zeros([2], DType::F32)?, Tensor::zeros([2], DType::I64)?);
+    x.kthvalue_out(2, 1, false, &vals, &inds)?;
+    assert_eq!((vals.to_vec::<f32>()?, inds.to_vec::<i64>()?), (vec![2., 4.], vec![1, 1]));
     let shared = Tensor::zeros([2], DType::I64)?;
     assert!(x.max_dim_out(1, false, &shared, &shared).is_err());
     Ok(())

@@ -1,5 +1,5 @@
 //! `out=` forms of the ops whose kernels fill a fresh buffer (reductions, scans, joins, index
-//! ops, sorts, softmax, vector products): `x.sum_dims_out(&[1], false, &out)` is
+//! ops, sorts, softmax, vector products, lerp, nan_to_num, square): `x.sum_dims_out(&[1], false, &out)` is
 //! `torch.sum(x, 1, out=out)`.
 //!
 //! The result is computed into a buffer from the caching allocator (reused, so no page faults)
@@ -246,6 +246,78 @@ impl Tensor {
     /// `torch.gather(x, dim, index, out=out)`.
     pub fn gather_out(&self, dim: isize, index: &Tensor, out: &Tensor) -> Result<Tensor> {
         write_out("gather", Exact, &[self, index], out, || self.gather(dim, index))
+    }
+
+    /// `torch.cummax(x, dim, out=(values, indices))`.
+    pub fn cummax_out(&self, dim: isize, values: &Tensor, indices: &Tensor) -> Result<(Tensor, Tensor)> {
+        write_out2("cummax", &[self], (values, indices), || self.cummax(dim))
+    }
+
+    /// `torch.cummin(x, dim, out=(values, indices))`.
+    pub fn cummin_out(&self, dim: isize, values: &Tensor, indices: &Tensor) -> Result<(Tensor, Tensor)> {
+        write_out2("cummin", &[self], (values, indices), || self.cummin(dim))
+    }
+
+    /// `torch.kthvalue(x, k, dim, keepdim, out=(values, indices))`.
+    pub fn kthvalue_out(
+        &self,
+        k: usize,
+        dim: isize,
+        keepdim: bool,
+        values: &Tensor,
+        indices: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        write_out2("kthvalue", &[self], (values, indices), || self.kthvalue(k, dim, keepdim))
+    }
+
+    /// `torch.take(x, index, out=out)`.
+    pub fn take_out(&self, index: &Tensor, out: &Tensor) -> Result<Tensor> {
+        write_out("take", Exact, &[self, index], out, || self.take(index))
+    }
+
+    /// `torch.scatter(x, dim, index, src, out=out)`: a copy of `x` with `src` scattered in.
+    pub fn scatter_out(&self, dim: isize, index: &Tensor, src: &Tensor, out: &Tensor) -> Result<Tensor> {
+        write_out("scatter", Exact, &[self, index, src], out, || self.scatter(dim, index, src))
+    }
+
+    /// `torch.scatter_add(x, dim, index, src, out=out)`.
+    pub fn scatter_add_out(&self, dim: isize, index: &Tensor, src: &Tensor, out: &Tensor) -> Result<Tensor> {
+        write_out("scatter_add", Exact, &[self, index, src], out, || self.scatter_add(dim, index, src))
+    }
+
+    /// `torch.index_add(x, dim, index, source, alpha=alpha, out=out)`.
+    pub fn index_add_out(
+        &self,
+        dim: isize,
+        index: &Tensor,
+        source: &Tensor,
+        alpha: impl Into<crate::Scalar>,
+        out: &Tensor,
+    ) -> Result<Tensor> {
+        write_out("index_add", Exact, &[self, index, source], out, || {
+            self.index_add(dim, index, source, alpha)
+        })
+    }
+
+    /// `torch.lerp(x, end, weight, out=out)`.
+    pub fn lerp_out(&self, end: &Tensor, weight: &Tensor, out: &Tensor) -> Result<Tensor> {
+        write_out("lerp", Exact, &[self, end, weight], out, || self.lerp(end, weight))
+    }
+
+    /// `torch.nan_to_num(x, nan, posinf, neginf, out=out)`.
+    pub fn nan_to_num_out(
+        &self,
+        nan: f64,
+        posinf: Option<f64>,
+        neginf: Option<f64>,
+        out: &Tensor,
+    ) -> Result<Tensor> {
+        write_out("nan_to_num", Exact, &[self], out, || self.nan_to_num(nan, posinf, neginf))
+    }
+
+    /// `torch.square(x, out=out)`.
+    pub fn square_out(&self, out: &Tensor) -> Result<Tensor> {
+        write_out("square", Exact, &[self], out, || self.square())
     }
 
     /// `torch.cat(tensors, dim, out=out)`.
