@@ -32,6 +32,21 @@ fn out_dtype(dtype: DType, out: &Tensor, cast: Cast) -> DType {
     }
 }
 
+/// The checks every out form makes before computing: no argument requires grad (PyTorch's
+/// error), and every out may be written.
+fn check_outs(op: &str, inputs: &[&Tensor], outs: &[&Tensor]) -> Result<()> {
+    let all: Vec<&Tensor> = inputs.iter().chain(outs).copied().collect();
+    check_no_grad(op, &all)?;
+    outs.iter().try_for_each(|o| o.check_inplace_allowed())
+}
+
+/// Checks `out` against the result `r` and copies `r` into it.
+fn copy_result(op: &str, cast: Cast, out: &Tensor, r: &Tensor) -> Result<()> {
+    check_out(out, r.dims(), out_dtype(r.dtype(), out, cast), op)?;
+    out.copy_(r)?;
+    Ok(())
+}
+
 /// Computes `compute()` and copies it into `out` after checking `out` against it.
 fn write_out(
     op: &str,
@@ -40,32 +55,24 @@ fn write_out(
     out: &Tensor,
     compute: impl FnOnce() -> Result<Tensor>,
 ) -> Result<Tensor> {
-    let mut all = inputs.to_vec();
-    all.push(out);
-    check_no_grad(op, &all)?;
-    out.check_inplace_allowed()?;
-    let r = compute()?;
-    check_out(out, r.dims(), out_dtype(r.dtype(), out, cast), op)?;
-    out.copy_(&r)?;
+    check_outs(op, inputs, &[out])?;
+    copy_result(op, cast, out, &compute()?)?;
     Ok(out.clone())
 }
 
-/// [`write_out`] for ops with two results (values and indices).
+/// [`write_out`] for ops with two results (values and indices), each of its exact dtype.
 fn write_out2(
     op: &str,
     inputs: &[&Tensor],
     outs: (&Tensor, &Tensor),
     compute: impl FnOnce() -> Result<(Tensor, Tensor)>,
 ) -> Result<(Tensor, Tensor)> {
-    let mut all = inputs.to_vec();
-    all.extend([outs.0, outs.1]);
-    check_no_grad(op, &all)?;
-    outs.0.check_inplace_allowed()?;
-    outs.1.check_inplace_allowed()?;
+    check_outs(op, inputs, &[outs.0, outs.1])?;
     if outs.0.same_storage(outs.1) {
         crate::bail!(Value, "{op}: the values and indices outputs must not share memory");
     }
     let (v, i) = compute()?;
+    // Both outs are checked before either is written.
     check_out(outs.0, v.dims(), v.dtype(), op)?;
     check_out(outs.1, i.dims(), i.dtype(), op)?;
     outs.0.copy_(&v)?;
@@ -137,11 +144,11 @@ pair_out! {
 /// case: attention scores, logits), else computed and copied.
 fn softmax_out(x: &Tensor, dim: isize, log: bool, out: &Tensor) -> Result<Tensor> {
     let op = if log { "log_softmax" } else { "softmax" };
-    check_no_grad(op, &[x, out])?;
-    if super::softmax::softmax_lastdim_into(x, dim, log, out)? {
-        return Ok(out.clone());
+    check_outs(op, &[x], &[out])?;
+    if !super::softmax::softmax_lastdim_into(x, dim, log, out)? {
+        copy_result(op, Exact, out, &if log { x.log_softmax(dim)? } else { x.softmax(dim)? })?;
     }
-    write_out(op, Exact, &[x], out, || if log { x.log_softmax(dim) } else { x.softmax(dim) })
+    Ok(out.clone())
 }
 
 impl Tensor {

@@ -255,8 +255,12 @@ impl Tensor {
 
     /// `torch.frac`: fractional part, `x - trunc(x)` (floats only).
     pub fn frac(&self) -> Result<Tensor> {
+        unary_ad("frac", self, self.frac_into(Out::New)?)
+    }
+
+    fn frac_into(&self, out: Out<'_>) -> Result<Tensor> {
         require_float(self, "frac_cpu")?;
-        unary_ad("frac", self, float_op!(self, Out::New, "frac", |v| v - v.trunc())?)
+        float_op!(self, out, "frac", |v| v - v.trunc())
     }
 
     /// `torch.nn.functional.mish`: `x * tanh(softplus(x))` (floats only).
@@ -271,11 +275,11 @@ impl Tensor {
 
     /// `torch.sigmoid`: `1 / (1 + exp(-x))`.
     pub fn sigmoid(&self) -> Result<Tensor> {
-        unary_ad(
-            "sigmoid",
-            self,
-            float_unary(self, Out::New, "sigmoid", sigmoid32, |v: f64| 1.0 / (1.0 + (-v).exp()))?,
-        )
+        unary_ad("sigmoid", self, self.sigmoid_into(Out::New)?)
+    }
+
+    fn sigmoid_into(&self, out: Out<'_>) -> Result<Tensor> {
+        float_unary(self, out, "sigmoid", sigmoid32, |v: f64| 1.0 / (1.0 + (-v).exp()))
     }
 
     /// `torch.nn.functional.silu`: `x * sigmoid(x)`.
@@ -344,36 +348,6 @@ impl Tensor {
         self.mul_scalar(-1)
     }
 
-    /// `torch.abs`, keeping the dtype.
-    pub fn abs(&self) -> Result<Tensor> {
-        unary_ad(
-            "abs",
-            self,
-            keep_dtype(
-                self,
-                Out::New,
-                "abs",
-                |v| if v < 0.0 { -v } else { v * 1.0 },
-                |v: i64| v.wrapping_abs(),
-            )?,
-        )
-    }
-
-    /// `torch.sign`: -1, 0 or 1 (0 for NaN), keeping the dtype.
-    pub fn sign(&self) -> Result<Tensor> {
-        unary_ad(
-            "sign",
-            self,
-            keep_dtype(
-                self,
-                Out::New,
-                "sign",
-                |v| ((0.0 < v) as i32 - (v < 0.0) as i32) as f64,
-                |v: i64| v.signum(),
-            )?,
-        )
-    }
-
     /// `torch.square`: `x * x`, keeping the dtype (bool squares to int64 as in PyTorch).
     pub fn square(&self) -> Result<Tensor> {
         if self.dtype() == DType::Bool {
@@ -382,18 +356,6 @@ impl Tensor {
         self.mul(self)
     }
 
-    /// `torch.floor`; integers are returned unchanged.
-    pub fn floor(&self) -> Result<Tensor> {
-        unary_ad("floor", self, keep_dtype(self, Out::New, "floor", f64::floor, |v| v)?)
-    }
-    /// `torch.ceil`; integers are returned unchanged.
-    pub fn ceil(&self) -> Result<Tensor> {
-        unary_ad("ceil", self, keep_dtype(self, Out::New, "ceil", f64::ceil, |v| v)?)
-    }
-    /// `torch.round`: round half to even; integers are returned unchanged.
-    pub fn round(&self) -> Result<Tensor> {
-        unary_ad("round", self, keep_dtype(self, Out::New, "round", f64::round_ties_even, |v| v)?)
-    }
     /// `torch.round(x, decimals=d)`.
     pub fn round_decimals(&self, decimals: i32) -> Result<Tensor> {
         let s = 10f64.powi(decimals);
@@ -403,11 +365,6 @@ impl Tensor {
             keep_dtype(self, Out::New, "round", move |v| (v * s).round_ties_even() / s, |v| v)?,
         )
     }
-    /// `torch.trunc`; integers are returned unchanged.
-    pub fn trunc(&self) -> Result<Tensor> {
-        unary_ad("trunc", self, keep_dtype(self, Out::New, "trunc", f64::trunc, |v| v)?)
-    }
-
     /// `torch.clamp(x, min, max)` with optional scalar bounds; NaN propagates and `min > max`
     /// gives `max`, as in PyTorch. Float bounds on an integer tensor give a float result.
     ///
@@ -567,26 +524,34 @@ pub(crate) fn finite_range(dt: DType) -> (f64, f64) {
     }
 }
 
-/// `out=` forms of the dtype-preserving ops: `out` must have the input's shape and dtype.
-macro_rules! keep_dtype_out {
-    ($($out:ident, $torch:literal, $ff:expr, $fi:expr;)*) => {
+/// The dtype-preserving ops and their `out=` forms (`out` must have the input's shape and
+/// dtype), each from one float body (run in f64, exact for these ops) and one integer body.
+macro_rules! keep_dtype_methods {
+    ($($name:ident, $out:ident, $doc:literal, $ff:expr, $fi:expr;)*) => {
         impl Tensor {$(
-            #[doc = concat!("`torch.", $torch, "(self, out=out)`.")]
+            #[doc = $doc]
+            pub fn $name(&self) -> Result<Tensor> {
+                unary_ad(stringify!($name), self, keep_dtype(self, Out::New, stringify!($name), $ff, $fi)?)
+            }
+            #[doc = concat!("`torch.", stringify!($name), "(self, out=out)`.")]
             pub fn $out(&self, out: &Tensor) -> Result<Tensor> {
-                check_out($torch, &[self, out])?;
-                keep_dtype(self, Out::Into(out), $torch, $ff, $fi)
+                check_out(stringify!($name), &[self, out])?;
+                keep_dtype(self, Out::Into(out), stringify!($name), $ff, $fi)
             }
         )*}
     };
 }
 
-keep_dtype_out! {
-    abs_out, "abs", |v: f64| if v < 0.0 { -v } else { v * 1.0 }, |v: i64| v.wrapping_abs();
-    sign_out, "sign", |v: f64| ((0.0 < v) as i32 - (v < 0.0) as i32) as f64, |v: i64| v.signum();
-    floor_out, "floor", f64::floor, |v| v;
-    ceil_out, "ceil", f64::ceil, |v| v;
-    round_out, "round", f64::round_ties_even, |v| v;
-    trunc_out, "trunc", f64::trunc, |v| v;
+keep_dtype_methods! {
+    abs, abs_out, "`torch.abs`, keeping the dtype.",
+        |v: f64| if v < 0.0 { -v } else { v * 1.0 }, |v: i64| v.wrapping_abs();
+    sign, sign_out, "`torch.sign`: -1, 0 or 1 (0 for NaN), keeping the dtype.",
+        |v: f64| ((0.0 < v) as i32 - (v < 0.0) as i32) as f64, |v: i64| v.signum();
+    floor, floor_out, "`torch.floor`; integers are returned unchanged.", f64::floor, |v| v;
+    ceil, ceil_out, "`torch.ceil`; integers are returned unchanged.", f64::ceil, |v| v;
+    round, round_out, "`torch.round`: round half to even; integers are returned unchanged.",
+        f64::round_ties_even, |v| v;
+    trunc, trunc_out, "`torch.trunc`; integers are returned unchanged.", f64::trunc, |v| v;
 }
 
 impl Tensor {
@@ -600,15 +565,14 @@ impl Tensor {
 
     /// `torch.frac(self, out=out)` (floats only).
     pub fn frac_out(&self, out: &Tensor) -> Result<Tensor> {
-        require_float(self, "frac_cpu")?;
         check_out("frac", &[self, out])?;
-        float_op!(self, Out::Into(out), "frac", |v| v - v.trunc())
+        self.frac_into(Out::Into(out))
     }
 
     /// `torch.sigmoid(self, out=out)`.
     pub fn sigmoid_out(&self, out: &Tensor) -> Result<Tensor> {
         check_out("sigmoid", &[self, out])?;
-        float_unary(self, Out::Into(out), "sigmoid", sigmoid32, |v: f64| 1.0 / (1.0 + (-v).exp()))
+        self.sigmoid_into(Out::Into(out))
     }
 }
 
