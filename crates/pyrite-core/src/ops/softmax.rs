@@ -4,7 +4,8 @@
 //! The common case, f32 along the last dim of a contiguous tensor, runs a fused row kernel
 //! (max, exp and sum, scale) compiled for AVX-512, AVX2+FMA and baseline x86-64 and picked at
 //! run time like the kernels in `simd.rs`, with an FMA-based `exp` for non-positive inputs
-//! ([`exp_nonpos`]); rows are split across threads. Every path runs the same operations in the
+//! ([`exp_nonpos`]); rows are split across threads. It prefetches the next row during each
+//! row's `exp` pass, and writes outputs too large for the caches with streaming stores. Every path runs the same operations in the
 //! same order, so results do not depend on the CPU or thread count.
 
 use super::reduce::{grain_for, line_width, simd, FloatAcc, Real};
@@ -12,6 +13,7 @@ use super::SendPtr;
 use crate::alloc::CpuBuffer;
 use crate::autograd::record::{needs_grad, paused, record1, Save};
 use crate::shape::wrap_dim;
+use crate::stream::{fence, stream_out_unfenced, worth_streaming};
 use crate::threads::parallel_for;
 use crate::{bail, dispatch_float, DType, Result, Tensor};
 
@@ -74,12 +76,19 @@ fn lanes_sum(mut s: [f32; 2 * L]) -> f32 {
 /// Softmax (or log-softmax) of `rows` rows of `k` f32 each, `src` to `dst`. Several
 /// independent accumulators per pass keep the vector units busy; the lane combinations
 /// stay out of line (see `Fold::combine_lanes`).
+///
+/// While a row's `exp` pass runs, the next row is prefetched, so that its loads from memory
+/// overlap this row's arithmetic instead of stalling the next max pass. With `stream`, the
+/// `exp` values go to a row-sized scratch buffer (in L1) and the final pass writes each row
+/// with streaming stores ([`crate::stream`]): the output's cache lines are never read.
 #[inline(always)]
-unsafe fn rows_f32_body(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool) {
+unsafe fn rows_f32_body(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool, stream: bool) {
+    let mut scratch = if stream && !log { vec![0f32; k] } else { Vec::new() };
     for r in 0..rows {
         // SAFETY: the caller passes `rows * k` valid elements behind both pointers.
         let x = std::slice::from_raw_parts(src.add(r * k), k);
-        let y = std::slice::from_raw_parts_mut(dst.add(r * k), k);
+        let yd = dst.add(r * k);
+        let y = if stream && !log { &mut scratch[..] } else { std::slice::from_raw_parts_mut(yd, k) };
         let mut mx = [f32::NEG_INFINITY; 4 * L];
         let mut xc = x.chunks_exact(4 * L);
         for c in &mut xc {
@@ -94,14 +103,19 @@ unsafe fn rows_f32_body(src: *const f32, dst: *mut f32, rows: usize, k: usize, l
         // A NaN in the row is skipped by the max but propagates through exp and the sum.
         let mut s = [0f32; 2 * L];
         let body = k - k % (2 * L);
+        // The next row, two cache lines per chunk of 32 floats (the chunk's own size).
+        let next = src.wrapping_add((r + 1) * k);
         if log {
-            for c in x[..body].chunks_exact(2 * L) {
+            for (ci, c) in x[..body].chunks_exact(2 * L).enumerate() {
+                prefetch_two_lines(next.wrapping_add(ci * 2 * L));
                 for l in 0..2 * L {
                     s[l] += exp_nonpos(c[l] - m);
                 }
             }
         } else {
-            for (yo, xi) in y[..body].chunks_exact_mut(2 * L).zip(x[..body].chunks_exact(2 * L)) {
+            let chunks = y[..body].chunks_exact_mut(2 * L).zip(x[..body].chunks_exact(2 * L));
+            for (ci, (yo, xi)) in chunks.enumerate() {
+                prefetch_two_lines(next.wrapping_add(ci * 2 * L));
                 for l in 0..2 * L {
                     let e = exp_nonpos(xi[l] - m);
                     yo[l] = e;
@@ -120,45 +134,78 @@ unsafe fn rows_f32_body(src: *const f32, dst: *mut f32, rows: usize, k: usize, l
         let sum = lanes_sum(s) + tail;
         if log {
             let ls = sum.ln();
-            for (yo, &xi) in y.iter_mut().zip(x) {
-                *yo = xi - m - ls;
+            if stream {
+                stream_out_unfenced(yd, k, |at, c, into| {
+                    for j in 0..c {
+                        *into.add(j) = x[at + j] - m - ls;
+                    }
+                });
+            } else {
+                for (yo, &xi) in y.iter_mut().zip(x) {
+                    *yo = xi - m - ls;
+                }
             }
         } else {
             let inv = 1.0 / sum;
-            for v in y.iter_mut() {
-                *v *= inv;
+            if stream {
+                stream_out_unfenced(yd, k, |at, c, into| {
+                    for j in 0..c {
+                        *into.add(j) = y[at + j] * inv;
+                    }
+                });
+            } else {
+                for v in y.iter_mut() {
+                    *v *= inv;
+                }
             }
         }
     }
+    if stream {
+        fence();
+    }
+}
+
+/// Hints the CPU to fetch the two cache lines from `p` (any address: a prefetch never faults).
+#[inline(always)]
+fn prefetch_two_lines(p: *const f32) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching has no preconditions; SSE is part of x86_64.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(p as *const i8);
+        _mm_prefetch::<_MM_HINT_T0>((p as *const i8).wrapping_add(64));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,fma")]
-unsafe fn rows_f32_avx512(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool) {
-    rows_f32_body(src, dst, rows, k, log)
+unsafe fn rows_f32_avx512(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool, stream: bool) {
+    rows_f32_body(src, dst, rows, k, log, stream)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn rows_f32_avx2(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool) {
-    rows_f32_body(src, dst, rows, k, log)
+unsafe fn rows_f32_avx2(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool, stream: bool) {
+    rows_f32_body(src, dst, rows, k, log, stream)
 }
 
 /// Softmax of f32 rows with the widest kernel the CPU supports.
 ///
 /// # Safety
 /// Both pointers must be valid for `rows * k` elements; they must not overlap.
-unsafe fn rows_f32(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool) {
+unsafe fn rows_f32(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool, stream: bool) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("fma") {
-            return rows_f32_avx512(src, dst, rows, k, log);
+            return rows_f32_avx512(src, dst, rows, k, log, stream);
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            return rows_f32_avx2(src, dst, rows, k, log);
+            return rows_f32_avx2(src, dst, rows, k, log, stream);
         }
     }
-    rows_f32_body(src, dst, rows, k, log)
+    rows_f32_body(src, dst, rows, k, log, stream)
 }
 
 /// The generic kernel: any float type, any `(outer, k, inner)` arrangement, computed in the
@@ -272,12 +319,13 @@ pub(crate) fn softmax_lastdim_into(x: &Tensor, dim: isize, log: bool, out: &Tens
     let k = x.dims()[x.rank() - 1];
     let o = x.numel() / k;
     let (xo, oo, n) = (x.storage_offset(), out.storage_offset(), x.numel());
+    let stream = worth_streaming(n * 4);
     out.with_storage_mut_reading::<f32, _>(x, |d, _, s| {
         let (src, dst) = (SendPtr(s[xo..xo + n].as_ptr() as *mut f32), SendPtr(d[oo..oo + n].as_mut_ptr()));
         parallel_for(o, grain_for(4 * k), |a, b| {
             let (src, dst) = (src, dst);
             // SAFETY: both slices hold `o * k` elements; threads get disjoint rows.
-            unsafe { rows_f32(src.0.add(a * k), dst.0.add(a * k), b - a, k, log) }
+            unsafe { rows_f32(src.0.add(a * k), dst.0.add(a * k), b - a, k, log, stream) }
         });
     })?;
     Ok(true)
@@ -300,6 +348,7 @@ fn softmax_impl(x: &Tensor, dim: isize, log: bool) -> Result<Tensor> {
     if x.dtype() == DType::F32 && i == 1 && x.numel() > 0 {
         let mut buf = CpuBuffer::new(x.numel() * 4)?;
         let dst = SendPtr(buf.as_mut_ptr() as *mut f32);
+        let stream = worth_streaming(x.numel() * 4);
         {
             let g = x.storage().read();
             // SAFETY: x is contiguous with `o * k` elements from its offset.
@@ -307,7 +356,7 @@ fn softmax_impl(x: &Tensor, dim: isize, log: bool) -> Result<Tensor> {
             parallel_for(o, grain_for(4 * k), |a, b| {
                 let (src, dst) = (src, dst);
                 // SAFETY: rows a..b lie within both buffers; threads get disjoint rows.
-                unsafe { rows_f32(src.0.add(a * k), dst.0.add(a * k), b - a, k, log) }
+                unsafe { rows_f32(src.0.add(a * k), dst.0.add(a * k), b - a, k, log, stream) }
             });
         }
         return Ok(Tensor::from_cpu_buffer(buf, x.shape().clone(), DType::F32));
