@@ -9,8 +9,32 @@ use std::fmt;
 pub type DimVec = SmallVec<[usize; 6]>;
 
 /// A tensor's sizes (`torch.Size`).
-#[derive(Clone, PartialEq, Eq, Hash, Default)]
+#[derive(PartialEq, Eq, Hash, Default)]
 pub struct Shape(pub(crate) DimVec);
+
+impl Clone for Shape {
+    fn clone(&self) -> Shape {
+        Shape(dimvec(&self.0))
+    }
+}
+
+/// `dims` as a [`DimVec`]. Shapes are copied on every op (a result's shape, its strides), so
+/// the common case of at most six dims is a fixed-size copy: no call to `memcpy`.
+#[inline]
+pub(crate) fn dimvec(dims: &[usize]) -> DimVec {
+    if dims.len() > 6 {
+        return DimVec::from_slice(dims);
+    }
+    let buf: [usize; 6] = std::array::from_fn(|i| dims.get(i).copied().unwrap_or(0));
+    DimVec::from_buf_and_len(buf, dims.len())
+}
+
+/// Whether two shapes are equal, compared inline (a slice `==` calls `memcmp`, whose call
+/// costs more than comparing the few dims of a tensor).
+#[inline]
+pub(crate) fn same_dims(a: &[usize], b: &[usize]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(true, |eq, (x, y)| eq & (x == y))
+}
 
 impl Shape {
     /// The sizes as a slice.
@@ -35,13 +59,23 @@ impl Shape {
     }
     /// Row-major (C-contiguous) strides for this shape.
     pub fn contiguous_strides(&self) -> DimVec {
-        let mut s = DimVec::from_slice(&self.0);
-        let mut acc = 1usize;
-        for i in (0..self.0.len()).rev() {
-            s[i] = acc;
-            acc = acc.saturating_mul(self.0[i].max(1));
+        let d = &self.0;
+        if d.len() > 6 {
+            let mut s = DimVec::from_slice(d);
+            let mut acc = 1usize;
+            for i in (0..d.len()).rev() {
+                s[i] = acc;
+                acc = acc.saturating_mul(d[i].max(1));
+            }
+            return s;
         }
-        s
+        let mut s = [0usize; 6];
+        let mut acc = 1usize;
+        for i in (0..d.len()).rev() {
+            s[i] = acc;
+            acc = acc.saturating_mul(d[i].max(1));
+        }
+        DimVec::from_buf_and_len(s, d.len())
     }
     /// Wraps a possibly negative dim into `0..rank` (PyTorch's `maybe_wrap_dim`).
     pub fn dim(&self, dim: isize) -> Result<usize> {
@@ -169,8 +203,8 @@ impl From<(usize, usize, usize, usize, usize)> for Shape {
 
 /// PyTorch's broadcasting rule: the shape both `a` and `b` expand to.
 pub fn broadcast_shapes(a: &[usize], b: &[usize], op: &str) -> Result<Shape> {
-    if a == b {
-        return Ok(Shape(DimVec::from_slice(a)));
+    if same_dims(a, b) {
+        return Ok(Shape(dimvec(a)));
     }
     let n = a.len().max(b.len());
     let mut out: DimVec = smallvec::smallvec![0; n];
@@ -189,4 +223,36 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize], op: &str) -> Result<Shape> {
         };
     }
     Ok(Shape(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_and_comparisons_of_dims_hold_for_every_rank() {
+        for rank in 0..=9 {
+            let dims: Vec<usize> = (0..rank).map(|i| i * 3 + 1).collect();
+            let s = Shape(DimVec::from_slice(&dims));
+            assert_eq!(s.clone().dims(), &dims[..], "rank {rank}");
+            assert!(same_dims(&dims, s.dims()));
+            let mut other = dims.clone();
+            other.push(1);
+            assert!(!same_dims(&dims, &other), "rank {rank}: a longer shape differs");
+            if rank > 0 {
+                other.pop();
+                other[rank - 1] += 1;
+                assert!(!same_dims(&dims, &other), "rank {rank}: the last dim differs");
+                other[rank - 1] -= 1;
+                other[0] += 1;
+                assert!(!same_dims(&dims, &other), "rank {rank}: the first dim differs");
+            }
+            let strides = s.contiguous_strides();
+            let mut want = vec![1usize; rank];
+            for i in (0..rank.saturating_sub(1)).rev() {
+                want[i] = want[i + 1] * dims[i + 1];
+            }
+            assert_eq!(&strides[..], &want[..], "rank {rank}");
+        }
+    }
 }

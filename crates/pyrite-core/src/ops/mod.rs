@@ -25,7 +25,7 @@ pub mod sort;
 pub mod unary;
 
 use crate::layout::Layout;
-use crate::shape::Shape;
+use crate::shape::{same_dims, Shape};
 use crate::storage::{Storage, StorageCell};
 use crate::stream::{worth_streaming, write_run};
 use crate::strided::Strided;
@@ -234,8 +234,8 @@ pub(crate) fn map2<A: Element, B: Element, R: Element>(
     if matches!(out, Out::New)
         && a.is_contiguous()
         && b.is_contiguous()
-        && a.dims() == shape.dims()
-        && (b.dims() == shape.dims() || b.numel() == 1)
+        && same_dims(a.dims(), shape.dims())
+        && (same_dims(b.dims(), shape.dims()) || b.numel() == 1)
     {
         return map2_contiguous(a, b, f);
     }
