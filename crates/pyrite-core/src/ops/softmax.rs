@@ -5,8 +5,9 @@
 //! (max, exp and sum, scale) compiled for AVX-512, AVX2+FMA and baseline x86-64 and picked at
 //! run time like the kernels in `simd.rs`, with an FMA-based `exp` for non-positive inputs
 //! ([`exp_nonpos`]); rows are split across threads. It prefetches the next row during each
-//! row's `exp` pass, and writes outputs too large for the caches with streaming stores. Every path runs the same operations in the
-//! same order, so results do not depend on the CPU or thread count.
+//! row's `exp` pass, and writes outputs too large for the caches with streaming stores. Every
+//! path runs the same operations in the same order, so results do not depend on the CPU or
+//! thread count.
 
 use super::reduce::{grain_for, line_width, simd, FloatAcc, Real};
 use super::SendPtr;
@@ -19,6 +20,12 @@ use crate::{bail, dispatch_float, DType, Result, Tensor};
 
 /// Lanes of the f32 row kernel's accumulators.
 const L: usize = 16;
+
+/// Whether the row kernel streams its output (see `rows_f32_body`): outputs too large for
+/// the caches, in rows whose scratch copy (4 bytes a float) stays within L2.
+fn streams(numel: usize, k: usize) -> bool {
+    worth_streaming(numel * 4) && k <= 1 << 15
+}
 
 /// `exp(d)` for `d <= 0` (softmax, after subtracting the row maximum): Cody-Waite range
 /// reduction and Cephes' degree-6 polynomial evaluated with fused multiply-adds, about 1 ulp.
@@ -319,7 +326,7 @@ pub(crate) fn softmax_lastdim_into(x: &Tensor, dim: isize, log: bool, out: &Tens
     let k = x.dims()[x.rank() - 1];
     let o = x.numel() / k;
     let (xo, oo, n) = (x.storage_offset(), out.storage_offset(), x.numel());
-    let stream = worth_streaming(n * 4);
+    let stream = streams(n, k);
     out.with_storage_mut_reading::<f32, _>(x, |d, _, s| {
         let (src, dst) = (SendPtr(s[xo..xo + n].as_ptr() as *mut f32), SendPtr(d[oo..oo + n].as_mut_ptr()));
         parallel_for(o, grain_for(4 * k), |a, b| {
@@ -348,7 +355,7 @@ fn softmax_impl(x: &Tensor, dim: isize, log: bool) -> Result<Tensor> {
     if x.dtype() == DType::F32 && i == 1 && x.numel() > 0 {
         let mut buf = CpuBuffer::new(x.numel() * 4)?;
         let dst = SendPtr(buf.as_mut_ptr() as *mut f32);
-        let stream = worth_streaming(x.numel() * 4);
+        let stream = streams(x.numel(), k);
         {
             let g = x.storage().read();
             // SAFETY: x is contiguous with `o * k` elements from its offset.
