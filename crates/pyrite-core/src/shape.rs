@@ -59,22 +59,22 @@ impl Shape {
     }
     /// Row-major (C-contiguous) strides for this shape.
     pub fn contiguous_strides(&self) -> DimVec {
+        fn fill(dims: &[usize], out: &mut [usize]) {
+            let mut acc = 1usize;
+            for i in (0..dims.len()).rev() {
+                out[i] = acc;
+                acc = acc.saturating_mul(dims[i].max(1));
+            }
+        }
         let d = &self.0;
         if d.len() > 6 {
-            let mut s = DimVec::from_slice(d);
-            let mut acc = 1usize;
-            for i in (0..d.len()).rev() {
-                s[i] = acc;
-                acc = acc.saturating_mul(d[i].max(1));
-            }
+            let mut s: DimVec = smallvec::smallvec![0; d.len()];
+            fill(d, &mut s);
             return s;
         }
+        // At most six dims: a fixed array, no SmallVec growth on the path of every op.
         let mut s = [0usize; 6];
-        let mut acc = 1usize;
-        for i in (0..d.len()).rev() {
-            s[i] = acc;
-            acc = acc.saturating_mul(d[i].max(1));
-        }
+        fill(d, &mut s);
         DimVec::from_buf_and_len(s, d.len())
     }
     /// Wraps a possibly negative dim into `0..rank` (PyTorch's `maybe_wrap_dim`).

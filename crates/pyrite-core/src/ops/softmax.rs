@@ -90,12 +90,14 @@ fn lanes_sum(mut s: [f32; 2 * L]) -> f32 {
 /// with streaming stores ([`crate::stream`]): the output's cache lines are never read.
 #[inline(always)]
 unsafe fn rows_f32_body(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool, stream: bool) {
-    let mut scratch = if stream && !log { vec![0f32; k] } else { Vec::new() };
+    // Softmax rows are staged in `scratch` when streamed; log-softmax needs no staging.
+    let staged = stream && !log;
+    let mut scratch = if staged { vec![0f32; k] } else { Vec::new() };
     for r in 0..rows {
         // SAFETY: the caller passes `rows * k` valid elements behind both pointers.
         let x = std::slice::from_raw_parts(src.add(r * k), k);
         let yd = dst.add(r * k);
-        let y = if stream && !log { &mut scratch[..] } else { std::slice::from_raw_parts_mut(yd, k) };
+        let y = if staged { &mut scratch[..] } else { std::slice::from_raw_parts_mut(yd, k) };
         let mut mx = [f32::NEG_INFINITY; 4 * L];
         let mut xc = x.chunks_exact(4 * L);
         for c in &mut xc {
