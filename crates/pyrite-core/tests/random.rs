@@ -432,9 +432,38 @@ fn multinomial_without_replacement_never_repeats() {
         r.sort();
         assert_eq!(r, vec![1, 3, 4]);
     }
-    // once they are exhausted, zero-weight categories follow in index order (as PyTorch)
-    let e = Tensor::new([1.0f32, 0.0, 0.0]).unwrap().multinomial(3, false, Some(&g)).unwrap();
-    assert_eq!(e.to_vec::<i64>().unwrap(), vec![0, 1, 2]);
+}
+
+/// PyTorch's documentation: without replacement, `num_samples` must not exceed the number of
+/// non-zero elements of the input (of each row, for a matrix). Its CPU kernel does not check
+/// and fills in zero-weight categories (`torch.multinomial(torch.tensor([1., 0., 0.]), 3)` gives
+/// `[0, 1, 2]`). We follow the documentation: a category of probability zero is never drawn,
+/// so masking by zero weights (top-k sampling, excluded classes) stays a mask.
+#[test]
+fn multinomial_without_replacement_refuses_more_samples_than_non_zero_weights() {
+    let g = gen(9);
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        // 1-D: two positive weights, three samples asked
+        let v = Tensor::new([0f32, 1., 0., 3.]).unwrap().to_dtype(dtype).unwrap();
+        let e = err_msg(v.multinomial(3, false, Some(&g)));
+        assert!(e.contains("row 0 has 2 non-zero probabilities but num_samples=3"), "{dtype}: {e}");
+        assert!(e.contains("with replacement=False"), "{e}");
+        // exactly as many as there are positive weights is fine, and draws only those
+        let mut s = v.multinomial(2, false, Some(&g)).unwrap().to_vec::<i64>().unwrap();
+        s.sort();
+        assert_eq!(s, vec![1, 3], "{dtype}");
+        // 2-D: the error names the first row that falls short
+        let m = Tensor::new([[1f32, 2., 3.], [0., 5., 0.], [0., 0., 1.]]).unwrap().to_dtype(dtype).unwrap();
+        let e = err_msg(m.multinomial(2, false, Some(&g)));
+        assert!(e.contains("row 1 has 1 non-zero probabilities but num_samples=2"), "{dtype}: {e}");
+        // with replacement, zero-weight categories are still never drawn
+        let s = m.multinomial(50, true, Some(&g)).unwrap().to_vec2::<i64>().unwrap();
+        assert!(s[1].iter().all(|&x| x == 1) && s[2].iter().all(|&x| x == 2), "{dtype}");
+    }
+    // a failed call does not advance the generator
+    let before = g.get_offset();
+    assert!(Tensor::new([1.0f32, 0.0, 0.0]).unwrap().multinomial(3, false, Some(&g)).is_err());
+    assert_eq!(g.get_offset(), before);
 }
 
 #[test]
