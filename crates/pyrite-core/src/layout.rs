@@ -163,7 +163,15 @@ impl Layout {
                 );
             }
         }
-        Ok(Layout { shape: Shape(shape), strides, offset: self.offset })
+        let shape = Shape(shape);
+        if shape.checked_numel().is_none() {
+            bail!(
+                Value,
+                "{op}: the expanded size {:?} has more elements than fit in memory (the product of its sizes overflows)",
+                target
+            );
+        }
+        Ok(Layout { shape, strides, offset: self.offset })
     }
 
     /// The strides a view of `new_shape` would need, or `None` when the existing strides do

@@ -78,7 +78,14 @@ impl ViewShape {
             } else if d < 0 {
                 bail!(Value, "{op}: invalid shape dimension {d}");
             } else {
-                known *= d as usize;
+                known = match known.checked_mul(d as usize) {
+                    Some(k) => k,
+                    None => bail!(
+                        Value,
+                        "{op}: shape [{}] has more elements than fit in memory (the product of its sizes overflows)",
+                        self.0.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+                    ),
+                };
             }
         }
         let mut dims: DimVec = self.0.iter().map(|&d| d.max(0) as usize).collect();

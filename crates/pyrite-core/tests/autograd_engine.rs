@@ -723,3 +723,107 @@ fn a_view_made_under_no_grad_refuses_a_recorded_in_place_op() -> Result<()> {
     }
     Ok(())
 }
+
+/// Backward passes on several threads into one leaf each add their whole contribution: the
+/// read of `.grad` and the write of the sum are one step (PyTorch's `AccumulateGrad` holds a
+/// mutex across them). Data-parallel training on threads rests on this. Before the fix, about
+/// one round in 2,000 lost a thread's gradient (`[1, 1, 1]` instead of `[3, 3, 3]`). Each
+/// round starts from `.grad = None` (the first-gradient path) or from a zero gradient (the
+/// in-place add), and counts the post-accumulate hook's calls: one per contribution.
+#[test]
+fn concurrent_backward_into_one_leaf_loses_no_gradient() -> Result<()> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Barrier};
+    const THREADS: usize = 4;
+    let x = leaf(&[1., 2., 3.]);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let _h = x.register_post_accumulate_grad_hook(move |_| {
+        c.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    })?;
+    let start = Arc::new(Barrier::new(THREADS + 1));
+    let done = Arc::new(Barrier::new(THREADS + 1));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|k| {
+            let (x, start, done, stop) = (x.clone(), start.clone(), done.clone(), stop.clone());
+            std::thread::spawn(move || -> Result<()> {
+                loop {
+                    start.wait();
+                    if stop.load(Ordering::Relaxed) {
+                        return Ok(());
+                    }
+                    x.mul_scalar(1.0 + k as f64)?.sum()?.backward()?;
+                    done.wait();
+                }
+            })
+        })
+        .collect();
+    let expected = (1..=THREADS).sum::<usize>() as f64;
+    let (mut rounds, mut lost) = (0usize, 0usize);
+    let began = std::time::Instant::now();
+    // Bounded: at most 40,000 rounds or 4 seconds, whichever comes first.
+    while rounds < 40_000 && began.elapsed() < std::time::Duration::from_secs(4) {
+        let first_path = rounds % 2 == 0;
+        x.set_grad(if first_path { None } else { Some(Tensor::zeros([3], DType::F64)?) })?;
+        start.wait();
+        done.wait();
+        if grad_of(&x) != vec![expected; 3] {
+            lost += 1;
+        }
+        rounds += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    start.wait();
+    for w in workers {
+        w.join().unwrap()?;
+    }
+    assert_eq!(lost, 0, "{lost} of {rounds} rounds lost a thread's gradient");
+    assert_eq!(
+        calls.load(Ordering::Relaxed),
+        rounds * THREADS,
+        "post-accumulate hooks: one call per contribution"
+    );
+    assert!(rounds >= 1_000, "only {rounds} rounds ran");
+    Ok(())
+}
+
+/// A tensor with no elements has no two elements at one memory location, so expanding an
+/// empty tensor and writing into it (as the backward of the expand does, through `copy_`)
+/// is fine, as in PyTorch.
+#[test]
+fn backward_through_an_expanded_empty_tensor() -> Result<()> {
+    let a = Tensor::zeros([1, 0], DType::F64)?.requires_grad_(true)?;
+    let e = a.unsqueeze(0)?.expand([2isize, -1, -1])?;
+    pyrite_core::einsum("...i,...i->...", &[&e, &a])?.sum()?.backward()?;
+    assert_eq!(a.grad().unwrap().dims(), &[1, 0]);
+    // writing into an expanded empty tensor is allowed; into an expanded non-empty one is not
+    let z = Tensor::zeros([0], DType::F32)?.unsqueeze(0)?.expand([3isize, -1])?;
+    z.copy_(&Tensor::zeros([3, 0], DType::F32)?)?;
+    let w = Tensor::zeros([1], DType::F32)?.expand([3])?;
+    let err = w.add_out(&w, &w).unwrap_err().to_string();
+    assert!(
+        err.contains("more than one element of the written-to tensor refers to a single memory location"),
+        "{err}"
+    );
+    Ok(())
+}
+
+/// PyTorch: "hook ... has changed the type of value". A hook may replace a gradient, but not
+/// with one of another dtype or device (nor shape): the engine would otherwise cast silently.
+#[test]
+fn a_hook_that_changes_the_gradients_dtype_is_an_error() -> Result<()> {
+    let x = leaf(&[1., 2.]);
+    let _h = x.register_hook(|g| Ok(Some(g.to_dtype(DType::I64)?)))?;
+    let err = x.mul_scalar(2.0)?.sum()?.backward().unwrap_err();
+    assert!(err.to_string().contains("has changed the type of value (was torch.float64"), "{err}");
+    assert!(x.grad().is_none());
+    // on a non-leaf too
+    let y = leaf(&[1., 2.]);
+    let z = y.mul_scalar(2.0)?;
+    let _h = z.register_hook(|g| Ok(Some(g.to_dtype(DType::F32)?)))?;
+    let err = z.sum()?.backward().unwrap_err();
+    assert!(err.to_string().contains("changed the type of value"), "{err}");
+    Ok(())
+}

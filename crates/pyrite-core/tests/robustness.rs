@@ -30,6 +30,11 @@ fn inputs() -> Vec<(&'static str, Tensor)> {
         // Empty views whose offset lies past their storage, as PyTorch allows.
         ("empty view past storage", Tensor::zeros([0, 3], DType::F32).unwrap().select(1, 2).unwrap()),
         ("[2,0] narrowed at the end", Tensor::zeros([2, 3], DType::I64).unwrap().narrow(1, 3, 0).unwrap()),
+        (
+            "[0,1] f32 narrowed past storage",
+            Tensor::zeros([0, 2], DType::F32).unwrap().narrow(1, 1, 1).unwrap(),
+        ),
+        ("[0,1] f32", Tensor::zeros([0, 1], DType::F32).unwrap()),
     ]
 }
 
@@ -333,6 +338,81 @@ fn binary_ops() -> Vec<Binary> {
         ("lerp_out", |x, y, _| ok(x.lerp_out(y, y, x))),
         ("nan_to_num_out", |x, y, _| ok(x.nan_to_num_out(0.0, None, None, y))),
         ("square_out", |x, y, _| ok(x.square_out(y))),
+        // Every other `_out` form, elementwise ones into `y` (of any shape and dtype here).
+        ("exp_out", |x, y, _| ok(x.exp_out(y))),
+        ("sqrt_out", |x, y, _| ok(x.sqrt_out(y))),
+        ("rsqrt_out", |x, y, _| ok(x.rsqrt_out(y))),
+        ("exp2_out", |x, y, _| ok(x.exp2_out(y))),
+        ("log_out", |x, y, _| ok(x.log_out(y))),
+        ("log2_out", |x, y, _| ok(x.log2_out(y))),
+        ("log10_out", |x, y, _| ok(x.log10_out(y))),
+        ("log1p_out", |x, y, _| ok(x.log1p_out(y))),
+        ("expm1_out", |x, y, _| ok(x.expm1_out(y))),
+        ("sin_out", |x, y, _| ok(x.sin_out(y))),
+        ("cos_out", |x, y, _| ok(x.cos_out(y))),
+        ("tan_out", |x, y, _| ok(x.tan_out(y))),
+        ("asin_out", |x, y, _| ok(x.asin_out(y))),
+        ("acos_out", |x, y, _| ok(x.acos_out(y))),
+        ("atan_out", |x, y, _| ok(x.atan_out(y))),
+        ("sinh_out", |x, y, _| ok(x.sinh_out(y))),
+        ("cosh_out", |x, y, _| ok(x.cosh_out(y))),
+        ("tanh_out", |x, y, _| ok(x.tanh_out(y))),
+        ("erf_out", |x, y, _| ok(x.erf_out(y))),
+        ("erfinv_out", |x, y, _| ok(x.erfinv_out(y))),
+        ("reciprocal_out", |x, y, _| ok(x.reciprocal_out(y))),
+        ("frac_out", |x, y, _| ok(x.frac_out(y))),
+        ("sign_out", |x, y, _| ok(x.sign_out(y))),
+        ("floor_out", |x, y, _| ok(x.floor_out(y))),
+        ("ceil_out", |x, y, _| ok(x.ceil_out(y))),
+        ("round_out", |x, y, _| ok(x.round_out(y))),
+        ("trunc_out", |x, y, _| ok(x.trunc_out(y))),
+        ("sub_out", |x, y, _| ok(x.sub_out(x, y))),
+        ("mul_out", |x, y, _| ok(x.mul_out(x, y))),
+        ("div_out", |x, y, _| ok(x.div_out(x, y))),
+        ("floor_divide_out", |x, y, _| ok(x.floor_divide_out(x, y))),
+        ("remainder_out", |x, y, _| ok(x.remainder_out(x, y))),
+        ("fmod_out", |x, y, _| ok(x.fmod_out(x, y))),
+        ("pow_out", |x, y, _| ok(x.pow_out(x, y))),
+        ("maximum_out", |x, y, _| ok(x.maximum_out(x, y))),
+        ("minimum_out", |x, y, _| ok(x.minimum_out(x, y))),
+        ("atan2_out", |x, y, _| ok(x.atan2_out(x, y))),
+        ("ne_out", |x, y, _| ok(x.ne_out(x, y))),
+        ("lt_out", |x, y, _| ok(x.lt_out(x, y))),
+        ("le_out", |x, y, _| ok(x.le_out(x, y))),
+        ("gt_out", |x, y, _| ok(x.gt_out(x, y))),
+        ("ge_out", |x, y, _| ok(x.ge_out(x, y))),
+        ("logical_and_out", |x, y, _| ok(x.logical_and_out(x, y))),
+        ("logical_or_out", |x, y, _| ok(x.logical_or_out(x, y))),
+        ("logical_xor_out", |x, y, _| ok(x.logical_xor_out(x, y))),
+        ("nansum_dims_out", |x, y, d| ok(x.nansum_dims_out(&[d], false, y))),
+        ("mean_dims_out", |x, y, d| ok(x.mean_dims_out(&[d], false, y))),
+        ("nanmean_dims_out", |x, y, d| ok(x.nanmean_dims_out(&[d], false, y))),
+        ("prod_dims_out", |x, y, d| ok(x.prod_dims_out(&[d], false, y))),
+        ("all_dims_out", |x, y, d| ok(x.all_dims_out(&[d], false, y))),
+        ("any_dims_out", |x, y, d| ok(x.any_dims_out(&[d], false, y))),
+        ("amax_out", |x, y, d| ok(x.amax_out(&[d], true, y))),
+        ("amin_out", |x, y, d| ok(x.amin_out(&[d], false, y))),
+        ("logsumexp_out", |x, y, d| ok(x.logsumexp_out(&[d], false, y))),
+        ("var_dims_out", |x, y, d| ok(x.var_dims_out(&[d], 1.0, false, y))),
+        ("std_dims_out", |x, y, d| ok(x.std_dims_out(&[d], 0.0, true, y))),
+        ("norm_out", |x, y, d| ok(x.norm_out(2.0, &[d], false, y))),
+        ("argmin_out", |x, y, d| ok(x.argmin_out(Some(d), false, y))),
+        ("min_dim_out", |x, y, d| ok(x.min_dim_out(d, true, y, x))),
+        ("sort_out", |x, y, d| ok(x.sort_out(d, false, x, y))),
+        ("cumprod_out", |x, y, d| ok(x.cumprod_out(d, y))),
+        ("cummin_out", |x, y, d| ok(x.cummin_out(d, y, x))),
+        ("log_softmax_out", |x, y, d| ok(x.log_softmax_out(d, y))),
+        ("stack_out", |x, y, d| ok(Tensor::stack_out(&[x, x], d, y))),
+        ("index_select_out", |x, y, d| ok(x.index_select_out(d, y, x))),
+        ("scatter_add_out", |x, y, d| ok(x.scatter_add_out(d, y, x, x))),
+        ("clamp_out", |x, y, _| ok(x.clamp_out(Some(Scalar::from(0.0)), Some(Scalar::from(1i64)), y))),
+        ("mm_out", |x, y, _| ok(x.mm_out(x, y))),
+        ("bmm_out", |x, y, _| ok(x.bmm_out(x, y))),
+        ("addmm_out", |x, y, _| ok(x.addmm_out(x, x, 1.0, 2.0, y))),
+        ("baddbmm_out", |x, y, _| ok(x.baddbmm_out(x, x, 0.5, 1.0, y))),
+        ("dot_out", |x, y, _| ok(x.dot_out(x, y))),
+        ("mv_out", |x, y, _| ok(x.mv_out(x, y))),
+        ("outer_out", |x, y, _| ok(x.outer_out(x, y))),
     ]
 }
 
@@ -516,6 +596,28 @@ fn sizes_that_overflow_are_errors_with_pytorch_messages() {
     assert_eq!(x.diagonal(isize::MIN, 0, 1).unwrap().dims(), &[0]);
     let e = Tensor::scalar(1f32).unwrap().size(0).unwrap_err();
     assert_eq!(e.message(), "Dimension specified as 0 but tensor has no dimensions");
+}
+
+/// A view whose element count overflows is refused where it is made, as PyTorch refuses it at
+/// `expand` (before, `numel()` saturated to `usize::MAX` and every later op failed).
+#[test]
+fn views_whose_element_count_overflows_are_refused_when_made() {
+    let x = Tensor::zeros([1, 1, 3, 5], DType::F32).unwrap();
+    let e = x.expand([1isize << 62, 1, 3, 5]).unwrap_err();
+    assert!(e.message().contains("expand: the expanded size") && e.message().contains("overflows"), "{e}");
+    let e = x.broadcast_to(&[1 << 62, 1, 3, 5]).unwrap_err();
+    assert!(e.message().contains("broadcast_to"), "{e}");
+    // a broadcast of two valid tensors that would overflow is an error too
+    let a = Tensor::zeros([1, 1], DType::F32).unwrap().expand([1isize << 40, 1]).unwrap();
+    let b = Tensor::zeros([1, 1], DType::F32).unwrap().expand([1isize, 1 << 40]).unwrap();
+    assert!(a.add(&b).is_err());
+    // view / reshape sizes whose product wraps around to the element count
+    let empty = Tensor::zeros([0], DType::F32).unwrap();
+    let e = empty.view([1isize << 32, 1 << 32, 0]).unwrap_err();
+    assert!(e.message().contains("overflows"), "{e}");
+    assert!(empty.reshape([1isize << 62, 8, -1]).is_err());
+    // an empty expanded size is fine however large its other sizes
+    assert_eq!(Tensor::zeros([1, 0], DType::F32).unwrap().expand([1isize << 62, 0]).unwrap().numel(), 0);
 }
 
 #[test]

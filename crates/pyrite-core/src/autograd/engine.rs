@@ -185,6 +185,17 @@ fn check_hook_result(node: &Node, old: &Tensor, new: &Tensor) -> Result<()> {
             new.dims()
         );
     }
+    if new.dtype() != old.dtype() || new.device() != old.device() {
+        bail!(
+            DType,
+            "hook on a gradient of {} has changed the type of value (was {} on {}, got {} on {})",
+            node.name,
+            old.dtype(),
+            old.device(),
+            new.dtype(),
+            new.device()
+        );
+    }
     Ok(())
 }
 
@@ -193,8 +204,9 @@ fn check_hook_result(node: &Node, old: &Tensor, new: &Tensor) -> Result<()> {
 fn call(node: &Arc<Node>, grads: Vec<Option<Tensor>>, create_graph: bool) -> Result<Vec<Option<Tensor>>> {
     let _mode = super::set_grad_enabled(create_graph);
     match &node.kind {
-        NodeKind::AccumulateGrad(leaf) => {
+        NodeKind::AccumulateGrad(leaf, lock) => {
             if let Some(g) = grads.into_iter().next().flatten() {
+                let _one_at_a_time = lock.lock().unwrap_or_else(|e| e.into_inner());
                 leaf.accumulate_grad(g, create_graph)?;
                 for h in node.post_accumulate_hooks() {
                     h(leaf)?;

@@ -43,8 +43,11 @@ pub(crate) struct Edge {
 pub(crate) enum NodeKind {
     /// An op's backward formula.
     Backward(BackwardFn),
-    /// Adds the incoming gradient into a leaf's `.grad`.
-    AccumulateGrad(Tensor),
+    /// Adds the incoming gradient into a leaf's `.grad`. The lock is held across the read
+    /// of `.grad`, the write of the sum and the post-accumulate hooks, so that backward passes
+    /// on several threads into one leaf each add their whole contribution (PyTorch's
+    /// `AccumulateGrad::mutex_`). Every graph that uses the leaf shares this node.
+    AccumulateGrad(Tensor, std::sync::Mutex<()>),
 }
 
 /// A hook on one of a node's incoming gradients: a tensor hook of a non-leaf tensor, or
@@ -122,7 +125,7 @@ impl Node {
     /// For an `AccumulateGrad` node, the leaf it accumulates into (`grad_fn.variable`).
     pub fn variable(&self) -> Option<Tensor> {
         match &self.kind {
-            NodeKind::AccumulateGrad(t) => Some(t.clone()),
+            NodeKind::AccumulateGrad(t, _) => Some(t.clone()),
             NodeKind::Backward(_) => None,
         }
     }
@@ -142,7 +145,7 @@ impl Node {
     pub(crate) fn hooks_for(&self, slot: usize) -> Vec<HookFn> {
         let mut hs: Vec<HookFn> =
             self.pre_hooks.lock().unwrap().iter().filter(|h| h.slot == slot).map(|h| h.f.clone()).collect();
-        if let NodeKind::AccumulateGrad(leaf) = &self.kind {
+        if let NodeKind::AccumulateGrad(leaf, _) = &self.kind {
             hs.extend(leaf.leaf_hooks());
         }
         hs
@@ -150,7 +153,7 @@ impl Node {
 
     pub(crate) fn post_accumulate_hooks(&self) -> Vec<PostAccumulateHookFn> {
         match &self.kind {
-            NodeKind::AccumulateGrad(leaf) => leaf.post_accumulate_hooks(),
+            NodeKind::AccumulateGrad(leaf, _) => leaf.post_accumulate_hooks(),
             NodeKind::Backward(_) => Vec::new(),
         }
     }

@@ -410,7 +410,7 @@ impl Tensor {
                     Vec::new(),
                     Vec::new(),
                     vec![meta],
-                    NodeKind::AccumulateGrad(me),
+                    NodeKind::AccumulateGrad(me, Default::default()),
                     None,
                 ));
                 m.accumulator = Arc::downgrade(&node);
@@ -525,7 +525,9 @@ impl Tensor {
     }
 
     /// Adds `g` into this leaf's `.grad` (`AccumulateGrad`). With `create_graph` the sum is
-    /// recorded (out of place) so that the gradient itself can be differentiated.
+    /// recorded (out of place) so that the gradient itself can be differentiated. The caller
+    /// holds the leaf's accumulation lock (see `NodeKind::AccumulateGrad`), so the read of
+    /// `.grad` and the write of the sum are one step for other threads.
     pub(crate) fn accumulate_grad(&self, g: Tensor, create_graph: bool) -> Result<()> {
         let old = self.grad();
         let new = match old {

@@ -9,7 +9,7 @@
 //! bounds for dimension 0 with size 3".
 
 use super::binary::Arith;
-use super::GRAIN;
+use super::{check_no_internal_overlap, GRAIN};
 use crate::autograd::record::{inplace_ad, needs_grad, paused, record1, Save};
 use crate::dtype::Scalar;
 use crate::layout::Layout;
@@ -92,17 +92,6 @@ fn wrap_indices(idx: &mut [i64], size: usize, dim: usize, negative_ok: bool, op:
         if x < 0 {
             *v = x + n;
         }
-    }
-    Ok(())
-}
-
-/// PyTorch's `assert_no_internal_overlap` for tensors written in place.
-pub(crate) fn check_no_internal_overlap(t: &Tensor, _op: &str) -> Result<()> {
-    if t.dims().iter().zip(t.stride()).any(|(&d, &s)| d > 1 && s == 0) {
-        bail!(
-            Value,
-            "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation."
-        );
     }
     Ok(())
 }

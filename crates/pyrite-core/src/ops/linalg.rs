@@ -775,13 +775,7 @@ pub(crate) fn check_out(out: &Tensor, shape: &[usize], dtype: DType, op: &str) -
             Shape::from(shape)
         );
     }
-    if out.dims().iter().zip(out.stride()).any(|(&d, &s)| d > 1 && s == 0) {
-        bail!(
-            Value,
-            "{op}: unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation."
-        );
-    }
-    Ok(())
+    super::check_no_internal_overlap(out, op)
 }
 
 /// The common core of every product: `beta * input + alpha * (a @ b)` for `a: (batch..., m,

@@ -16,6 +16,7 @@ pub mod inplace;
 pub mod join;
 pub mod linalg;
 pub mod out;
+pub mod random;
 pub mod reduce;
 pub mod scan;
 #[cfg(target_arch = "x86_64")]
@@ -113,12 +114,7 @@ fn prepare_out<R: Element>(
                     shape
                 );
             }
-            if t.dims().iter().zip(t.stride()).any(|(&d, &s)| d > 1 && s == 0) {
-                bail!(
-                    Value,
-                    "{op}: unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation."
-                );
-            }
+            check_no_internal_overlap(t, op)?;
             if t.dtype() != R::DTYPE {
                 bail!(
                     DType,
@@ -130,6 +126,19 @@ fn prepare_out<R: Element>(
             Ok((None, Some(t.clone())))
         }
     }
+}
+
+/// PyTorch's `assert_no_internal_overlap` for tensors written in place or as `out=`: a
+/// written-to tensor may not have two elements at one memory location (a dim of size > 1 and
+/// stride 0, as `expand` makes). A tensor with no elements has no such pair.
+pub(crate) fn check_no_internal_overlap(t: &Tensor, op: &str) -> Result<()> {
+    if t.numel() > 0 && t.dims().iter().zip(t.stride()).any(|(&d, &s)| d > 1 && s == 0) {
+        bail!(
+            Value,
+            "{op}: unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation."
+        );
+    }
+    Ok(())
 }
 
 /// An input that shares the output's storage through a different layout is copied first, so
@@ -426,8 +435,7 @@ impl Tensor {
         }
         if self.is_contiguous() {
             let g = self.storage().read();
-            let off = self.storage_offset();
-            f(&g.cpu().as_slice::<T>()[off..off + self.numel()])
+            f(&g.cpu().as_slice::<T>()[elem_range(self.layout())])
         } else {
             f(&self.gather_elements::<T>())
         }
@@ -467,5 +475,37 @@ impl Tensor {
             r = s.read();
         }
         Ok(f(w.cpu_mut().as_mut_slice::<T>(), self.layout(), r.cpu().as_slice::<T>()))
+    }
+
+    /// The contiguous fast paths' access (`exp_out`, `softmax_out`): this contiguous tensor's
+    /// own elements, writable, and the contiguous `src`'s, readable, as slices of exactly
+    /// `numel` elements each (locks as [`Tensor::with_storage_mut_reading`]). Fast paths slice
+    /// storage only here, so the guard for an empty view whose offset lies past its storage
+    /// (`zeros(0, 2).narrow(1, 1, 1)`) is here once: such a tensor has an empty slice.
+    pub(crate) fn with_elems_mut_reading<T: Element, R>(
+        &self,
+        src: &Tensor,
+        f: impl FnOnce(&mut [T], &[T]) -> R,
+    ) -> Result<R> {
+        debug_assert!(self.is_contiguous() && src.is_contiguous());
+        self.with_storage_mut_reading::<T, _>(src, |d, l, s| {
+            f(&mut d[elem_range(l)], &s[elem_range(src.layout())])
+        })
+    }
+
+    /// [`Tensor::with_elems_mut_reading`] for a kernel that reads and writes this contiguous
+    /// tensor's own elements (`exp_` in place).
+    pub(crate) fn with_elems_mut<T: Element, R>(&self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
+        debug_assert!(self.is_contiguous());
+        self.with_storage_mut::<T, _>(|d, l| f(&mut d[elem_range(l)]))
+    }
+}
+
+/// The storage elements a contiguous layout covers; empty for a layout with no elements,
+/// whatever its offset (an empty view may sit past the end of its storage).
+pub(crate) fn elem_range(l: &Layout) -> std::ops::Range<usize> {
+    match l.numel() {
+        0 => 0..0,
+        n => l.offset()..l.offset() + n,
     }
 }

@@ -327,10 +327,9 @@ pub(crate) fn softmax_lastdim_into(x: &Tensor, dim: isize, log: bool, out: &Tens
     }
     let k = x.dims()[x.rank() - 1];
     let o = x.numel() / k;
-    let (xo, oo, n) = (x.storage_offset(), out.storage_offset(), x.numel());
-    let stream = streams(n, k);
-    out.with_storage_mut_reading::<f32, _>(x, |d, _, s| {
-        let (src, dst) = (SendPtr(s[xo..xo + n].as_ptr() as *mut f32), SendPtr(d[oo..oo + n].as_mut_ptr()));
+    let stream = streams(x.numel(), k);
+    out.with_elems_mut_reading::<f32, _>(x, |d, s| {
+        let (src, dst) = (SendPtr(s.as_ptr() as *mut f32), SendPtr(d.as_mut_ptr()));
         parallel_for(o, grain_for(4 * k), |a, b| {
             let (src, dst) = (src, dst);
             // SAFETY: both slices hold `o * k` elements; threads get disjoint rows.

@@ -235,16 +235,12 @@ impl Tensor {
                     o.check_inplace_allowed()?;
                     if o.same_storage(&x) {
                         // exp_ on itself: elementwise in place through the write lock.
-                        let off = o.storage_offset();
-                        o.with_storage_mut::<f32, _>(|s, _| unsafe {
-                            let p = s.as_mut_ptr().add(off);
-                            crate::simd::exp_f32(p, p, n, false)
+                        o.with_elems_mut::<f32, _>(|s| unsafe {
+                            let p = s.as_mut_ptr();
+                            crate::simd::exp_f32(p, p, s.len(), false)
                         })?;
                     } else {
-                        let (xo, oo) = (x.storage_offset(), o.storage_offset());
-                        o.with_storage_mut_reading::<f32, _>(&x, |d, _, s| {
-                            run(s[xo..xo + n].as_ptr(), d[oo..oo + n].as_mut_ptr())
-                        })?;
+                        o.with_elems_mut_reading::<f32, _>(&x, |d, s| run(s.as_ptr(), d.as_mut_ptr()))?;
                     }
                     Ok(o.clone())
                 }
