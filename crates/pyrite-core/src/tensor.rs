@@ -200,6 +200,11 @@ impl Tensor {
     pub fn is_same(&self, other: &Tensor) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
+    /// An identity for this tensor handle (Python's `id(t)`): two handles have the same id
+    /// exactly when [`Tensor::is_same`] holds (while both are alive).
+    pub fn handle_id(&self) -> usize {
+        Arc::as_ptr(&self.0) as *const () as usize
+    }
     /// The storage's in-place version counter (PyTorch's `t._version`).
     pub fn version(&self) -> u64 {
         self.0.storage.version()

@@ -13,9 +13,16 @@
 
 pub use pyrite_core::*;
 
+/// `torch.nn`: modules, layers, losses, `functional` and `init` (the `pyrite-nn` crate).
+pub mod nn {
+    pub use pyrite_nn::*;
+}
+
 /// The names most programs need: `use pyrite::prelude::*;`.
 pub mod prelude {
     pub use pyrite_core::{idx, DType, Device, Error, Result, Scalar, Shape, Tensor, TensorIndex};
+    pub use pyrite_nn::functional as F;
+    pub use pyrite_nn::{Buffer, Module, ModuleBase, Parameter, Sequential, Value};
 }
 
 // The README's examples run as doctests, so they stay true.

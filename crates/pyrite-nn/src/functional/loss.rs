@@ -1,0 +1,546 @@
+//! Loss functions (`F.cross_entropy`, `F.mse_loss`, ...), with `reduction` none/mean/sum.
+//! Cross-entropy is `log_softmax` then the NLL gather (the fused, stable form PyTorch uses).
+
+use super::Reduction;
+use pyrite_core::{bail, DType, Result, Scalar, Tensor};
+
+fn check_same_shape(op: &str, input: &Tensor, target: &Tensor) -> Result<()> {
+    if input.dims() != target.dims() {
+        bail!(
+            Shape,
+            "{op}: Using a target size ({:?}) that is different to the input size ({:?}). This will likely lead to incorrect results due to broadcasting. Please ensure they have the same size.",
+            target.dims(),
+            input.dims()
+        );
+    }
+    Ok(())
+}
+
+fn check_float(op: &str, t: &Tensor) -> Result<()> {
+    if !t.dtype().is_floating_point() {
+        bail!(DType, "{op}: expected a floating-point input, got {}", t.dtype());
+    }
+    Ok(())
+}
+
+/// Options of [`cross_entropy`] and [`nll_loss`] (PyTorch's keywords and defaults).
+#[derive(Clone, Debug)]
+pub struct CrossEntropyOptions {
+    /// A weight per class.
+    pub weight: Option<Tensor>,
+    /// Targets equal to this index contribute nothing (class-index targets only).
+    pub ignore_index: i64,
+    pub reduction: Reduction,
+    /// In [0, 1]: mixes the target with the uniform distribution.
+    pub label_smoothing: f64,
+}
+
+impl Default for CrossEntropyOptions {
+    fn default() -> Self {
+        CrossEntropyOptions {
+            weight: None,
+            ignore_index: -100,
+            reduction: Reduction::Mean,
+            label_smoothing: 0.0,
+        }
+    }
+}
+
+/// The class dim and the count of classes of an `[N, C, ...]` or unbatched `[C]` input.
+fn classes(op: &str, input: &Tensor) -> Result<usize> {
+    match input.rank() {
+        0 => bail!(Shape, "{op}: input tensor should be 1D or more, got a 0-d tensor"),
+        1 => Ok(input.dims()[0]),
+        _ => Ok(input.dims()[1]),
+    }
+}
+
+/// `F.nll_loss(log_probs, target, weight, ignore_index, reduction)`: `-weight[t] *
+/// log_probs[t]` per element; the mean divides by the summed weights of the targets used.
+pub fn nll_loss(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions) -> Result<Tensor> {
+    check_float("nll_loss", input)?;
+    let c = classes("nll_loss", input)?;
+    let class_dim: isize = if input.rank() == 1 { 0 } else { 1 };
+    if target.dtype() != DType::I64 && target.dtype() != DType::I32 && target.dtype() != DType::U8 {
+        bail!(
+            DType,
+            "nll_loss: expected scalar type Long but found {} (target must hold class indices; use probabilities with cross_entropy)",
+            target.dtype().type_name()
+        );
+    }
+    let mut expected: Vec<usize> = input.dims().to_vec();
+    expected.remove(class_dim as usize);
+    if target.dims() != expected.as_slice() {
+        if input.rank() == 2 && target.rank() == 1 {
+            bail!(
+                Value,
+                "Expected input batch_size ({}) to match target batch_size ({}).",
+                input.dims()[0],
+                target.dims()[0]
+            );
+        }
+        bail!(Shape, "nll_loss: expected target size {:?}, got {:?}", expected, target.dims());
+    }
+    if let Some(w) = &opts.weight {
+        if w.rank() != 1 || w.numel() != c {
+            bail!(Shape, "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {}", w.shape());
+        }
+    }
+    let t = target.to_dtype(DType::I64)?;
+    let ignored = t.eq_scalar(opts.ignore_index)?;
+    for &v in &t.to_vec::<i64>()? {
+        if v != opts.ignore_index && (v < 0 || v as usize >= c) {
+            bail!(Index, "Target {v} is out of bounds.");
+        }
+    }
+    let safe = t.masked_fill(&ignored, 0)?;
+    let picked = input.gather(class_dim, &safe.unsqueeze(class_dim)?)?.squeeze_dim(class_dim)?;
+    let keep = ignored.logical_not()?.to_dtype(input.dtype())?;
+    let w = match &opts.weight {
+        Some(w) => w
+            .to_dtype(input.dtype())?
+            .index_select(0, &safe.reshape([-1isize])?)?
+            .reshape(safe.dims())?
+            .mul(&keep)?,
+        None => keep,
+    };
+    let loss = picked.mul(&w)?.neg()?;
+    match opts.reduction {
+        Reduction::None => Ok(loss),
+        Reduction::Sum => loss.sum(),
+        Reduction::Mean => loss.sum()?.div(&w.sum()?),
+    }
+}
+
+/// `F.cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)`.
+/// `target` is class indices (int64, `input`'s shape without the class dim) or class
+/// probabilities (float, `input`'s shape).
+pub fn cross_entropy(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions) -> Result<Tensor> {
+    check_float("cross_entropy", input)?;
+    if !(0.0..=1.0).contains(&opts.label_smoothing) {
+        bail!(Value, "label_smoothing must be between 0.0 and 1.0. Got: {}", opts.label_smoothing);
+    }
+    let c = classes("cross_entropy", input)?;
+    let class_dim: isize = if input.rank() == 1 { 0 } else { 1 };
+    let logp = input.log_softmax(class_dim)?;
+    let wshape = |w: &Tensor| -> Result<Tensor> {
+        let mut s = vec![1isize; input.rank()];
+        s[class_dim as usize] = c as isize;
+        w.to_dtype(input.dtype())?.reshape(s)
+    };
+    if target.dtype().is_floating_point() {
+        // class probabilities
+        check_same_shape("cross_entropy", input, target)?;
+        let eps = opts.label_smoothing;
+        let t = if eps > 0.0 {
+            target.mul_scalar(1.0 - eps)?.add_scalar(eps / c as f64)?
+        } else {
+            target.clone()
+        };
+        let mut prod = logp.mul(&t)?;
+        if let Some(w) = &opts.weight {
+            prod = prod.mul(&wshape(w)?)?;
+        }
+        let loss = prod.sum_dims(&[class_dim], false)?.neg()?;
+        return match opts.reduction {
+            Reduction::None => Ok(loss),
+            Reduction::Sum => loss.sum(),
+            Reduction::Mean => {
+                let n = if input.rank() == 1 { 1 } else { input.numel() / c.max(1) };
+                loss.sum()?.div_scalar(n as f64)
+            }
+        };
+    }
+    let nll = nll_loss(&logp, target, &CrossEntropyOptions { label_smoothing: 0.0, ..opts.clone() })?;
+    let eps = opts.label_smoothing;
+    if eps == 0.0 {
+        return Ok(nll);
+    }
+    let mut smooth = match &opts.weight {
+        Some(w) => logp.mul(&wshape(w)?)?.sum_dims(&[class_dim], false)?.neg()?,
+        None => logp.sum_dims(&[class_dim], false)?.neg()?,
+    };
+    let t = target.to_dtype(DType::I64)?;
+    let ignored = t.eq_scalar(opts.ignore_index)?;
+    smooth = smooth.masked_fill(&ignored, 0.0)?;
+    let ret = match opts.reduction {
+        Reduction::None => smooth,
+        Reduction::Sum => smooth.sum()?,
+        Reduction::Mean => match &opts.weight {
+            Some(w) => {
+                let keep = ignored.logical_not()?;
+                let used = t.masked_select(&keep)?;
+                smooth.sum()?.div(&w.to_dtype(input.dtype())?.index_select(0, &used)?.sum()?)?
+            }
+            None => smooth.sum()?.div(&ignored.logical_not()?.to_dtype(input.dtype())?.sum()?)?,
+        },
+    };
+    nll.mul_scalar(1.0 - eps)?.add(&ret.mul_scalar(eps / c as f64)?)
+}
+
+/// `F.mse_loss(input, target, reduction)`.
+pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    check_same_shape("mse_loss", input, target)?;
+    reduction.apply(input.sub(target)?.square()?)
+}
+
+/// `F.l1_loss(input, target, reduction)`.
+pub fn l1_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    check_same_shape("l1_loss", input, target)?;
+    reduction.apply(input.sub(target)?.abs()?)
+}
+
+/// `F.smooth_l1_loss(input, target, reduction, beta)`: `0.5 d^2 / beta` below `beta`, else
+/// `|d| - 0.5 beta` (`beta = 0` is L1).
+pub fn smooth_l1_loss(input: &Tensor, target: &Tensor, reduction: Reduction, beta: f64) -> Result<Tensor> {
+    check_same_shape("smooth_l1_loss", input, target)?;
+    if beta < 0.0 {
+        bail!(Value, "smooth_l1_loss does not support negative values for beta.");
+    }
+    let d = input.sub(target)?.abs()?;
+    if beta == 0.0 {
+        return reduction.apply(d);
+    }
+    let quad = d.square()?.mul_scalar(0.5 / beta)?;
+    reduction.apply(quad.where_(&d.lt_scalar(beta)?, &d.sub_scalar(0.5 * beta)?)?)
+}
+
+/// `F.huber_loss(input, target, reduction, delta)`: `0.5 d^2` below `delta`, else
+/// `delta (|d| - 0.5 delta)`.
+pub fn huber_loss(input: &Tensor, target: &Tensor, reduction: Reduction, delta: f64) -> Result<Tensor> {
+    check_same_shape("huber_loss", input, target)?;
+    if delta <= 0.0 {
+        bail!(Value, "huber_loss does not support non-positive values for delta.");
+    }
+    let d = input.sub(target)?.abs()?;
+    let quad = d.square()?.mul_scalar(0.5)?;
+    let lin = d.sub_scalar(0.5 * delta)?.mul_scalar(delta)?;
+    reduction.apply(quad.where_(&d.lt_scalar(delta)?, &lin)?)
+}
+
+/// `F.binary_cross_entropy(probs, target, weight, reduction)`: log terms clamped at -100,
+/// as PyTorch does.
+pub fn binary_cross_entropy(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    check_same_shape("binary_cross_entropy", input, target)?;
+    check_float("binary_cross_entropy", input)?;
+    let lo = Some(Scalar::from(-100.0));
+    let log_p = input.log()?.clamp(lo, None)?;
+    let log_1p = input.neg()?.add_scalar(1.0)?.log()?.clamp(lo, None)?;
+    let t = target.to_dtype(input.dtype())?;
+    let mut loss = t.mul(&log_p)?.add(&t.neg()?.add_scalar(1.0)?.mul(&log_1p)?)?.neg()?;
+    if let Some(w) = weight {
+        loss = loss.mul(w)?;
+    }
+    reduction.apply(loss)
+}
+
+/// `F.binary_cross_entropy_with_logits(logits, target, weight, reduction, pos_weight)`:
+/// `-(pos_weight t log s(x) + (1 - t) log(1 - s(x)))`, computed stably with `logsigmoid`.
+pub fn binary_cross_entropy_with_logits(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+    pos_weight: Option<&Tensor>,
+) -> Result<Tensor> {
+    check_same_shape("binary_cross_entropy_with_logits", input, target)?;
+    check_float("binary_cross_entropy_with_logits", input)?;
+    let t = target.to_dtype(input.dtype())?;
+    let log_s = super::logsigmoid(input)?;
+    let log_1ms = super::logsigmoid(&input.neg()?)?;
+    let pos = match pos_weight {
+        Some(pw) => t.mul(pw)?,
+        None => t.clone(),
+    };
+    let mut loss = pos.mul(&log_s)?.add(&t.neg()?.add_scalar(1.0)?.mul(&log_1ms)?)?.neg()?;
+    if let Some(w) = weight {
+        loss = loss.mul(w)?;
+    }
+    reduction.apply(loss)
+}
+
+/// `reduction=` of KL divergence, with PyTorch's `batchmean` (sum divided by the batch size).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KlReduction {
+    None,
+    #[default]
+    Mean,
+    Sum,
+    BatchMean,
+}
+
+/// `F.kl_div(input, target, reduction, log_target)`: `input` holds log-probabilities;
+/// `target` probabilities (or log-probabilities with `log_target`).
+pub fn kl_div(input: &Tensor, target: &Tensor, reduction: KlReduction, log_target: bool) -> Result<Tensor> {
+    let loss = if log_target {
+        target.exp()?.mul(&target.sub(input)?)?
+    } else {
+        // xlogy(t, t) - t * input, with 0 log 0 = 0
+        let t = target.to_dtype(input.dtype())?;
+        let safe = t.where_(&t.gt_scalar(0)?, &t.ones_like()?)?;
+        t.mul(&safe.log()?)?.sub(&t.mul(input)?)?
+    };
+    match reduction {
+        KlReduction::None => Ok(loss),
+        KlReduction::Mean => loss.mean(),
+        KlReduction::Sum => loss.sum(),
+        KlReduction::BatchMean => {
+            let n = if input.rank() == 0 { 1 } else { input.dims()[0] };
+            loss.sum()?.div_scalar(n as f64)
+        }
+    }
+}
+
+/// `F.cosine_embedding_loss(x1, x2, y, margin, reduction)`: `1 - cos` for `y = 1`,
+/// `max(0, cos - margin)` for `y = -1`.
+pub fn cosine_embedding_loss(
+    x1: &Tensor,
+    x2: &Tensor,
+    y: &Tensor,
+    margin: f64,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    if x1.dims() != x2.dims() || x1.rank() == 0 || x1.rank() > 2 {
+        bail!(
+            Shape,
+            "cosine_embedding_loss: 1D or 2D inputs of equal shape expected, got {:?} and {:?}",
+            x1.dims(),
+            x2.dims()
+        );
+    }
+    let dim = x1.rank() as isize - 1;
+    const EPS: f64 = 1e-12;
+    let prod = x1.mul(x2)?.sum_dims(&[dim], false)?;
+    let m1 = x1.square()?.sum_dims(&[dim], false)?.add_scalar(EPS)?;
+    let m2 = x2.square()?.sum_dims(&[dim], false)?.add_scalar(EPS)?;
+    let cos = prod.div(&m1.mul(&m2)?.sqrt()?)?;
+    let y = y.to_dtype(x1.dtype())?;
+    let zeros = cos.zeros_like()?;
+    let pos = cos.neg()?.add_scalar(1.0)?;
+    let neg = cos.sub_scalar(margin)?.clamp(Some(Scalar::from(0.0)), None)?;
+    let loss = pos.where_(&y.eq_scalar(1)?, &neg.where_(&y.eq_scalar(-1)?, &zeros)?)?;
+    reduction.apply(loss)
+}
+
+/// `F.margin_ranking_loss(x1, x2, y, margin, reduction)`: `max(0, -y (x1 - x2) + margin)`.
+pub fn margin_ranking_loss(
+    x1: &Tensor,
+    x2: &Tensor,
+    y: &Tensor,
+    margin: f64,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    let loss = y
+        .to_dtype(x1.dtype())?
+        .neg()?
+        .mul(&x1.sub(x2)?)?
+        .add_scalar(margin)?
+        .clamp(Some(Scalar::from(0.0)), None)?;
+    reduction.apply(loss)
+}
+
+/// `F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction)`.
+#[allow(clippy::too_many_arguments)]
+pub fn triplet_margin_loss(
+    anchor: &Tensor,
+    positive: &Tensor,
+    negative: &Tensor,
+    margin: f64,
+    p: f64,
+    eps: f64,
+    swap: bool,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    let d_ap = super::pairwise_distance(anchor, positive, p, eps, false)?;
+    let mut d_an = super::pairwise_distance(anchor, negative, p, eps, false)?;
+    if swap {
+        let d_pn = super::pairwise_distance(positive, negative, p, eps, false)?;
+        d_an = d_an.minimum(&d_pn)?;
+    }
+    reduction.apply(d_ap.sub(&d_an)?.add_scalar(margin)?.clamp(Some(Scalar::from(0.0)), None)?)
+}
+
+/// `F.hinge_embedding_loss(x, y, margin, reduction)`: `x` for `y = 1`, `max(0, margin - x)`
+/// for `y = -1`.
+pub fn hinge_embedding_loss(x: &Tensor, y: &Tensor, margin: f64, reduction: Reduction) -> Result<Tensor> {
+    let y = y.to_dtype(x.dtype())?;
+    let zeros = x.zeros_like()?;
+    let margin_clamp = x.neg()?.add_scalar(margin)?.clamp(Some(Scalar::from(0.0)), None)?;
+    let out_margin = margin_clamp.where_(&y.eq_scalar(-1)?, &zeros)?;
+    let out_self = x.where_(&y.eq_scalar(1)?, &zeros)?;
+    reduction.apply(out_margin.add(&out_self)?)
+}
+
+/// `F.soft_margin_loss(x, y, reduction)`: `log(1 + exp(-y x))`.
+pub fn soft_margin_loss(x: &Tensor, y: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    check_same_shape("soft_margin_loss", x, y)?;
+    let z = y.to_dtype(x.dtype())?.neg()?.mul(x)?;
+    reduction.apply(z.softplus(1.0, f64::INFINITY)?)
+}
+
+/// `F.multilabel_soft_margin_loss(x, y, weight, reduction)`: the mean over classes of the
+/// per-class binary cross-entropy with logits.
+pub fn multilabel_soft_margin_loss(
+    x: &Tensor,
+    y: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    check_same_shape("multilabel_soft_margin_loss", x, y)?;
+    let y = y.to_dtype(x.dtype())?;
+    let mut loss = y
+        .mul(&super::logsigmoid(x)?)?
+        .add(&y.neg()?.add_scalar(1.0)?.mul(&super::logsigmoid(&x.neg()?)?)?)?
+        .neg()?;
+    if let Some(w) = weight {
+        loss = loss.mul(w)?;
+    }
+    let c = x.dims().last().copied().unwrap_or(1).max(1);
+    let loss = loss.sum_dims(&[-1], false)?.div_scalar(c as f64)?;
+    reduction.apply(loss)
+}
+
+/// `F.multi_margin_loss(x, y, p, margin, weight, reduction)`: the multi-class hinge loss
+/// `sum_{i != y} max(0, margin - x[y] + x[i])^p / C` (weighted by `weight[y]`).
+pub fn multi_margin_loss(
+    x: &Tensor,
+    y: &Tensor,
+    p: u32,
+    margin: f64,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    if p != 1 && p != 2 {
+        bail!(Value, "only p == 1 and p == 2 supported");
+    }
+    let x2 = if x.rank() == 1 { x.unsqueeze(0)? } else { x.clone() };
+    if x2.rank() != 2 {
+        bail!(Shape, "multi_margin_loss: expected 1D or 2D input, got shape {}", x.shape());
+    }
+    let c = x2.dims()[1];
+    let y2 = y.to_dtype(DType::I64)?.reshape([-1isize])?;
+    if y2.numel() != x2.dims()[0] {
+        bail!(Shape, "inconsistent target size: {:?} for input of size: {:?}", y.dims(), x.dims());
+    }
+    for &v in &y2.to_vec::<i64>()? {
+        if v < 0 || v as usize >= c {
+            bail!(Index, "target out of range");
+        }
+    }
+    let xy = x2.gather(1, &y2.unsqueeze(1)?)?;
+    let mut z = x2.sub(&xy)?.add_scalar(margin)?.clamp(Some(Scalar::from(0.0)), None)?;
+    if p == 2 {
+        z = z.square()?;
+    }
+    if let Some(w) = weight {
+        z = z.mul(&w.to_dtype(x.dtype())?.index_select(0, &y2)?.unsqueeze(1)?)?;
+    }
+    // the target's own class does not count
+    let not_target = y2.unsqueeze(1)?.one_hot(Some(c))?.squeeze_dim(1)?.eq_scalar(0)?.to_dtype(x.dtype())?;
+    let mut loss = z.mul(&not_target)?.sum_dims(&[1], false)?.div_scalar(c as f64)?;
+    if x.rank() == 1 {
+        loss = loss.squeeze_dim(0)?;
+    }
+    reduction.apply(loss)
+}
+
+/// `F.multilabel_margin_loss(x, y, reduction)`: `y` lists target classes per row, ended by
+/// the first `-1`; `sum_{j in targets, i not in targets} max(0, 1 - (x[j] - x[i])) / C`.
+pub fn multilabel_margin_loss(x: &Tensor, y: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    check_same_shape("multilabel_margin_loss", x, y)?;
+    let x2 = if x.rank() == 1 { x.unsqueeze(0)? } else { x.clone() };
+    let (n, c) = (x2.dims()[0], x2.dims()[1]);
+    let yv = y.to_dtype(DType::I64)?.reshape([n as isize, c as isize])?.to_vec2::<i64>()?;
+    let mut rows = Vec::with_capacity(n);
+    for (r, targets) in yv.iter().enumerate() {
+        let ts: Vec<i64> = targets.iter().copied().take_while(|&t| t >= 0).collect();
+        if ts.iter().any(|&t| t as usize >= c) {
+            bail!(Index, "multilabel_margin_loss: target index out of range");
+        }
+        let is_target: Vec<bool> = (0..c).map(|i| ts.contains(&(i as i64))).collect();
+        let row = x2.select(0, r as isize)?;
+        let mut acc = Tensor::zeros([], x.dtype())?;
+        for &j in &ts {
+            let xj = row.select(0, j as isize)?;
+            let others: Vec<i64> = (0..c as i64).filter(|&i| !is_target[i as usize]).collect();
+            if others.is_empty() {
+                continue;
+            }
+            let xi = row.index_select(0, &Tensor::from_vec(others.clone(), [others.len()])?)?;
+            let m = xi.sub(&xj)?.add_scalar(1.0)?.clamp(Some(Scalar::from(0.0)), None)?.sum()?;
+            acc = acc.add(&m)?;
+        }
+        rows.push(acc.div_scalar(c as f64)?);
+    }
+    let mut loss = Tensor::stack(&rows, 0)?;
+    if x.rank() == 1 {
+        loss = loss.squeeze_dim(0)?;
+    }
+    reduction.apply(loss)
+}
+
+/// `F.poisson_nll_loss(input, target, log_input, full, eps, reduction)`.
+pub fn poisson_nll_loss(
+    input: &Tensor,
+    target: &Tensor,
+    log_input: bool,
+    full: bool,
+    eps: f64,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    let t = target.to_dtype(input.dtype())?;
+    let mut loss = if log_input {
+        input.exp()?.sub(&t.mul(input)?)?
+    } else {
+        input.sub(&t.mul(&input.add_scalar(eps)?.log()?)?)?
+    };
+    if full {
+        // Stirling's term t log t - t + 0.5 log(2 pi t), for t > 1
+        let safe = t.where_(&t.gt_scalar(1)?, &t.ones_like()?)?;
+        let stirling = safe
+            .mul(&safe.log()?)?
+            .sub(&safe)?
+            .add(&safe.mul_scalar(2.0 * std::f64::consts::PI)?.log()?.mul_scalar(0.5)?)?;
+        loss = loss.add(&stirling.where_(&t.gt_scalar(1)?, &t.zeros_like()?)?)?;
+    }
+    reduction.apply(loss)
+}
+
+/// `F.gaussian_nll_loss(input, target, var, full, eps, reduction)`:
+/// `0.5 (log(max(var, eps)) + (input - target)^2 / max(var, eps))`, plus `0.5 log(2 pi)` with
+/// `full`. `var` may have one fewer dim or a last dim of 1 (one variance per sample), as in
+/// PyTorch.
+pub fn gaussian_nll_loss(
+    input: &Tensor,
+    target: &Tensor,
+    var: &Tensor,
+    full: bool,
+    eps: f64,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    let var = if var.dims() != input.dims() {
+        if input.rank() == var.rank() + 1 && input.dims()[..var.rank()] == *var.dims() {
+            var.unsqueeze(-1)?
+        } else if input.rank() == var.rank()
+            && var.dims().last() == Some(&1)
+            && input.dims()[..input.rank() - 1] == var.dims()[..var.rank() - 1]
+        {
+            var.clone()
+        } else {
+            bail!(Value, "var is of incorrect size");
+        }
+    } else {
+        var.clone()
+    };
+    let v = var.clamp(Some(Scalar::from(eps)), None)?;
+    let mut loss = v.log()?.add(&input.sub(target)?.square()?.div(&v)?)?.mul_scalar(0.5)?;
+    if full {
+        loss = loss.add_scalar(0.5 * (2.0 * std::f64::consts::PI).ln())?;
+    }
+    reduction.apply(loss)
+}

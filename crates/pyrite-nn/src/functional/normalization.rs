@@ -1,0 +1,268 @@
+//! Normalisation: batch, layer, group, instance, RMS and local response norm.
+
+use pyrite_core::autograd::no_grad;
+use pyrite_core::{bail, DType, Result, Scalar, Tensor};
+
+/// Statistics over `dims` (biased variance), as one pass of the core's `var_mean`.
+fn var_mean(x: &Tensor, dims: &[isize]) -> Result<(Tensor, Tensor)> {
+    let v = x.var_dims(dims, 0.0, true)?;
+    let m = x.mean_dims(dims, true)?;
+    Ok((v, m))
+}
+
+/// `F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)`.
+///
+/// In training the batch statistics normalise `x` (over every dim but 1) and, when given,
+/// the running statistics are updated in place under `no_grad`:
+/// `running = (1 - momentum) * running + momentum * batch` with the unbiased batch variance.
+/// `momentum = None` is the cumulative average (`factor = 1 / num_batches_tracked`, which the
+/// caller increments first and passes as `Some(factor)`). In evaluation the running
+/// statistics normalise.
+#[allow(clippy::too_many_arguments)]
+pub fn batch_norm(
+    x: &Tensor,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<Tensor> {
+    if x.rank() < 2 {
+        bail!(
+            Shape,
+            "batch_norm: expected an input with at least 2 dims (N, C, ...), got shape {}",
+            x.shape()
+        );
+    }
+    let c = x.dims()[1];
+    let mut stat_shape = vec![1isize; x.rank()];
+    stat_shape[1] = c as isize;
+    let dims: Vec<isize> = (0..x.rank() as isize).filter(|&d| d != 1).collect();
+    let per_channel = x.numel() / c.max(1);
+    for (name, t) in
+        [("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)]
+    {
+        if let Some(t) = t {
+            if t.numel() != c {
+                bail!(Shape, "batch_norm: {name} should contain {c} elements not {}", t.numel());
+            }
+        }
+    }
+    let running = match (running_mean, running_var) {
+        (Some(m), Some(v)) if !training => Some((m, v)),
+        _ => None,
+    };
+    let (mean, var) = if let Some((rm, rv)) = running {
+        (rm.reshape(stat_shape.clone())?, rv.reshape(stat_shape.clone())?)
+    } else {
+        if per_channel <= 1 {
+            bail!(
+                Value,
+                "Expected more than 1 value per channel when training, got input size {}",
+                x.shape()
+            );
+        }
+        let (v, m) = var_mean(x, &dims)?;
+        if training {
+            if let (Some(rm), Some(rv)) = (running_mean, running_var) {
+                let _g = no_grad();
+                let n = per_channel as f64;
+                let bm = m.detach().reshape([-1isize])?.to_dtype(rm.dtype())?;
+                let bv = v.detach().reshape([-1isize])?.mul_scalar(n / (n - 1.0))?.to_dtype(rv.dtype())?;
+                rm.copy_(&rm.mul_scalar(1.0 - momentum)?.add(&bm.mul_scalar(momentum)?)?)?;
+                rv.copy_(&rv.mul_scalar(1.0 - momentum)?.add(&bv.mul_scalar(momentum)?)?)?;
+            }
+        }
+        (m, v)
+    };
+    let mut y = x.sub(&mean)?.mul(&var.add_scalar(eps)?.rsqrt()?)?;
+    if let Some(w) = weight {
+        y = y.mul(&w.reshape(stat_shape.clone())?)?;
+    }
+    if let Some(b) = bias {
+        y = y.add(&b.reshape(stat_shape)?)?;
+    }
+    Ok(y)
+}
+
+/// `F.layer_norm(x, normalized_shape, weight, bias, eps)`: normalises over the last
+/// `normalized_shape.len()` dims.
+pub fn layer_norm(
+    x: &Tensor,
+    normalized_shape: &[usize],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    let k = normalized_shape.len();
+    if k == 0 || x.rank() < k || x.dims()[x.rank() - k..] != *normalized_shape {
+        bail!(
+            Shape,
+            "Given normalized_shape={:?}, expected input with shape [*, {}], but got input of size{:?}",
+            normalized_shape,
+            normalized_shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "),
+            x.dims()
+        );
+    }
+    let dims: Vec<isize> = (1..=k as isize).map(|d| -d).collect();
+    let (v, m) = var_mean(x, &dims)?;
+    let mut y = x.sub(&m)?.mul(&v.add_scalar(eps)?.rsqrt()?)?;
+    if let Some(w) = weight {
+        y = y.mul(w)?;
+    }
+    if let Some(b) = bias {
+        y = y.add(b)?;
+    }
+    Ok(y)
+}
+
+/// `F.rms_norm(x, normalized_shape, weight, eps)`: `x / sqrt(mean(x^2) + eps) * weight` over
+/// the last dims; `eps = None` is the dtype's machine epsilon, as in PyTorch.
+pub fn rms_norm(
+    x: &Tensor,
+    normalized_shape: &[usize],
+    weight: Option<&Tensor>,
+    eps: Option<f64>,
+) -> Result<Tensor> {
+    let k = normalized_shape.len();
+    if k == 0 || x.rank() < k || x.dims()[x.rank() - k..] != *normalized_shape {
+        bail!(
+            Shape,
+            "Given normalized_shape={:?}, expected input with shape [*, {}], but got input of size{:?}",
+            normalized_shape,
+            normalized_shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "),
+            x.dims()
+        );
+    }
+    let eps = eps.unwrap_or(match x.dtype() {
+        DType::F64 => f64::EPSILON,
+        DType::F16 => 0.000_976_562_5,
+        DType::BF16 => 0.007_812_5,
+        _ => f32::EPSILON as f64,
+    });
+    let dims: Vec<isize> = (1..=k as isize).map(|d| -d).collect();
+    let y = x.mul(&x.square()?.mean_dims(&dims, true)?.add_scalar(eps)?.rsqrt()?)?;
+    match weight {
+        Some(w) => y.mul(w),
+        None => Ok(y),
+    }
+}
+
+/// `F.group_norm(x, num_groups, weight, bias, eps)`: normalises each group of channels of
+/// each sample.
+pub fn group_norm(
+    x: &Tensor,
+    num_groups: usize,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    if x.rank() < 2 {
+        bail!(
+            Shape,
+            "group_norm: expected an input with at least 2 dims (N, C, ...), got shape {}",
+            x.shape()
+        );
+    }
+    let (n, c) = (x.dims()[0], x.dims()[1]);
+    if num_groups == 0 || c % num_groups != 0 {
+        bail!(
+            Value,
+            "Expected number of channels in input to be divisible by num_groups, but got input of shape {} and num_groups={num_groups}",
+            x.shape()
+        );
+    }
+    let g = x.reshape([n as isize, num_groups as isize, -1])?;
+    let (v, m) = var_mean(&g, &[-1])?;
+    let y = g.sub(&m)?.mul(&v.add_scalar(eps)?.rsqrt()?)?.reshape(x.dims())?;
+    let mut shape = vec![1isize; x.rank()];
+    shape[1] = c as isize;
+    let mut y = y;
+    if let Some(w) = weight {
+        y = y.mul(&w.reshape(shape.clone())?)?;
+    }
+    if let Some(b) = bias {
+        y = y.add(&b.reshape(shape)?)?;
+    }
+    Ok(y)
+}
+
+/// `F.instance_norm(x, running_mean, running_var, weight, bias, use_input_stats, momentum,
+/// eps)`: batch norm of each sample on its own (statistics over the spatial dims).
+#[allow(clippy::too_many_arguments)]
+pub fn instance_norm(
+    x: &Tensor,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    use_input_stats: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<Tensor> {
+    if x.rank() < 3 {
+        bail!(
+            Shape,
+            "instance_norm: expected an input with at least 3 dims (N, C, *spatial), got shape {}",
+            x.shape()
+        );
+    }
+    let (n, c) = (x.dims()[0], x.dims()[1]);
+    let spatial: Vec<isize> = (2..x.rank() as isize).collect();
+    let mut shape = vec![1isize; x.rank()];
+    shape[1] = c as isize;
+    let y = if use_input_stats {
+        let (v, m) = var_mean(x, &spatial)?;
+        if let (Some(rm), Some(rv)) = (running_mean, running_var) {
+            let _g = no_grad();
+            let k = (x.numel() / (n * c).max(1)) as f64;
+            let bm = m.detach().mean_dims(&[0], false)?.reshape([-1isize])?;
+            let bv = v.detach().mul_scalar(k / (k - 1.0))?.mean_dims(&[0], false)?.reshape([-1isize])?;
+            rm.copy_(&rm.mul_scalar(1.0 - momentum)?.add(&bm.mul_scalar(momentum)?)?)?;
+            rv.copy_(&rv.mul_scalar(1.0 - momentum)?.add(&bv.mul_scalar(momentum)?)?)?;
+        }
+        x.sub(&m)?.mul(&v.add_scalar(eps)?.rsqrt()?)?
+    } else {
+        let (Some(rm), Some(rv)) = (running_mean, running_var) else {
+            bail!(Value, "Expected running_mean and running_var to be defined when use_input_stats is false");
+        };
+        x.sub(&rm.reshape(shape.clone())?)?.mul(&rv.reshape(shape.clone())?.add_scalar(eps)?.rsqrt()?)?
+    };
+    let mut y = y;
+    if let Some(w) = weight {
+        y = y.mul(&w.reshape(shape.clone())?)?;
+    }
+    if let Some(b) = bias {
+        y = y.add(&b.reshape(shape)?)?;
+    }
+    Ok(y)
+}
+
+/// `F.local_response_norm(x, size, alpha, beta, k)`: `x / (k + alpha/n * sum of squares over
+/// n neighbouring channels)^beta`.
+pub fn local_response_norm(x: &Tensor, size: usize, alpha: f64, beta: f64, k: f64) -> Result<Tensor> {
+    if x.rank() < 3 {
+        bail!(Shape, "Expected 3D or higher dimensionality input (got {} dimensions)", x.rank());
+    }
+    if x.numel() == 0 {
+        return Ok(x.clone());
+    }
+    let c = x.dims()[1];
+    let sq = x.square()?;
+    // zero-pad the channel dim by size/2 before and (size-1)/2 after, then sum windows of `size`
+    let (before, after) = (size / 2, (size - 1) / 2);
+    let mut zshape = x.dims().to_vec();
+    zshape[1] = before;
+    let zb = Tensor::zeros(zshape.clone(), x.dtype())?;
+    zshape[1] = after;
+    let za = Tensor::zeros(zshape, x.dtype())?;
+    let padded = Tensor::cat(&[&zb, &sq, &za], 1)?;
+    let mut acc = padded.narrow(1, 0, c)?;
+    for s in 1..size {
+        acc = acc.add(&padded.narrow(1, s as isize, c)?)?;
+    }
+    let div = acc.mul_scalar(alpha / size as f64)?.add_scalar(k)?.pow_scalar(Scalar::from(beta))?;
+    x.div(&div)
+}

@@ -1,0 +1,56 @@
+//! Pyrite's `torch.nn`: modules with PyTorch's names, hooks and state_dicts, the layers and
+//! losses, `functional` and `init`. Use it through the facade: `pyrite::nn`.
+//!
+//! - The Module system: [`module`] (the [`Module`] trait, [`ModuleBase`], introspection,
+//!   train/eval, `to_dtype`), [`hooks`] (forward, backward and state_dict hooks, and the call
+//!   that runs them), [`state_dict`], [`container`] (Sequential, ModuleList, ModuleDict,
+//!   ParameterList, ParameterDict), [`value`] (what a call takes and returns).
+//! - Layers, one file per family as in `torch/nn/modules`: [`linear`], [`activation`],
+//!   [`dropout`], [`sparse`] (embeddings), [`normalization`], [`loss`], [`flatten`].
+//! - [`functional`] (each layer's op as a function) and [`init`].
+
+extern crate self as pyrite;
+
+pub mod activation;
+pub mod container;
+pub mod dropout;
+pub mod flatten;
+pub mod functional;
+pub mod hooks;
+pub mod init;
+pub mod linear;
+pub mod loss;
+pub mod module;
+pub mod normalization;
+mod parameter;
+pub mod sparse;
+pub mod state_dict;
+pub mod summary;
+pub mod value;
+
+pub use activation::*;
+pub use container::{ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential};
+pub use dropout::{AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d};
+pub use flatten::{Flatten, Unflatten};
+pub use hooks::{
+    register_module_forward_hook, register_module_forward_pre_hook, register_module_full_backward_hook,
+    HookHandle,
+};
+pub use linear::{Bilinear, Identity, Linear};
+pub use loss::*;
+pub use module::{Member, MemberMut, Members, Module, ModuleBase, ModuleFields};
+pub use normalization::{BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm};
+pub use parameter::{Buffer, Parameter};
+pub use pyrite_nn_derive::Module;
+pub use sparse::Embedding;
+pub use state_dict::{IncompatibleKeys, StateDict};
+pub use summary::summary;
+pub use value::Value;
+
+// The paths `#[derive(Module)]` generates (`::pyrite::nn::...`, `::pyrite::Result`) resolve
+// inside this crate too (private items, so a user's `use pyrite::nn::*` does not see them), so
+// the built-in layers use the derive like any user struct.
+mod nn {
+    pub use crate::*;
+}
+use pyrite_core::Result;
