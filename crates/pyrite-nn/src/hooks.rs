@@ -13,7 +13,7 @@
 //! `grad_input` and calls the backward hooks with both.
 //!
 //! ```
-//! use pyrite::nn::{Linear, Module, Value};
+//! use pyrite::nn::{Linear, Module, ModuleHooks};
 //! use pyrite::{DType, Tensor};
 //! use std::sync::{Arc, Mutex};
 //!

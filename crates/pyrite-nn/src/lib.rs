@@ -38,7 +38,7 @@ pub use hooks::{
 };
 pub use linear::{Bilinear, Identity, Linear};
 pub use loss::*;
-pub use module::{Member, MemberMut, Members, Module, ModuleBase, ModuleFields};
+pub use module::{Member, MemberMut, Members, Module, ModuleBase, ModuleFields, ModuleHooks};
 pub use normalization::{BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm};
 pub use parameter::{Buffer, Parameter};
 pub use pyrite_nn_derive::Module;

@@ -704,43 +704,38 @@ pub trait Module: ModuleFields {
         state_dict::load(self.as_module(), sd, strict)
     }
 
-    // --------------------------------------------------------------------------------- hooks
+    // ------------------------------------------------------------------------------- display
 
+    /// PyTorch's `repr(module)`: the module tree with each layer's `extra_repr`.
+    fn repr(&self) -> String {
+        repr(self.as_module())
+    }
+}
+
+/// Registering hooks (`register_forward_hook`, ...) on any module, `dyn Module` included (a
+/// module reached through `named_modules()`). Each returns a [`HookHandle`] whose `remove()`
+/// takes the hook out; several hooks of a kind run in registration order.
+pub trait ModuleHooks {
     /// `register_forward_pre_hook(hook)`: `hook(module, input)` runs before `forward` and
     /// may return a replacement input.
     fn register_forward_pre_hook(
         &self,
         hook: impl Fn(&dyn Module, &Value) -> Result<Option<Value>> + Send + Sync + 'static,
-    ) -> HookHandle
-    where
-        Self: Sized,
-    {
-        self.base().hooks.add_forward_pre(Arc::new(hook))
-    }
+    ) -> HookHandle;
 
     /// `register_forward_hook(hook)`: `hook(module, input, output)` runs after `forward` and
     /// may return a replacement output.
     fn register_forward_hook(
         &self,
         hook: impl Fn(&dyn Module, &Value, &Value) -> Result<Option<Value>> + Send + Sync + 'static,
-    ) -> HookHandle
-    where
-        Self: Sized,
-    {
-        self.base().hooks.add_forward(Arc::new(hook))
-    }
+    ) -> HookHandle;
 
     /// `register_full_backward_pre_hook(hook)`: `hook(grad_output)` runs when the gradients
     /// of the module's outputs are known, and may replace them.
     fn register_full_backward_pre_hook(
         &self,
         hook: impl Fn(&[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync + 'static,
-    ) -> HookHandle
-    where
-        Self: Sized,
-    {
-        self.base().hooks.add_backward_pre(Arc::new(hook))
-    }
+    ) -> HookHandle;
 
     /// `register_full_backward_hook(hook)`: `hook(grad_input, grad_output)` runs when the
     /// gradients of the module's inputs are computed (one entry per input tensor, `None`
@@ -751,36 +746,21 @@ pub trait Module: ModuleFields {
             + Send
             + Sync
             + 'static,
-    ) -> HookHandle
-    where
-        Self: Sized,
-    {
-        self.base().hooks.add_backward(Arc::new(hook))
-    }
+    ) -> HookHandle;
 
     /// `register_state_dict_pre_hook(hook)`: `hook(module, prefix)` before this module
     /// saves its entries.
     fn register_state_dict_pre_hook(
         &self,
         hook: impl Fn(&dyn Module, &str) -> Result<()> + Send + Sync + 'static,
-    ) -> HookHandle
-    where
-        Self: Sized,
-    {
-        self.base().hooks.add_state_dict_pre(Arc::new(hook))
-    }
+    ) -> HookHandle;
 
     /// `register_state_dict_post_hook(hook)`: `hook(module, state_dict, prefix)` after this
     /// module (and its children) saved their entries; it may edit the state_dict.
     fn register_state_dict_post_hook(
         &self,
         hook: impl Fn(&dyn Module, &mut StateDict, &str) -> Result<()> + Send + Sync + 'static,
-    ) -> HookHandle
-    where
-        Self: Sized,
-    {
-        self.base().hooks.add_state_dict_post(Arc::new(hook))
-    }
+    ) -> HookHandle;
 
     /// `register_load_state_dict_pre_hook(hook)`: `hook(module, state_dict, prefix)` before
     /// this module loads its entries; it may edit (a copy of) the state_dict, e.g. to rename
@@ -788,30 +768,74 @@ pub trait Module: ModuleFields {
     fn register_load_state_dict_pre_hook(
         &self,
         hook: impl Fn(&dyn Module, &mut StateDict, &str) -> Result<()> + Send + Sync + 'static,
-    ) -> HookHandle
-    where
-        Self: Sized,
-    {
-        self.base().hooks.add_load_pre(Arc::new(hook))
-    }
+    ) -> HookHandle;
 
     /// `register_load_state_dict_post_hook(hook)`: `hook(module, incompatible_keys)` after
     /// `load_state_dict` on this module; it may clear entries of the missing/unexpected keys.
     fn register_load_state_dict_post_hook(
         &self,
         hook: impl Fn(&dyn Module, &mut IncompatibleKeys) -> Result<()> + Send + Sync + 'static,
-    ) -> HookHandle
-    where
-        Self: Sized,
-    {
-        self.base().hooks.add_load_post(Arc::new(hook))
+    ) -> HookHandle;
+}
+
+impl<M: Module + ?Sized> ModuleHooks for M {
+    fn register_forward_pre_hook(
+        &self,
+        hook: impl Fn(&dyn Module, &Value) -> Result<Option<Value>> + Send + Sync + 'static,
+    ) -> HookHandle {
+        self.base().hooks.add_forward_pre(Arc::new(hook))
     }
 
-    // ------------------------------------------------------------------------------- display
+    fn register_forward_hook(
+        &self,
+        hook: impl Fn(&dyn Module, &Value, &Value) -> Result<Option<Value>> + Send + Sync + 'static,
+    ) -> HookHandle {
+        self.base().hooks.add_forward(Arc::new(hook))
+    }
 
-    /// PyTorch's `repr(module)`: the module tree with each layer's `extra_repr`.
-    fn repr(&self) -> String {
-        repr(self.as_module())
+    fn register_full_backward_pre_hook(
+        &self,
+        hook: impl Fn(&[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync + 'static,
+    ) -> HookHandle {
+        self.base().hooks.add_backward_pre(Arc::new(hook))
+    }
+
+    fn register_full_backward_hook(
+        &self,
+        hook: impl Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>>
+            + Send
+            + Sync
+            + 'static,
+    ) -> HookHandle {
+        self.base().hooks.add_backward(Arc::new(hook))
+    }
+
+    fn register_state_dict_pre_hook(
+        &self,
+        hook: impl Fn(&dyn Module, &str) -> Result<()> + Send + Sync + 'static,
+    ) -> HookHandle {
+        self.base().hooks.add_state_dict_pre(Arc::new(hook))
+    }
+
+    fn register_state_dict_post_hook(
+        &self,
+        hook: impl Fn(&dyn Module, &mut StateDict, &str) -> Result<()> + Send + Sync + 'static,
+    ) -> HookHandle {
+        self.base().hooks.add_state_dict_post(Arc::new(hook))
+    }
+
+    fn register_load_state_dict_pre_hook(
+        &self,
+        hook: impl Fn(&dyn Module, &mut StateDict, &str) -> Result<()> + Send + Sync + 'static,
+    ) -> HookHandle {
+        self.base().hooks.add_load_pre(Arc::new(hook))
+    }
+
+    fn register_load_state_dict_post_hook(
+        &self,
+        hook: impl Fn(&dyn Module, &mut IncompatibleKeys) -> Result<()> + Send + Sync + 'static,
+    ) -> HookHandle {
+        self.base().hooks.add_load_post(Arc::new(hook))
     }
 }
 
