@@ -22,7 +22,7 @@ pub mod nn {
 pub mod prelude {
     pub use pyrite_core::{idx, DType, Device, Error, Result, Scalar, Shape, Tensor, TensorIndex};
     pub use pyrite_nn::functional as F;
-    pub use pyrite_nn::{Buffer, Module, ModuleBase, Parameter, Sequential, Value};
+    pub use pyrite_nn::{Buffer, Module, ModuleBase, ModuleHooks, Parameter, Sequential, Value};
 }
 
 // The README's examples run as doctests, so they stay true.
