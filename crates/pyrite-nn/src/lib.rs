@@ -13,6 +13,7 @@ extern crate self as pyrite;
 
 pub mod activation;
 pub mod container;
+pub mod distance;
 pub mod dropout;
 pub mod flatten;
 pub mod functional;
@@ -22,7 +23,9 @@ pub mod linear;
 pub mod loss;
 pub mod module;
 pub mod normalization;
+pub mod padding;
 mod parameter;
+pub mod pixelshuffle;
 pub mod sparse;
 pub mod state_dict;
 pub mod summary;
@@ -30,6 +33,7 @@ pub mod value;
 
 pub use activation::*;
 pub use container::{ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential};
+pub use distance::{CosineSimilarity, PairwiseDistance};
 pub use dropout::{AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d};
 pub use flatten::{Flatten, Unflatten};
 pub use hooks::{
@@ -39,10 +43,15 @@ pub use hooks::{
 pub use linear::{Bilinear, Identity, Linear};
 pub use loss::*;
 pub use module::{Member, MemberMut, Members, Module, ModuleBase, ModuleFields, ModuleHooks};
-pub use normalization::{BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm};
+pub use normalization::{
+    BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,
+    LayerNorm, LocalResponseNorm, RMSNorm,
+};
+pub use padding::*;
 pub use parameter::{Buffer, Parameter};
+pub use pixelshuffle::{ChannelShuffle, PixelShuffle, PixelUnshuffle};
 pub use pyrite_nn_derive::Module;
-pub use sparse::Embedding;
+pub use sparse::{Embedding, EmbeddingBag};
 pub use state_dict::{IncompatibleKeys, StateDict};
 pub use summary::summary;
 pub use value::Value;

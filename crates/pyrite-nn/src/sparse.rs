@@ -118,13 +118,20 @@ pub struct EmbeddingBag {
     #[module(skip)]
     pub mode: BagMode,
     pub padding_idx: Option<i64>,
+    pub include_last_offset: bool,
 }
 
 impl EmbeddingBag {
     pub fn new(num_embeddings: usize, embedding_dim: usize, mode: BagMode) -> Result<EmbeddingBag> {
         let w = Tensor::empty([num_embeddings, embedding_dim], DType::F32)?;
         init::normal_(&w, 0.0, 1.0, None)?;
-        Ok(EmbeddingBag { base: ModuleBase::new(), weight: Parameter::new(w)?, mode, padding_idx: None })
+        Ok(EmbeddingBag {
+            base: ModuleBase::new(),
+            weight: Parameter::new(w)?,
+            mode,
+            padding_idx: None,
+            include_last_offset: false,
+        })
     }
 }
 
@@ -141,7 +148,15 @@ impl Module for EmbeddingBag {
             Some(Value::Tensor(t)) => Some(t),
             _ => None,
         };
-        Ok(Value::Tensor(F::embedding_bag(idx, &self.weight, offsets, self.mode, psw, self.padding_idx)?))
+        Ok(Value::Tensor(F::embedding_bag(
+            idx,
+            &self.weight,
+            offsets,
+            self.mode,
+            psw,
+            self.padding_idx,
+            self.include_last_offset,
+        )?))
     }
 
     fn extra_repr(&self) -> String {
@@ -150,6 +165,10 @@ impl Module for EmbeddingBag {
             BagMode::Mean => "mean",
             BagMode::Max => "max",
         };
-        format!("{}, {}, mode='{mode}'", self.weight.dims()[0], self.weight.dims()[1])
+        let mut s = format!("{}, {}, mode='{mode}'", self.weight.dims()[0], self.weight.dims()[1]);
+        if let Some(p) = self.padding_idx {
+            s += &format!(", padding_idx={p}");
+        }
+        s
     }
 }

@@ -139,6 +139,8 @@ pub struct EmbeddingOptions {
     pub max_norm: Option<f64>,
     /// The p of the max_norm norm (default 2).
     pub norm_type: Option<f64>,
+    /// Divides each row's gradient by how often the row occurs in the batch.
+    pub scale_grad_by_freq: bool,
 }
 
 /// `F.embedding(idx, weight, ...)`: the rows of `weight` at the int64 indices `idx`, shape
@@ -166,8 +168,9 @@ pub fn embedding(idx: &Tensor, weight: &Tensor, opts: &EmbeddingOptions) -> Resu
     }
     let mut shape = idx.dims().to_vec();
     shape.push(weight.dims()[1]);
-    let rows =
-        autograd::apply(Embed { padding_idx, num_weights: weight.dims()[0] }, &[weight, &flat])?.remove(0);
+    let embed =
+        Embed { padding_idx, num_weights: weight.dims()[0], scale_grad_by_freq: opts.scale_grad_by_freq };
+    let rows = autograd::apply(embed, &[weight, &flat])?.remove(0);
     rows.reshape(shape)
 }
 
@@ -193,6 +196,7 @@ fn embedding_renorm_(weight: &Tensor, idx: &Tensor, max_norm: f64, p: f64) -> Re
 struct Embed {
     padding_idx: Option<i64>,
     num_weights: usize,
+    scale_grad_by_freq: bool,
 }
 
 impl Function for Embed {
@@ -207,6 +211,11 @@ impl Function for Embed {
         if let Some(p) = self.padding_idx {
             let keep = idx.ne_scalar(p)?.unsqueeze(1)?.to_dtype(grad.dtype())?;
             grad = grad.mul(&keep)?;
+        }
+        if self.scale_grad_by_freq {
+            let ones = Tensor::ones(idx.dims(), grad.dtype())?;
+            let counts = Tensor::zeros([self.num_weights], grad.dtype())?.index_add(0, idx, &ones, 1)?;
+            grad = grad.div(&counts.index_select(0, idx)?.unsqueeze(1)?)?;
         }
         let mut shape = grad.dims().to_vec();
         shape[0] = self.num_weights;
@@ -231,7 +240,7 @@ pub enum BagMode {
 /// `F.embedding_bag(idx, weight, offsets, mode, per_sample_weights, padding_idx)`: sums,
 /// means or maxes of the looked-up rows per bag. `idx` is 2-D (one bag per row, no
 /// offsets) or 1-D with `offsets` (bag `b` is `idx[offsets[b]..offsets[b+1]]`). An empty bag
-/// gives zeros.
+/// gives zeros. With `include_last_offset`, `offsets` ends with the end of the last bag.
 pub fn embedding_bag(
     idx: &Tensor,
     weight: &Tensor,
@@ -239,6 +248,7 @@ pub fn embedding_bag(
     mode: BagMode,
     per_sample_weights: Option<&Tensor>,
     padding_idx: Option<i64>,
+    include_last_offset: bool,
 ) -> Result<Tensor> {
     let (flat, bounds): (Tensor, Vec<(usize, usize)>) = match (idx.rank(), offsets) {
         (2, None) => {
@@ -250,8 +260,12 @@ pub fn embedding_bag(
             if o.rank() != 1 {
                 bail!(Value, "offsets has to be a 1D Tensor, but got shape {}", o.shape());
             }
-            let o = o.to_dtype(DType::I64)?.to_vec::<i64>()?;
+            let mut o = o.to_dtype(DType::I64)?.to_vec::<i64>()?;
             let n = idx.numel();
+            if include_last_offset {
+                // the last offset is the end of the last bag
+                o.pop();
+            }
             if o.first().is_some_and(|&s| s != 0) {
                 bail!(Value, "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. However, got {}", o[0]);
             }
