@@ -8,6 +8,7 @@
 //! cargo run --release -p pyrite-bench -- --serve   # single calls on request: see `serve`
 //! ```
 
+mod models;
 mod serve;
 mod timing;
 mod workloads;

@@ -9,7 +9,14 @@ type Workload = fn(&Args) -> Map<String, Value>;
 
 /// Every workload Pyrite implements so far, in the reference's order.
 pub fn all() -> Vec<(&'static str, Workload)> {
-    vec![("matmul", matmul), ("elementwise", elementwise), ("overhead", overhead), ("autograd", autograd)]
+    vec![
+        ("matmul", matmul),
+        ("elementwise", elementwise),
+        ("mlp_digits", crate::models::mlp_digits),
+        ("mlp_big", crate::models::mlp_big),
+        ("overhead", overhead),
+        ("autograd", autograd),
+    ]
 }
 
 fn randn(shape: &[usize]) -> Tensor {
@@ -85,6 +92,7 @@ fn overhead(args: &Args) -> Map<String, Value> {
     res.insert("add_1x1_us".into(), json!(round(t * 1e6, 3)));
     res.insert("add_1x1_us_best".into(), json!(round(min(&times) * 1e6, 3)));
     res.insert("add_1x1_spread".into(), json!(spread(&times)));
+    crate::models::linear8(args, &mut res);
     res
 }
 

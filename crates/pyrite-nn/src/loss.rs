@@ -1,6 +1,7 @@
 //! Loss layers (`nn.CrossEntropyLoss`, ...): each holds its options (class weights as buffers,
 //! as PyTorch registers them) and calls its function in [`crate::functional`]. Call them with
-//! `loss.call2(&input, &target)` (`call3` for three inputs).
+//! `loss.call2(&input, &target)` (`call3` for three inputs; `call_value` with a tuple of four
+//! tensors for `CTCLoss`).
 //!
 //! ```
 //! use pyrite::nn::{CrossEntropyLoss, Module};
@@ -127,4 +128,7 @@ loss_module! {
     GaussianNLLLoss [3] { full: bool = false, eps: f64 = 1e-6, reduction: Reduction = Reduction::Mean }
         => |s, x| F::gaussian_nll_loss(&x[0], &x[1], &x[2], s.full, s.eps, s.reduction),
         "`nn.GaussianNLLLoss`: called with `(input, target, var)`.";
+    CTCLoss [4] { blank: i64 = 0, reduction: Reduction = Reduction::Mean, zero_infinity: bool = false }
+        => |s, x| F::ctc_loss(&x[0], &x[1], &x[2], &x[3], s.blank, s.reduction, s.zero_infinity),
+        "`nn.CTCLoss`: called with `(log_probs [T, N, C], targets, input_lengths, target_lengths)`; targets padded `[N, S]` or concatenated 1-D.";
 }

@@ -5,6 +5,10 @@ use pyrite::nn::{self, Linear, Module, ModuleBase, ModuleHooks, ReLU, Sequential
 use pyrite::{DType, Result, Tensor};
 use std::sync::{Arc, Mutex};
 
+/// What a hook saw: the gradients as plain numbers (`None` for a missing one).
+type Grads = Vec<Option<Vec<f64>>>;
+type Shared<T> = Arc<Mutex<Vec<T>>>;
+
 fn log() -> Arc<Mutex<Vec<String>>> {
     Arc::default()
 }
@@ -55,7 +59,7 @@ fn feature_extraction_with_forward_hooks_on_a_sequential() -> Result<()> {
         .append(Linear::with_options(3, 4, true, DType::F64)?)
         .append(ReLU::new())
         .append(Linear::with_options(4, 2, true, DType::F64)?);
-    let feats: Arc<Mutex<Vec<(String, Vec<usize>)>>> = Arc::default();
+    let feats: Shared<(String, Vec<usize>)> = Arc::default();
     let mut handles = Vec::new();
     for (name, m) in net.named_modules() {
         let f = feats.clone();
@@ -91,9 +95,9 @@ fn full_backward_hooks_see_grad_input_and_grad_output() -> Result<()> {
         }
     }
     let m = Mul { base: ModuleBase::new() };
-    let seen: Arc<Mutex<Vec<(Vec<Option<Vec<f64>>>, Vec<Option<Vec<f64>>>)>>> = Arc::default();
+    let seen: Shared<(Grads, Grads)> = Arc::default();
     let s = seen.clone();
-    let v = |g: &[Option<Tensor>]| -> Vec<Option<Vec<f64>>> {
+    let v = |g: &[Option<Tensor>]| -> Grads {
         g.iter().map(|t| t.as_ref().map(|t| t.to_vec::<f64>().unwrap())).collect()
     };
     let _h = m.register_full_backward_hook(move |gi, go| {

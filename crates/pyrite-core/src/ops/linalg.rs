@@ -80,6 +80,9 @@ trait MatElem: Element {
     );
 }
 
+/// Multiply-adds up to which a float product is a plain loop instead of a `gemm` call.
+const TINY_WORK: usize = 512;
+
 macro_rules! gemm_elem {
     ($t:ty) => {
         impl MatElem for $t {
@@ -100,6 +103,24 @@ macro_rules! gemm_elem {
                 alpha: $t,
                 beta: Option<$t>,
             ) {
+                if m * n * k <= TINY_WORK {
+                    // A tiny product (a linear layer on one sample): gemm's dispatch and
+                    // packing would cost more than the arithmetic.
+                    for i in 0..m {
+                        for j in 0..n {
+                            let mut acc: $t = 0.0;
+                            for p in 0..k {
+                                acc += *lhs.add(i * l.0 + p * l.1) * *rhs.add(p * r.0 + j * r.1);
+                            }
+                            let o = dst.add(i * d.0 + j * d.1);
+                            *o = match beta {
+                                Some(b) => b * *o + alpha * acc,
+                                None => alpha * acc,
+                            };
+                        }
+                    }
+                    return;
+                }
                 // gemm computes dst = a * dst + b * lhs @ rhs (its alpha scales dst).
                 gemm::gemm(
                     m,

@@ -57,33 +57,70 @@ fn classes(op: &str, input: &Tensor) -> Result<usize> {
 
 /// `F.nll_loss(log_probs, target, weight, ignore_index, reduction)`: `-weight[t] *
 /// log_probs[t]` per element; the mean divides by the summed weights of the targets used.
+/// Class indices are Long or Byte, shaped as `input` without the class dim (`[N]` for `[N, C]`,
+/// `[N, d1, ...]` for `[N, C, d1, ...]`, 0-d for an unbatched `[C]`). Ignored targets get a
+/// zero gradient, even when every target is ignored and the mean is `0 / 0 = NaN`.
 pub fn nll_loss(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions) -> Result<Tensor> {
     check_float("nll_loss", input)?;
+    if input.rank() == 0 {
+        bail!(Value, "Expected 1 or more dimensions (got 0)");
+    }
     let c = classes("nll_loss", input)?;
     let class_dim: isize = if input.rank() == 1 { 0 } else { 1 };
-    if target.dtype() != DType::I64 && target.dtype() != DType::I32 && target.dtype() != DType::U8 {
+    if input.rank() > 1 && target.dims().first() != Some(&input.dims()[0]) {
         bail!(
-            DType,
-            "nll_loss: expected scalar type Long but found {} (target must hold class indices; use probabilities with cross_entropy)",
-            target.dtype().type_name()
+            Value,
+            "Expected input batch_size ({}) to match target batch_size ({}).",
+            input.dims()[0],
+            target.dims().first().copied().unwrap_or(0)
         );
     }
-    let mut expected: Vec<usize> = input.dims().to_vec();
-    expected.remove(class_dim as usize);
-    if target.dims() != expected.as_slice() {
-        if input.rank() == 2 && target.rank() == 1 {
-            bail!(
-                Value,
-                "Expected input batch_size ({}) to match target batch_size ({}).",
-                input.dims()[0],
-                target.dims()[0]
-            );
-        }
-        bail!(Shape, "nll_loss: expected target size {:?}, got {:?}", expected, target.dims());
+    if target.dtype() != DType::I64 && target.dtype() != DType::U8 {
+        bail!(DType, "expected target dtype to be Long or Byte, but got {}", target.dtype().type_name());
     }
+    let target = match input.rank() {
+        1 => match target.rank() {
+            0 => target.clone(),
+            1 if target.dims()[0] == 1 => target.reshape(Vec::<usize>::new())?,
+            1 => bail!(
+                Value,
+                "For 1D input, 1D target must have size 1, but got target size: {}",
+                target.dims()[0]
+            ),
+            _ => bail!(Shape, "0D or 1D target tensor expected, multi-target not supported"),
+        },
+        2 => {
+            if target.rank() != 1 {
+                bail!(Shape, "0D or 1D target tensor expected, multi-target not supported");
+            }
+            target.clone()
+        }
+        4 => {
+            if target.rank() != 3 {
+                bail!(
+                    Shape,
+                    "only batches of spatial targets supported (3D tensors) but got targets of dimension: {}",
+                    target.rank()
+                );
+            }
+            let d = input.dims();
+            if target.dims() != [d[0], d[2], d[3]] {
+                bail!(Shape, "size mismatch (got input: {:?} , target: {:?}", d, target.dims());
+            }
+            target.clone()
+        }
+        _ => {
+            let mut expected = input.dims().to_vec();
+            expected.remove(1);
+            if target.dims() != expected.as_slice() {
+                bail!(Shape, "Expected target size {:?}, got {:?}", expected, target.dims());
+            }
+            target.clone()
+        }
+    };
     if let Some(w) = &opts.weight {
         if w.rank() != 1 || w.numel() != c {
-            bail!(Shape, "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {}", w.shape());
+            bail!(Shape, "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}", w.dims());
         }
     }
     let t = target.to_dtype(DType::I64)?;
@@ -94,10 +131,15 @@ pub fn nll_loss(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions) -> 
         }
     }
     let safe = t.masked_fill(&ignored, 0)?;
-    let picked = input.gather(class_dim, &safe.unsqueeze(class_dim)?)?.squeeze_dim(class_dim)?;
+    // masked, so that ignored elements get a zero gradient whatever the divisor of the mean
+    let picked = input
+        .gather(class_dim, &safe.unsqueeze(class_dim)?)?
+        .squeeze_dim(class_dim)?
+        .masked_fill(&ignored, 0.0)?;
     let keep = ignored.logical_not()?.to_dtype(input.dtype())?;
     let w = match &opts.weight {
         Some(w) => w
+            .detach()
             .to_dtype(input.dtype())?
             .index_select(0, &safe.reshape([-1isize])?)?
             .reshape(safe.dims())?
@@ -113,8 +155,9 @@ pub fn nll_loss(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions) -> 
 }
 
 /// `F.cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)`.
-/// `target` is class indices (int64, `input`'s shape without the class dim) or class
-/// probabilities (float, `input`'s shape).
+/// As in PyTorch, a `target` of `input`'s shape holds class probabilities (it must be
+/// floating-point); any other shape holds class indices (Long or Byte, `input`'s shape without
+/// the class dim).
 pub fn cross_entropy(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions) -> Result<Tensor> {
     check_float("cross_entropy", input)?;
     if !(0.0..=1.0).contains(&opts.label_smoothing) {
@@ -122,15 +165,21 @@ pub fn cross_entropy(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions
     }
     let c = classes("cross_entropy", input)?;
     let class_dim: isize = if input.rank() == 1 { 0 } else { 1 };
-    let logp = input.log_softmax(class_dim)?;
     let wshape = |w: &Tensor| -> Result<Tensor> {
         let mut s = vec![1isize; input.rank()];
         s[class_dim as usize] = c as isize;
-        w.to_dtype(input.dtype())?.reshape(s)
+        w.detach().to_dtype(input.dtype())?.reshape(s)
     };
-    if target.dtype().is_floating_point() {
+    if input.dims() == target.dims() {
         // class probabilities
-        check_same_shape("cross_entropy", input, target)?;
+        if !target.dtype().is_floating_point() {
+            bail!(
+                DType,
+                "Expected floating point type for target with class probabilities, got {}",
+                target.dtype().type_name()
+            );
+        }
+        let logp = input.log_softmax(class_dim)?;
         let eps = opts.label_smoothing;
         let t = if eps > 0.0 {
             target.mul_scalar(1.0 - eps)?.add_scalar(eps / c as f64)?
@@ -151,6 +200,7 @@ pub fn cross_entropy(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions
             }
         };
     }
+    let logp = input.log_softmax(class_dim)?;
     let nll = nll_loss(&logp, target, &CrossEntropyOptions { label_smoothing: 0.0, ..opts.clone() })?;
     let eps = opts.label_smoothing;
     if eps == 0.0 {
@@ -160,7 +210,7 @@ pub fn cross_entropy(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions
         Some(w) => logp.mul(&wshape(w)?)?.sum_dims(&[class_dim], false)?.neg()?,
         None => logp.sum_dims(&[class_dim], false)?.neg()?,
     };
-    let t = target.to_dtype(DType::I64)?;
+    let t = target.to_dtype(DType::I64)?.reshape(smooth.dims())?;
     let ignored = t.eq_scalar(opts.ignore_index)?;
     smooth = smooth.masked_fill(&ignored, 0.0)?;
     let ret = match opts.reduction {
@@ -170,7 +220,7 @@ pub fn cross_entropy(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions
             Some(w) => {
                 let keep = ignored.logical_not()?;
                 let used = t.masked_select(&keep)?;
-                smooth.sum()?.div(&w.to_dtype(input.dtype())?.index_select(0, &used)?.sum()?)?
+                smooth.sum()?.div(&w.detach().to_dtype(input.dtype())?.index_select(0, &used)?.sum()?)?
             }
             None => smooth.sum()?.div(&ignored.logical_not()?.to_dtype(input.dtype())?.sum()?)?,
         },
@@ -219,24 +269,77 @@ pub fn huber_loss(input: &Tensor, target: &Tensor, reduction: Reduction, delta: 
 }
 
 /// `F.binary_cross_entropy(probs, target, weight, reduction)`: log terms clamped at -100,
-/// as PyTorch does.
+/// as PyTorch does, with PyTorch's gradient `(x - t) / max(x (1 - x), 1e-12)` (finite at 0 and
+/// 1). Input and target must lie in [0, 1].
 pub fn binary_cross_entropy(
     input: &Tensor,
     target: &Tensor,
     weight: Option<&Tensor>,
     reduction: Reduction,
 ) -> Result<Tensor> {
-    check_same_shape("binary_cross_entropy", input, target)?;
     check_float("binary_cross_entropy", input)?;
-    let lo = Some(Scalar::from(-100.0));
-    let log_p = input.log()?.clamp(lo, None)?;
-    let log_1p = input.neg()?.add_scalar(1.0)?.log()?.clamp(lo, None)?;
+    if input.dims() != target.dims() {
+        bail!(
+            Value,
+            "Using a target size ({:?}) that is different to the input size ({:?}) is deprecated. Please ensure they have the same size.",
+            target.dims(),
+            input.dims()
+        );
+    }
+    for (t, what) in [(input, "input"), (target, "target")] {
+        if t.to_dtype(DType::F64)?.to_vec::<f64>()?.iter().any(|v| !(0.0..=1.0).contains(v)) {
+            bail!(Value, "all elements of {what} should be between 0 and 1");
+        }
+    }
     let t = target.to_dtype(input.dtype())?;
-    let mut loss = t.mul(&log_p)?.add(&t.neg()?.add_scalar(1.0)?.mul(&log_1p)?)?.neg()?;
+    let mut loss = pyrite_core::autograd::apply(BinaryCrossEntropy, &[input, &t])?.remove(0);
     if let Some(w) = weight {
-        loss = loss.mul(w)?;
+        loss = loss.mul(&w.to_dtype(input.dtype())?)?;
     }
     reduction.apply(loss)
+}
+
+/// The elementwise binary cross-entropy of probabilities `x` and targets `t`, with the
+/// gradients of PyTorch's `binary_cross_entropy_backward` (`x`) and
+/// `binary_cross_entropy_target_backward` (`t`: `-logit(x)`).
+struct BinaryCrossEntropy;
+
+impl pyrite_core::autograd::Function for BinaryCrossEntropy {
+    fn forward(
+        &self,
+        ctx: &mut pyrite_core::autograd::FunctionCtx,
+        inputs: &[&Tensor],
+    ) -> Result<Vec<Tensor>> {
+        let (x, t) = (inputs[0], inputs[1]);
+        ctx.save_for_backward(&[x, t]);
+        let lo = Some(Scalar::from(-100.0));
+        let log_p = x.log()?.clamp(lo, None)?;
+        let log_1mp = x.neg()?.log1p()?.clamp(lo, None)?;
+        // (t - 1) log(1 - x) - t log(x)
+        Ok(vec![t.sub_scalar(1.0)?.mul(&log_1mp)?.sub(&t.mul(&log_p)?)?])
+    }
+
+    fn backward(
+        &self,
+        ctx: &pyrite_core::autograd::FunctionCtx,
+        grads: &[Tensor],
+    ) -> Result<Vec<Option<Tensor>>> {
+        let (x, t) = (&ctx.saved_tensors()[0], &ctx.saved_tensors()[1]);
+        let g = &grads[0];
+        let gx = if ctx.needs_input_grad(0) {
+            let denom = x.neg()?.add_scalar(1.0)?.mul(x)?.clamp(Some(Scalar::from(1e-12)), None)?;
+            Some(g.mul(&x.sub(t)?)?.div(&denom)?)
+        } else {
+            None
+        };
+        let gt =
+            if ctx.needs_input_grad(1) { Some(g.mul(&x.neg()?.log1p()?.sub(&x.log()?)?)?) } else { None };
+        Ok(vec![gx, gt])
+    }
+
+    fn name(&self) -> String {
+        "BinaryCrossEntropyBackward0".into()
+    }
 }
 
 /// `F.binary_cross_entropy_with_logits(logits, target, weight, reduction, pos_weight)`:
@@ -248,8 +351,10 @@ pub fn binary_cross_entropy_with_logits(
     reduction: Reduction,
     pos_weight: Option<&Tensor>,
 ) -> Result<Tensor> {
-    check_same_shape("binary_cross_entropy_with_logits", input, target)?;
     check_float("binary_cross_entropy_with_logits", input)?;
+    if input.dims() != target.dims() {
+        bail!(Value, "Target size ({:?}) must be the same as input size ({:?})", target.dims(), input.dims());
+    }
     let t = target.to_dtype(input.dtype())?;
     let log_s = super::logsigmoid(input)?;
     let log_1ms = super::logsigmoid(&input.neg()?)?;
@@ -511,10 +616,33 @@ pub fn poisson_nll_loss(
     reduction.apply(loss)
 }
 
+/// `x.clamp(min=lo)`, with the gradient passed through unchanged (PyTorch's
+/// `x = x.clone(); with torch.no_grad(): x.clamp_(min=lo)`).
+struct ClampNoGrad(f64);
+
+impl pyrite_core::autograd::Function for ClampNoGrad {
+    fn forward(&self, _: &mut pyrite_core::autograd::FunctionCtx, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        Ok(vec![inputs[0].clamp(Some(Scalar::from(self.0)), None)?])
+    }
+
+    fn backward(
+        &self,
+        _: &pyrite_core::autograd::FunctionCtx,
+        grads: &[Tensor],
+    ) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(grads[0].clone())])
+    }
+
+    fn name(&self) -> String {
+        "CloneBackward0".into()
+    }
+}
+
 /// `F.gaussian_nll_loss(input, target, var, full, eps, reduction)`:
 /// `0.5 (log(max(var, eps)) + (input - target)^2 / max(var, eps))`, plus `0.5 log(2 pi)` with
 /// `full`. `var` may have one fewer dim or a last dim of 1 (one variance per sample), as in
-/// PyTorch.
+/// PyTorch. As in PyTorch, the clamp does not cut the gradient: `var` gets the gradient at the
+/// clamped value, as if it had not been clamped. Negative variances are an error.
 pub fn gaussian_nll_loss(
     input: &Tensor,
     target: &Tensor,
@@ -537,10 +665,295 @@ pub fn gaussian_nll_loss(
     } else {
         var.clone()
     };
-    let v = var.clamp(Some(Scalar::from(eps)), None)?;
+    if var.to_dtype(DType::F64)?.to_vec::<f64>()?.iter().any(|&v| v < 0.0) {
+        bail!(Value, "var has negative entry/entries");
+    }
+    // PyTorch clamps a clone of var in place under no_grad: the gradient is computed at the
+    // clamped value and passed to var as if there were no clamp
+    let v = pyrite_core::autograd::apply(ClampNoGrad(eps), &[&var])?.remove(0);
     let mut loss = v.log()?.add(&input.sub(target)?.square()?.div(&v)?)?.mul_scalar(0.5)?;
     if full {
         loss = loss.add_scalar(0.5 * (2.0 * std::f64::consts::PI).ln())?;
     }
     reduction.apply(loss)
+}
+
+/// `F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction,
+/// zero_infinity)`: the connectionist temporal classification loss, `-log p(target | input)`
+/// summed over every alignment, by the forward-backward recursion in log space (accumulated
+/// in f64).
+///
+/// - `log_probs`: `[T, N, C]` log-probabilities (`[T, C]` unbatched).
+/// - `targets`: padded `[N, S]`, or the `N` targets concatenated into one 1-D tensor.
+/// - `input_lengths`, `target_lengths`: `[N]` integers.
+///
+/// `reduction` mean divides each sample's loss by its target length (at least 1), then takes
+/// the batch mean. An infeasible target (too long for its input) has loss `inf` and a NaN
+/// gradient, unless `zero_infinity` makes both 0. As in PyTorch, the gradient with respect to
+/// `log_probs` is the one with respect to the logits assuming `log_probs = log_softmax(logits)`
+/// (the true derivative plus `g_n exp(log_probs)`), which is the true one after `log_softmax`.
+pub fn ctc_loss(
+    log_probs: &Tensor,
+    targets: &Tensor,
+    input_lengths: &Tensor,
+    target_lengths: &Tensor,
+    blank: i64,
+    reduction: Reduction,
+    zero_infinity: bool,
+) -> Result<Tensor> {
+    check_float("ctc_loss", log_probs)?;
+    let batched = log_probs.rank() == 3;
+    let lp = match log_probs.rank() {
+        3 => log_probs.clone(),
+        2 => log_probs.unsqueeze(1)?,
+        r => bail!(Shape, "ctc_loss: log_probs must be 3-D (T, N, C) or 2-D (T, C), got {r}-D"),
+    };
+    if targets.dtype().is_floating_point() || targets.dtype() == DType::Bool {
+        bail!(
+            DType,
+            "ctc_loss: targets must hold integer class indices, got {}",
+            targets.dtype().type_name()
+        );
+    }
+    let (t_max, n, c) = (lp.dims()[0], lp.dims()[1], lp.dims()[2]);
+    if blank < 0 || blank as usize >= c {
+        bail!(Value, "blank must be in label range");
+    }
+    let lengths = |t: &Tensor, what: &str| -> Result<Vec<i64>> {
+        if t.dtype().is_floating_point() {
+            bail!(DType, "ctc_loss: {what} must be integers, got {}", t.dtype().type_name());
+        }
+        let v = t.to_dtype(DType::I64)?.reshape([-1isize])?.to_vec::<i64>()?;
+        if v.len() != n {
+            bail!(Value, "{what} must be of size batch_size");
+        }
+        Ok(v)
+    };
+    let il = lengths(input_lengths, "input_lengths")?;
+    let tl = lengths(target_lengths, "target_lengths")?;
+    const WHILE: &str = "(while checking arguments for ctc_loss_allocate_outputs)";
+    for &l in &tl {
+        if l < 0 {
+            bail!(Value, "Expected target_lengths to have value at least 0, but got value {l} {WHILE}");
+        }
+    }
+    let tv = targets.to_dtype(DType::I64)?.contiguous()?.to_vec::<i64>()?;
+    // the start of each sample's target in `tv`
+    let offsets: Vec<usize> = match targets.rank() {
+        1 => {
+            let total: i64 = tl.iter().sum();
+            if targets.dims()[0] as i64 != total {
+                bail!(
+                    Shape,
+                    "Expected tensor to have size {total} at dimension 0, but got size {} for argument #2 'targets' {WHILE}",
+                    targets.dims()[0]
+                );
+            }
+            tl.iter()
+                .scan(0usize, |pos, &l| {
+                    let o = *pos;
+                    *pos += l as usize;
+                    Some(o)
+                })
+                .collect()
+        }
+        2 => {
+            if targets.dims()[0] != n {
+                bail!(
+                    Shape,
+                    "Expected tensor to have size {n} at dimension 0, but got size {} for argument #2 'targets' {WHILE}",
+                    targets.dims()[0]
+                );
+            }
+            let s = targets.dims()[1];
+            let max_len = tl.iter().copied().max().unwrap_or(0);
+            if (s as i64) < max_len {
+                bail!(
+                    Shape,
+                    "Expected tensor to have size at least {max_len} at dimension 1, but got size {s} for argument #2 'targets' {WHILE}"
+                );
+            }
+            (0..n).map(|b| b * s).collect()
+        }
+        r => bail!(Shape, "ctc_loss: targets must be 1-D (concatenated) or 2-D (N, S), got {r}-D"),
+    };
+    for &l in &il {
+        if l < 0 {
+            bail!(Value, "Expected input_lengths to have value at least 0, but got value {l} {WHILE}");
+        }
+        if l as usize > t_max {
+            bail!(Value, "Expected input_lengths to have value at most {t_max}, but got value {l} {WHILE}");
+        }
+    }
+    let mut labels = Vec::with_capacity(n);
+    for b in 0..n {
+        let lab = tv[offsets[b]..offsets[b] + tl[b] as usize].to_vec();
+        if let Some(&bad) = lab.iter().find(|&&v| v < 0 || v as usize >= c) {
+            bail!(Index, "ctc_loss: target {bad} is out of bounds for {c} classes");
+        }
+        labels.push(lab);
+    }
+    let f = CtcLoss { labels, input_lengths: il, blank: blank as usize, zero_infinity };
+    let nll = pyrite_core::autograd::apply(f, &[&lp])?.remove(0);
+    match reduction {
+        Reduction::None if batched => Ok(nll),
+        Reduction::None => nll.squeeze_dim(0),
+        Reduction::Sum => nll.sum(),
+        Reduction::Mean => {
+            let len: Vec<f64> = tl.iter().map(|&l| l.max(1) as f64).collect();
+            let len = Tensor::from_vec(len, [n])?.to_dtype(nll.dtype())?.to_device(nll.device())?;
+            nll.div(&len)?.mean()
+        }
+    }
+}
+
+/// The CTC negative log-likelihood of each sample, `[N]`, with PyTorch's backward.
+struct CtcLoss {
+    labels: Vec<Vec<i64>>,
+    input_lengths: Vec<i64>,
+    blank: usize,
+    zero_infinity: bool,
+}
+
+/// `log(exp(a) + exp(b))`, exact when either is `-inf`.
+fn log_add(a: f64, b: f64) -> f64 {
+    if a == f64::NEG_INFINITY {
+        return b;
+    }
+    if b == f64::NEG_INFINITY {
+        return a;
+    }
+    let m = a.max(b);
+    m + (-(a - b).abs()).exp().ln_1p()
+}
+
+impl CtcLoss {
+    /// Sample `b`'s negative log-likelihood and, with `grad`, the gradient of it with respect
+    /// to `lp[.., b, ..]` as PyTorch's `ctc_loss_backward` computes it, `[T][C]` row-major
+    /// (0 past the input length).
+    fn sample(
+        &self,
+        lp: &[f64],
+        dims: (usize, usize, usize),
+        b: usize,
+        grad: bool,
+    ) -> (f64, Option<Vec<f64>>) {
+        let (t_max, n, c) = dims;
+        let at = |t: usize, k: usize| lp[(t * n + b) * c + k];
+        let input_len = self.input_lengths[b] as usize;
+        let lab = &self.labels[b];
+        let s_len = 2 * lab.len() + 1;
+        // the extended target: blank, l1, blank, l2, ..., blank
+        let ext = |s: usize| if s & 1 == 0 { self.blank } else { lab[s / 2] as usize };
+        let ninf = f64::NEG_INFINITY;
+        if input_len == 0 {
+            let nll = if lab.is_empty() { 0.0 } else { f64::INFINITY };
+            return (nll, grad.then(|| vec![0.0; t_max * c]));
+        }
+        let mut alpha = vec![ninf; input_len * s_len];
+        alpha[0] = at(0, self.blank);
+        if s_len > 1 {
+            alpha[1] = at(0, ext(1));
+        }
+        for t in 1..input_len {
+            for s in 0..s_len {
+                let mut a = alpha[(t - 1) * s_len + s];
+                if s > 0 {
+                    a = log_add(a, alpha[(t - 1) * s_len + s - 1]);
+                }
+                if s > 1 && ext(s - 2) != ext(s) {
+                    a = log_add(a, alpha[(t - 1) * s_len + s - 2]);
+                }
+                alpha[t * s_len + s] = if a == ninf { ninf } else { a + at(t, ext(s)) };
+            }
+        }
+        let last = (input_len - 1) * s_len;
+        let mut ll = alpha[last + s_len - 1];
+        if s_len > 1 {
+            ll = log_add(ll, alpha[last + s_len - 2]);
+        }
+        let nll = -ll;
+        if !grad {
+            return (nll, None);
+        }
+        let mut g = vec![0.0; t_max * c];
+        if self.zero_infinity && nll == f64::INFINITY {
+            return (nll, Some(g));
+        }
+        let mut beta = vec![ninf; input_len * s_len];
+        beta[last + s_len - 1] = at(input_len - 1, self.blank);
+        if s_len > 1 {
+            beta[last + s_len - 2] = at(input_len - 1, ext(s_len - 2));
+        }
+        for t in (0..input_len - 1).rev() {
+            for s in 0..s_len {
+                let mut v = beta[(t + 1) * s_len + s];
+                if s + 1 < s_len {
+                    v = log_add(v, beta[(t + 1) * s_len + s + 1]);
+                }
+                if s + 2 < s_len && ext(s + 2) != ext(s) {
+                    v = log_add(v, beta[(t + 1) * s_len + s + 2]);
+                }
+                beta[t * s_len + s] = if v == ninf { ninf } else { v + at(t, ext(s)) };
+            }
+        }
+        let mut lcab = vec![ninf; c];
+        for t in 0..input_len {
+            lcab.iter_mut().for_each(|v| *v = ninf);
+            for s in 0..s_len {
+                let k = ext(s);
+                lcab[k] = log_add(lcab[k], alpha[t * s_len + s] + beta[t * s_len + s]);
+            }
+            for k in 0..c {
+                let l = at(t, k);
+                g[t * c + k] = l.exp() - (lcab[k] + nll - l).exp();
+            }
+        }
+        (nll, Some(g))
+    }
+}
+
+impl pyrite_core::autograd::Function for CtcLoss {
+    fn forward(
+        &self,
+        ctx: &mut pyrite_core::autograd::FunctionCtx,
+        inputs: &[&Tensor],
+    ) -> Result<Vec<Tensor>> {
+        let lp_t = inputs[0];
+        let dims = (lp_t.dims()[0], lp_t.dims()[1], lp_t.dims()[2]);
+        let (t_max, n, c) = dims;
+        let lp = lp_t.to_dtype(DType::F64)?.contiguous()?.to_vec::<f64>()?;
+        let want_grad = ctx.needs_input_grad(0);
+        let mut nll = vec![0.0; n];
+        let mut grad = if want_grad { vec![0.0; t_max * n * c] } else { Vec::new() };
+        for (b, out) in nll.iter_mut().enumerate() {
+            let (v, g) = self.sample(&lp, dims, b, want_grad);
+            *out = if self.zero_infinity && v == f64::INFINITY { 0.0 } else { v };
+            if let Some(g) = g {
+                for t in 0..t_max {
+                    grad[(t * n + b) * c..(t * n + b + 1) * c].copy_from_slice(&g[t * c..(t + 1) * c]);
+                }
+            }
+        }
+        if want_grad {
+            let grad =
+                Tensor::from_vec(grad, [t_max, n, c])?.to_dtype(lp_t.dtype())?.to_device(lp_t.device())?;
+            ctx.save_value("grad", grad);
+        }
+        Ok(vec![Tensor::from_vec(nll, [n])?.to_dtype(lp_t.dtype())?.to_device(lp_t.device())?])
+    }
+
+    fn backward(
+        &self,
+        ctx: &pyrite_core::autograd::FunctionCtx,
+        grad_outputs: &[Tensor],
+    ) -> Result<Vec<Option<Tensor>>> {
+        let g: &Tensor = ctx.value("grad")?;
+        let n = g.dims()[1] as isize;
+        Ok(vec![Some(g.mul(&grad_outputs[0].reshape([1, n, 1])?)?)])
+    }
+
+    fn name(&self) -> String {
+        "CtcLossBackward0".into()
+    }
 }

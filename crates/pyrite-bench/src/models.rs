@@ -1,0 +1,193 @@
+//! The model workloads of the reference benchmark, written with `pyrite::nn`: `mlp_digits`,
+//! `mlp_big` and `cnn` (added when convolution lands). Until `pyrite-optim` exists, their
+//! optimizer step is [`Adam`] below, a hand-written Adam (PyTorch's defaults: betas 0.9 and
+//! 0.999, eps 1e-8), which every result line says.
+
+use crate::timing::{median, min, round, spread, timeit};
+use crate::Args;
+use pyrite::nn::functional as F;
+use pyrite::nn::{Linear, Module, ReLU, Sequential};
+use pyrite::{autograd, DType, Result, Tensor};
+use serde_json::{json, Map, Value};
+use std::time::Instant;
+
+pub const OPTIMIZER_NOTE: &str = "Adam lr=1e-3, hand-written in pyrite-bench until pyrite-optim lands";
+
+/// Adam over a list of parameters, with PyTorch's update (bias-corrected moments).
+pub struct Adam {
+    params: Vec<Tensor>,
+    m: Vec<Tensor>,
+    v: Vec<Tensor>,
+    step: i32,
+    lr: f64,
+}
+
+impl Adam {
+    pub fn new(params: Vec<Tensor>, lr: f64) -> Adam {
+        let m = params.iter().map(|p| p.zeros_like().unwrap()).collect();
+        let v = params.iter().map(|p| p.zeros_like().unwrap()).collect();
+        Adam { params, m, v, step: 0, lr }
+    }
+
+    pub fn zero_grad(&self) {
+        for p in &self.params {
+            p.set_grad(None).unwrap();
+        }
+    }
+
+    pub fn step(&mut self) -> Result<()> {
+        let _g = autograd::no_grad();
+        self.step += 1;
+        let (b1, b2, eps) = (0.9f64, 0.999f64, 1e-8);
+        let bc1 = 1.0 - b1.powi(self.step);
+        let bc2 = 1.0 - b2.powi(self.step);
+        for ((p, m), v) in self.params.iter().zip(&self.m).zip(&self.v) {
+            let Some(g) = p.grad() else { continue };
+            m.mul_(&Tensor::scalar(b1 as f32)?)?.add_(&g.mul_scalar(1.0 - b1)?)?;
+            v.mul_(&Tensor::scalar(b2 as f32)?)?.add_(&g.square()?.mul_scalar(1.0 - b2)?)?;
+            let denom = v.div_scalar(bc2)?.sqrt()?.add_scalar(eps)?;
+            p.sub_(&m.div(&denom)?.mul_scalar(self.lr / bc1)?)?;
+        }
+        Ok(())
+    }
+}
+
+fn load_digits(dir: &str) -> (Tensor, Tensor, Tensor, Tensor) {
+    let csv = std::fs::read_to_string(format!("{dir}/digits.csv")).expect("digits.csv");
+    let rows: Vec<Vec<i64>> = csv
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    let split = std::fs::read_to_string(format!("{dir}/digits_split_seed0.txt")).expect("split");
+    let perm: Vec<usize> = split.lines().filter(|l| !l.is_empty()).map(|l| l.parse().unwrap()).collect();
+    let n_train = rows.len() * 8 / 10;
+    let pick = |idx: &[usize]| {
+        let x: Vec<f32> = idx.iter().flat_map(|&i| rows[i][..64].iter().map(|&v| v as f32 / 16.0)).collect();
+        let y: Vec<i64> = idx.iter().map(|&i| rows[i][64]).collect();
+        (Tensor::from_vec(x, [idx.len(), 64]).unwrap(), Tensor::from_vec(y, [idx.len()]).unwrap())
+    };
+    let (xtr, ytr) = pick(&perm[..n_train]);
+    let (xte, yte) = pick(&perm[n_train..]);
+    (xtr, ytr, xte, yte)
+}
+
+fn digits_mlp() -> Sequential {
+    Sequential::new()
+        .append(Linear::new(64, 128).unwrap())
+        .append(ReLU::new())
+        .append(Linear::new(128, 64).unwrap())
+        .append(ReLU::new())
+        .append(Linear::new(64, 10).unwrap())
+}
+
+fn train_digits(xtr: &Tensor, ytr: &Tensor, epochs: usize) -> (Sequential, f64) {
+    pyrite::manual_seed(0);
+    let model = digits_mlp();
+    let mut opt = Adam::new(model.parameters(), 1e-3);
+    let g = pyrite::Generator::new(0);
+    let n = xtr.dims()[0];
+    let mut t_steps = 0.0;
+    let ce = Default::default();
+    for _ in 0..epochs {
+        let perm = Tensor::randperm_with(n, Some(&g)).unwrap();
+        let t0 = Instant::now();
+        for i in (0..n).step_by(64) {
+            let idx = perm.narrow(0, i as isize, 64.min(n - i)).unwrap();
+            let (xb, yb) = (xtr.index_select(0, &idx).unwrap(), ytr.index_select(0, &idx).unwrap());
+            opt.zero_grad();
+            let loss = F::cross_entropy(&model.call(&xb).unwrap(), &yb, &ce).unwrap();
+            loss.backward().unwrap();
+            opt.step().unwrap();
+        }
+        t_steps += t0.elapsed().as_secs_f64();
+    }
+    (model, t_steps)
+}
+
+fn accuracy(model: &Sequential, x: &Tensor, y: &Tensor) -> f64 {
+    let _g = autograd::no_grad();
+    let pred = model.call(x).unwrap().argmax(Some(1), false).unwrap();
+    pred.eq(y).unwrap().to_dtype(DType::F64).unwrap().mean().unwrap().item::<f64>().unwrap()
+}
+
+pub fn mlp_digits(args: &Args) -> Map<String, Value> {
+    let (xtr, ytr, xte, yte) = load_digits(&args.data);
+    let epochs = 20;
+    train_digits(&xtr, &ytr, 2); // warm-up
+    let mut totals = Vec::new();
+    let mut model = None;
+    for _ in 0..args.repeats {
+        let (m, t) = train_digits(&xtr, &ytr, epochs);
+        totals.push(t);
+        model = Some(m);
+    }
+    let model = model.unwrap();
+    let t = median(&totals);
+    let n = xtr.dims()[0];
+    let steps = epochs * n.div_ceil(64);
+    let mut res = Map::new();
+    res.insert("train_samples".into(), json!(n));
+    res.insert("test_samples".into(), json!(xte.dims()[0]));
+    res.insert("epochs".into(), json!(epochs));
+    res.insert("steps".into(), json!(steps));
+    res.insert("train_time_s".into(), json!(round(t, 4)));
+    res.insert("samples_per_s".into(), json!(round((epochs * n) as f64 / t, 1)));
+    res.insert("samples_per_s_best".into(), json!(round((epochs * n) as f64 / min(&totals), 1)));
+    res.insert("us_per_step".into(), json!(round(t / steps as f64 * 1e6, 1)));
+    res.insert("test_acc".into(), json!(round(accuracy(&model, &xte, &yte), 4)));
+    res.insert("train_acc".into(), json!(round(accuracy(&model, &xtr, &ytr), 4)));
+    res.insert("spread".into(), json!(spread(&totals)));
+    res.insert("optimizer".into(), json!(OPTIMIZER_NOTE));
+    res
+}
+
+pub fn mlp_big(args: &Args) -> Map<String, Value> {
+    pyrite::manual_seed(0);
+    let model = Sequential::new()
+        .append(Linear::new(784, 1024).unwrap())
+        .append(ReLU::new())
+        .append(Linear::new(1024, 1024).unwrap())
+        .append(ReLU::new())
+        .append(Linear::new(1024, 10).unwrap());
+    let mut opt = Adam::new(model.parameters(), 1e-3);
+    let bs = 128;
+    let x = Tensor::randn([bs, 784], DType::F32).unwrap();
+    let y = Tensor::randint(0, 10, [bs], DType::I64).unwrap();
+    let ce = Default::default();
+    let mut step = || {
+        opt.zero_grad();
+        let loss = F::cross_entropy(&model.call(&x).unwrap(), &y, &ce).unwrap();
+        loss.backward().unwrap();
+        opt.step().unwrap();
+    };
+    let (t, times) = timeit(args, 5, None, &mut step);
+    let macs = 784 * 1024 + 1024 * 1024 + 1024 * 10;
+    let flops = (3 * 2 * bs * macs) as f64;
+    let mut res = Map::new();
+    res.insert("batch".into(), json!(bs));
+    res.insert("params".into(), json!(model.num_parameters(false)));
+    res.insert("steps_per_s".into(), json!(round(1.0 / t, 2)));
+    res.insert("steps_per_s_best".into(), json!(round(1.0 / min(&times), 2)));
+    res.insert("samples_per_s".into(), json!(round(bs as f64 / t, 1)));
+    res.insert("ms_per_step".into(), json!(round(t * 1e3, 3)));
+    res.insert("approx_gflops".into(), json!(round(flops / t / 1e9, 2)));
+    res.insert("spread".into(), json!(spread(&times)));
+    res.insert("optimizer".into(), json!(OPTIMIZER_NOTE));
+    res
+}
+
+/// `Linear(8, 8)` forward on a `(1, 8)` input, recording autograd (parameters require grad)
+/// and under `no_grad`: the per-call cost of the Module system.
+pub fn linear8(args: &Args, res: &mut Map<String, Value>) {
+    pyrite::manual_seed(0);
+    let lin = Linear::new(8, 8).unwrap();
+    let x = Tensor::randn([1, 8], DType::F32).unwrap();
+    let (t, times) = timeit(args, 1000, Some(0.2), || drop(std::hint::black_box(lin.call(&x).unwrap())));
+    res.insert("linear8_fwd_us".into(), json!(round(t * 1e6, 3)));
+    res.insert("linear8_fwd_us_best".into(), json!(round(min(&times) * 1e6, 3)));
+    let _g = autograd::no_grad();
+    let (t, _) = timeit(args, 1000, Some(0.2), || drop(std::hint::black_box(lin.call(&x).unwrap())));
+    res.insert("linear8_fwd_nograd_us".into(), json!(round(t * 1e6, 3)));
+    res.insert("note".into(), json!("linear8_fwd_us records autograd graph (params require grad)"));
+}
