@@ -5,8 +5,10 @@
 //! running statistics, Embedding's max_norm renormalisation). Error cases must be errors.
 
 mod common;
+#[path = "layers/vision.rs"]
+mod vision;
 
-use common::{assert_close, load_tensors};
+use common::{assert_close, load_tensors, Kw};
 use pyrite::nn::functional::{BagMode, GeluApproximate};
 use pyrite::nn::normalization::NormOptions;
 use pyrite::nn::*;
@@ -51,44 +53,7 @@ const PENDING: &[&str] = &[
 const LOOSER: &[(&str, f64, &str)] =
     &[("hardsigmoid_f64", 1e-7, "PyTorch's f32 one_sixth in the f64 backward")];
 
-struct Kw<'a>(&'a serde_json::Map<String, J>);
-
-impl Kw<'_> {
-    fn get(&self, k: &str) -> Option<&J> {
-        self.0.get(k).filter(|v| !v.is_null())
-    }
-    fn u(&self, k: &str) -> usize {
-        self.get(k).unwrap_or_else(|| panic!("kwarg {k}")).as_u64().unwrap() as usize
-    }
-    fn u_or(&self, k: &str, d: usize) -> usize {
-        self.get(k).map_or(d, |v| v.as_u64().unwrap() as usize)
-    }
-    fn i_or(&self, k: &str, d: i64) -> i64 {
-        self.get(k).map_or(d, |v| v.as_i64().unwrap())
-    }
-    fn f_or(&self, k: &str, d: f64) -> f64 {
-        self.get(k).map_or(d, |v| v.as_f64().unwrap())
-    }
-    fn b_or(&self, k: &str, d: bool) -> bool {
-        self.get(k).map_or(d, |v| v.as_bool().unwrap())
-    }
-    fn opt_f(&self, k: &str) -> Option<f64> {
-        self.get(k).map(|v| v.as_f64().unwrap())
-    }
-    /// An int or a list of ints, as a list.
-    fn ints(&self, k: &str) -> Vec<i64> {
-        match self.get(k) {
-            Some(J::Array(a)) => a.iter().map(|v| v.as_i64().unwrap()).collect(),
-            Some(v) => vec![v.as_i64().unwrap()],
-            None => vec![],
-        }
-    }
-    fn sizes(&self, k: &str) -> Vec<usize> {
-        self.ints(k).into_iter().map(|v| v as usize).collect()
-    }
-}
-
-fn boxed<M: Module>(mut m: M, dtype: DType) -> Result<Box<dyn Module>> {
+pub fn boxed<M: Module>(mut m: M, dtype: DType) -> Result<Box<dyn Module>> {
     m.to_dtype(dtype)?;
     Ok(Box::new(m))
 }
@@ -105,6 +70,9 @@ fn norm_opts(k: &Kw, defaults: NormOptions) -> NormOptions {
 
 /// The Pyrite layer for PyTorch's class and keyword arguments; `None` for a pending class.
 fn build(layer: &str, k: &Kw, dtype: DType) -> Result<Option<Box<dyn Module>>> {
+    if vision::HANDLED.contains(&layer) {
+        return vision::build(layer, k, dtype).map(Some);
+    }
     if PENDING.contains(&layer) {
         return Ok(None);
     }
@@ -291,7 +259,7 @@ fn every_layer_matches_pytorch() {
     for c in &cases {
         let name = c["name"].as_str().unwrap();
         let layer = c["layer"].as_str().unwrap();
-        if PENDING.contains(&layer) {
+        if PENDING.contains(&layer) && !vision::HANDLED.contains(&layer) {
             skipped.insert(layer);
             continue;
         }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use pyrite::{DType, Tensor};
+use serde_json::Value as J;
 use std::collections::HashMap;
 
 pub fn data_path(name: &str) -> String {
@@ -49,5 +50,43 @@ pub fn assert_close(got: &Tensor, want: &Tensor, atol: f64, rtol: f64, what: &st
     for (i, (a, b)) in g.iter().zip(&w).enumerate() {
         let ok = (a - b).abs() <= atol + rtol * b.abs() || (a.is_nan() && b.is_nan()) || a == b;
         assert!(ok, "{what}: element {i}: got {a}, want {b} (atol {atol}, rtol {rtol})");
+    }
+}
+
+/// A case's keyword arguments (PyTorch's names, JSON values).
+pub struct Kw<'a>(pub &'a serde_json::Map<String, J>);
+
+impl Kw<'_> {
+    pub fn get(&self, k: &str) -> Option<&J> {
+        self.0.get(k).filter(|v| !v.is_null())
+    }
+    pub fn u(&self, k: &str) -> usize {
+        self.get(k).unwrap_or_else(|| panic!("kwarg {k}")).as_u64().unwrap() as usize
+    }
+    pub fn u_or(&self, k: &str, d: usize) -> usize {
+        self.get(k).map_or(d, |v| v.as_u64().unwrap() as usize)
+    }
+    pub fn i_or(&self, k: &str, d: i64) -> i64 {
+        self.get(k).map_or(d, |v| v.as_i64().unwrap())
+    }
+    pub fn f_or(&self, k: &str, d: f64) -> f64 {
+        self.get(k).map_or(d, |v| v.as_f64().unwrap())
+    }
+    pub fn b_or(&self, k: &str, d: bool) -> bool {
+        self.get(k).map_or(d, |v| v.as_bool().unwrap())
+    }
+    pub fn opt_f(&self, k: &str) -> Option<f64> {
+        self.get(k).map(|v| v.as_f64().unwrap())
+    }
+    /// An int or a list of ints, as a list.
+    pub fn ints(&self, k: &str) -> Vec<i64> {
+        match self.get(k) {
+            Some(J::Array(a)) => a.iter().map(|v| v.as_i64().unwrap()).collect(),
+            Some(v) => vec![v.as_i64().unwrap()],
+            None => vec![],
+        }
+    }
+    pub fn sizes(&self, k: &str) -> Vec<usize> {
+        self.ints(k).into_iter().map(|v| v as usize).collect()
     }
 }
