@@ -48,6 +48,7 @@ plain_activation! {
     Hardswish => F::hardswish, "`nn.Hardswish`: `x * relu6(x + 3) / 6`.";
     Softsign => F::softsign, "`nn.Softsign`: `x / (1 + |x|)`.";
     Tanhshrink => F::tanhshrink, "`nn.Tanhshrink`: `x - tanh(x)`.";
+    Softmax2d => F::softmax2d, "`nn.Softmax2d`: softmax over the channels of each position.";
 }
 
 /// Layers with scalar configuration: a struct of public fields, `new` with PyTorch's
@@ -118,6 +119,9 @@ configured_activation! {
         repr |r| format!("dim={}", r.dim), "`nn.LogSoftmax(dim)`.";
     Softmin { dim: isize = -1 } => |s, x| F::softmin(x, s.dim),
         repr |r| format!("dim={}", r.dim), "`nn.Softmin(dim)`.";
+    RReLU { lower: f64 = 1.0 / 8.0, upper: f64 = 1.0 / 3.0 } => |s, x| F::rrelu(x, s.lower, s.upper, s.is_training(), None),
+        repr |r| format!("lower={}, upper={}", py_float(r.lower), py_float(r.upper)),
+        "`nn.RReLU(lower=1/8, upper=1/3)`: a random negative slope in training, the mean slope in evaluation.";
 }
 
 /// `nn.PReLU(num_parameters=1, init=0.25)`: a learned negative slope, one per channel or

@@ -47,4 +47,5 @@ dropout_layer! {
     Dropout2d => |s, x| F::feature_dropout(x, s.p, s.is_training(), 2, None), "`nn.Dropout2d(p)`: zeroes whole channels of `[N, C, H, W]` input.";
     Dropout3d => |s, x| F::feature_dropout(x, s.p, s.is_training(), 3, None), "`nn.Dropout3d(p)`: zeroes whole channels of `[N, C, D, H, W]` input.";
     AlphaDropout => |s, x| F::alpha_dropout(x, s.p, s.is_training(), None), "`nn.AlphaDropout(p)`: dropout that keeps SELU's self-normalisation.";
+    FeatureAlphaDropout => |s, x| F::feature_alpha_dropout(x, s.p, s.is_training(), None), "`nn.FeatureAlphaDropout(p)`: alpha dropout of whole channels.";
 }

@@ -34,7 +34,7 @@ pub mod value;
 pub use activation::*;
 pub use container::{ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential};
 pub use distance::{CosineSimilarity, PairwiseDistance};
-pub use dropout::{AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d};
+pub use dropout::{AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout};
 pub use flatten::{Flatten, Unflatten};
 pub use hooks::{
     register_module_forward_hook, register_module_forward_pre_hook, register_module_full_backward_hook,

@@ -42,9 +42,6 @@ const PENDING: &[&str] = &[
     "Upsample",
     "UpsamplingBilinear2d",
     "UpsamplingNearest2d",
-    "RReLU",
-    "Softmax2d",
-    "FeatureAlphaDropout",
 ];
 
 /// Cases where PyTorch's own result is off by more than the f64 tolerance, with the
@@ -154,6 +151,11 @@ fn build(layer: &str, k: &Kw, dtype: DType) -> Result<Option<Box<dyn Module>>> {
         "Dropout1d" => boxed(Dropout1d::new(k.f_or("p", 0.5))?, dtype)?,
         "Dropout2d" => boxed(Dropout2d::new(k.f_or("p", 0.5))?, dtype)?,
         "Dropout3d" => boxed(Dropout3d::new(k.f_or("p", 0.5))?, dtype)?,
+        "FeatureAlphaDropout" => boxed(FeatureAlphaDropout::new(k.f_or("p", 0.5))?, dtype)?,
+        "RReLU" => {
+            boxed(RReLU::new().lower(k.f_or("lower", 1.0 / 8.0)).upper(k.f_or("upper", 1.0 / 3.0)), dtype)?
+        }
+        "Softmax2d" => boxed(Softmax2d::new(), dtype)?,
         "AlphaDropout" => boxed(AlphaDropout::new(k.f_or("p", 0.5))?, dtype)?,
         "Embedding" => {
             let mut e = Embedding::new(k.u("num_embeddings"), k.u("embedding_dim"))?;

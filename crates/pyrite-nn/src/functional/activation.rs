@@ -184,3 +184,29 @@ pub fn log_softmax(x: &Tensor, dim: isize) -> Result<Tensor> {
 pub fn softmin(x: &Tensor, dim: isize) -> Result<Tensor> {
     x.neg()?.softmax(dim)
 }
+
+/// `F.rrelu(x, lower, upper, training)`: in training, each negative element is scaled by a
+/// slope drawn uniformly from `[lower, upper]`; in evaluation by their mean.
+pub fn rrelu(
+    x: &Tensor,
+    lower: f64,
+    upper: f64,
+    training: bool,
+    gen: Option<&pyrite_core::Generator>,
+) -> Result<Tensor> {
+    if !training {
+        return leaky_relu(x, (lower + upper) / 2.0);
+    }
+    let slope = Tensor::empty(x.dims(), x.dtype())?;
+    slope.uniform_(lower, upper, gen)?;
+    x.where_(&x.gt_scalar(0)?, &x.mul(&slope)?)
+}
+
+/// `nn.Softmax2d`'s computation: softmax over the channels (dim -3) of a `[C, H, W]` or
+/// `[N, C, H, W]` input.
+pub fn softmax2d(x: &Tensor) -> Result<Tensor> {
+    if x.rank() != 3 && x.rank() != 4 {
+        bail!(Shape, "Softmax2d: expected input to be 3D or 4D, got {}D instead", x.rank());
+    }
+    x.softmax(-3)
+}

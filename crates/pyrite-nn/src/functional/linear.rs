@@ -316,6 +316,33 @@ pub fn embedding_bag(
     Tensor::stack(&bags, 0)
 }
 
+/// `F.feature_alpha_dropout(x, p, training)`: alpha dropout of whole channels.
+pub fn feature_alpha_dropout(x: &Tensor, p: f64, training: bool, gen: Option<&Generator>) -> Result<Tensor> {
+    check_p(p)?;
+    if !training || p == 0.0 {
+        return Ok(x.clone());
+    }
+    if p == 1.0 {
+        return x.mul(&x.zeros_like()?);
+    }
+    if x.rank() < 2 {
+        bail!(
+            Shape,
+            "feature_alpha_dropout: expected an input with at least 2 dims, got shape {}",
+            x.shape()
+        );
+    }
+    let alpha_p = -super::SELU_ALPHA * super::SELU_SCALE;
+    let a = ((1.0 - p) * (1.0 + p * alpha_p * alpha_p)).powf(-0.5);
+    let b = -a * alpha_p * p;
+    let mut shape = vec![1usize; x.rank()];
+    shape[..2].copy_from_slice(&x.dims()[..2]);
+    let keep = Tensor::empty(shape, x.dtype())?;
+    keep.bernoulli_(1.0 - p, gen)?;
+    let dropped = keep.neg()?.add_scalar(1.0)?.mul_scalar(alpha_p * a)?;
+    x.mul(&keep)?.mul_scalar(a)?.add(&dropped)?.add_scalar(b)
+}
+
 /// `F.one_hot(idx, num_classes)` (int64).
 pub fn one_hot(idx: &Tensor, num_classes: Option<usize>) -> Result<Tensor> {
     idx.one_hot(num_classes)
@@ -373,7 +400,10 @@ pub fn pad(x: &Tensor, pad: &[isize], mode: PadMode, value: f64) -> Result<Tenso
             continue;
         }
         let n = y.dims()[dim] as isize;
-        if n + l + r < 0 || (mode != PadMode::Constant && n + l + r <= 0) {
+        let Some(total) = n.checked_add(l).and_then(|t| t.checked_add(r)) else {
+            bail!(Value, "pad: the padded size of dimension {dim} ({n} + {l} + {r}) overflows");
+        };
+        if total < 0 || (mode != PadMode::Constant && total <= 0) {
             bail!(Value, "pad: the padded size of dimension {dim} ({n} + {l} + {r}) is not positive");
         }
         y = match mode {

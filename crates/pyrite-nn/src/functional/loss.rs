@@ -558,6 +558,9 @@ pub fn multi_margin_loss(
 /// the first `-1`; `sum_{j in targets, i not in targets} max(0, 1 - (x[j] - x[i])) / C`.
 pub fn multilabel_margin_loss(x: &Tensor, y: &Tensor, reduction: Reduction) -> Result<Tensor> {
     check_same_shape("multilabel_margin_loss", x, y)?;
+    if x.rank() != 1 && x.rank() != 2 {
+        bail!(Shape, "multilabel_margin_loss: Expected non-empty vector or matrix with optional 0-dim batch size, but got: {:?}", x.dims());
+    }
     let x2 = if x.rank() == 1 { x.unsqueeze(0)? } else { x.clone() };
     let (n, c) = (x2.dims()[0], x2.dims()[1]);
     let yv = y.to_dtype(DType::I64)?.reshape([n as isize, c as isize])?.to_vec2::<i64>()?;

@@ -1,0 +1,206 @@
+//! Bad input never panics: every layer and loss is called on edge-case tensors (0-d, empty,
+//! every dtype, wrong ranks and channel counts, non-contiguous, NaN) and must return `Ok` or
+//! `Err`, never unwind. Bad configurations are errors at construction.
+
+use pyrite::nn::functional::{self as F, BagMode, PadMode};
+use pyrite::nn::normalization::NormOptions;
+use pyrite::nn::*;
+use pyrite::{DType, Result, Tensor};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+fn inputs() -> Vec<(&'static str, Tensor)> {
+    let f = Tensor::new([[0.5f32, -1., 2.], [3., -4., 0.]]).unwrap();
+    vec![
+        ("0-d", Tensor::scalar(1.5f32).unwrap()),
+        ("empty [0]", Tensor::zeros([0], DType::F32).unwrap()),
+        ("empty [0,3]", Tensor::zeros([0, 3], DType::F32).unwrap()),
+        ("empty [2,0]", Tensor::zeros([2, 0], DType::F32).unwrap()),
+        ("[2,3] f32", f.clone()),
+        ("[2,3] f64", f.to_dtype(DType::F64).unwrap()),
+        ("[2,3] f16", f.to_dtype(DType::F16).unwrap()),
+        ("[2,3] i64", Tensor::new([[0i64, 1, 2], [1, 0, 2]]).unwrap()),
+        ("[2,3] bool", Tensor::new([[true, false, true], [false, false, true]]).unwrap()),
+        ("[3,2] transposed", f.t().unwrap()),
+        ("[3] nan/inf", Tensor::new([f32::NAN, f32::INFINITY, f32::NEG_INFINITY]).unwrap()),
+        ("[2,3,4]", Tensor::randn([2, 3, 4], DType::F32).unwrap()),
+        ("[2,3,4,5]", Tensor::randn([2, 3, 4, 5], DType::F32).unwrap()),
+        ("[1,1,1,1,1]", Tensor::ones([1, 1, 1, 1, 1], DType::F32).unwrap()),
+        ("[2] i64 out of range", Tensor::new([-5i64, 99]).unwrap()),
+        ("[2,0,3] empty batch", Tensor::zeros([2, 0, 3], DType::F32).unwrap()),
+    ]
+}
+
+fn layers() -> Vec<(&'static str, Box<dyn Module>)> {
+    let b = |m: Box<dyn Module>| m;
+    vec![
+        ("Identity", b(Box::new(Identity::new()))),
+        ("Linear", Box::new(Linear::new(3, 2).unwrap())),
+        ("Linear(0, 2)", Box::new(Linear::new(0, 2).unwrap())),
+        ("Bilinear", Box::new(Bilinear::new(3, 3, 2, true).unwrap())),
+        ("Flatten", Box::new(Flatten::new())),
+        ("Flatten(5, 9)", Box::new(Flatten::with_dims(5, 9))),
+        ("Unflatten", Box::new(Unflatten::new(1, &[3, -1]))),
+        ("BatchNorm1d", Box::new(BatchNorm1d::new(3).unwrap())),
+        ("BatchNorm2d", Box::new(BatchNorm2d::new(3).unwrap())),
+        ("BatchNorm3d", Box::new(BatchNorm3d::new(1).unwrap())),
+        (
+            "BatchNorm1d momentum None",
+            Box::new(
+                BatchNorm1d::with_options(3, NormOptions { momentum: None, ..NormOptions::batch_norm() })
+                    .unwrap(),
+            ),
+        ),
+        ("InstanceNorm1d", Box::new(InstanceNorm1d::new(3).unwrap())),
+        ("InstanceNorm2d", Box::new(InstanceNorm2d::new(3).unwrap())),
+        ("LayerNorm", Box::new(LayerNorm::new(&[3]).unwrap())),
+        ("LayerNorm 2d", Box::new(LayerNorm::new(&[3, 4]).unwrap())),
+        ("GroupNorm", Box::new(GroupNorm::new(1, 3).unwrap())),
+        ("RMSNorm", Box::new(RMSNorm::new(&[3], None, true).unwrap())),
+        ("LocalResponseNorm", Box::new(LocalResponseNorm::new(2))),
+        ("Dropout", Box::new(Dropout::new(0.5).unwrap())),
+        ("Dropout1d", Box::new(Dropout1d::new(0.5).unwrap())),
+        ("Dropout2d", Box::new(Dropout2d::new(0.5).unwrap())),
+        ("Dropout3d", Box::new(Dropout3d::new(1.0).unwrap())),
+        ("AlphaDropout", Box::new(AlphaDropout::new(0.5).unwrap())),
+        ("FeatureAlphaDropout", Box::new(FeatureAlphaDropout::new(0.5).unwrap())),
+        ("Embedding", Box::new(Embedding::new(4, 2).unwrap())),
+        (
+            "Embedding max_norm",
+            Box::new(Embedding::new(4, 2).unwrap().padding_idx(1).unwrap().max_norm(1.0, 2.0)),
+        ),
+        ("EmbeddingBag", Box::new(EmbeddingBag::new(4, 2, BagMode::Max).unwrap())),
+        ("ReLU", Box::new(ReLU::new())),
+        ("PReLU", Box::new(PReLU::new(3, 0.25).unwrap())),
+        ("GELU", Box::new(GELU::new())),
+        ("GLU", Box::new(GLU::new())),
+        ("Softmax", Box::new(Softmax::new().dim(1))),
+        ("Softmax2d", Box::new(Softmax2d::new())),
+        ("RReLU", Box::new(RReLU::new())),
+        ("Softshrink", Box::new(Softshrink::new())),
+        ("Threshold", Box::new(Threshold::new())),
+        ("Hardtanh", Box::new(Hardtanh::new())),
+        ("Softplus", Box::new(Softplus::new())),
+        ("CELU", Box::new(CELU::new())),
+        ("ZeroPad2d", Box::new(ZeroPad2d::new(&[1]).unwrap())),
+        ("ConstantPad1d negative", Box::new(ConstantPad1d::new(&[-2, 1]).unwrap())),
+        ("ReflectionPad1d", Box::new(ReflectionPad1d::new(&[2]).unwrap())),
+        ("ReplicationPad2d", Box::new(ReplicationPad2d::new(&[1]).unwrap())),
+        ("CircularPad1d", Box::new(CircularPad1d::new(&[3]).unwrap())),
+        ("PixelShuffle", Box::new(PixelShuffle::new(2))),
+        ("PixelUnshuffle", Box::new(PixelUnshuffle::new(2))),
+        ("ChannelShuffle", Box::new(ChannelShuffle::new(3))),
+        ("Sequential", Box::new(Sequential::new().append(Linear::new(3, 3).unwrap()).append(ReLU::new()))),
+        ("ModuleList", Box::new(ModuleList::new())),
+    ]
+}
+
+type Loss = (&'static str, Box<dyn Module>);
+
+fn losses() -> Vec<Loss> {
+    vec![
+        ("CrossEntropyLoss", Box::new(CrossEntropyLoss::new())),
+        (
+            "CrossEntropyLoss smoothing",
+            Box::new(CrossEntropyLoss::new().label_smoothing(0.2).ignore_index(1)),
+        ),
+        ("NLLLoss", Box::new(NLLLoss::new())),
+        ("MSELoss", Box::new(MSELoss::new())),
+        ("L1Loss", Box::new(L1Loss::new())),
+        ("SmoothL1Loss", Box::new(SmoothL1Loss::new())),
+        ("HuberLoss", Box::new(HuberLoss::new())),
+        ("BCELoss", Box::new(BCELoss::new())),
+        ("BCEWithLogitsLoss", Box::new(BCEWithLogitsLoss::new())),
+        ("KLDivLoss", Box::new(KLDivLoss::new())),
+        ("HingeEmbeddingLoss", Box::new(HingeEmbeddingLoss::new())),
+        ("SoftMarginLoss", Box::new(SoftMarginLoss::new())),
+        ("MultiLabelSoftMarginLoss", Box::new(MultiLabelSoftMarginLoss::new())),
+        ("MultiMarginLoss", Box::new(MultiMarginLoss::new())),
+        ("MultiLabelMarginLoss", Box::new(MultiLabelMarginLoss::new())),
+        ("PoissonNLLLoss", Box::new(PoissonNLLLoss::new())),
+    ]
+}
+
+fn check(failures: &mut Vec<String>, what: &str, f: impl FnOnce() -> Result<()>) {
+    if let Err(p) = catch_unwind(AssertUnwindSafe(f)) {
+        let msg =
+            p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+        failures.push(format!("{what}: panicked: {}", msg.unwrap_or_default()));
+    }
+}
+
+#[test]
+fn no_layer_panics_on_edge_case_inputs() {
+    let ins = inputs();
+    let mut failures = Vec::new();
+    for (name, layer) in layers() {
+        for train in [true, false] {
+            layer.set_training(train);
+            for (xn, x) in &ins {
+                check(&mut failures, &format!("{name}({xn}, train={train})"), || {
+                    let y = layer.call(x)?;
+                    if y.requires_grad() {
+                        y.sum()?.backward()?;
+                    }
+                    Ok(())
+                });
+                // as a pair, for the layers of two inputs
+                check(&mut failures, &format!("{name}(({xn}, {xn}))"), || {
+                    layer.call_value(Value::from((x.clone(), x.clone()))).map(drop)
+                });
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn no_loss_panics_on_edge_case_inputs() {
+    let ins = inputs();
+    let mut failures = Vec::new();
+    for (name, loss) in losses() {
+        for (xn, x) in &ins {
+            for (yn, y) in &ins {
+                check(&mut failures, &format!("{name}({xn}, {yn})"), || loss.call2(x, y).map(drop));
+            }
+        }
+    }
+    for (xn, x) in &ins {
+        check(&mut failures, &format!("functional on {xn}"), || {
+            let _ = F::pad(x, &[1, -9], PadMode::Reflect, 0.0);
+            let _ = F::pad(x, &[isize::MAX, 1], PadMode::Constant, 0.0);
+            let _ = F::normalize(x, 2.0, 7, 1e-12);
+            let _ = F::one_hot(x, Some(3));
+            let _ = F::embedding_bag(
+                x,
+                &Tensor::ones([3, 2], DType::F32)?,
+                Some(x),
+                BagMode::Sum,
+                None,
+                None,
+                true,
+            );
+            let _ = F::cosine_similarity(x, x, 5, 1e-8);
+            let _ = F::glu(x, 9);
+            Ok(())
+        });
+    }
+    assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn bad_configurations_are_errors_at_construction() {
+    assert!(Dropout::new(1.5).is_err());
+    assert!(Dropout::new(-0.1).is_err());
+    assert!(GroupNorm::new(2, 3).err().unwrap().message().contains("divisible"));
+    assert!(GroupNorm::new(0, 3).is_err());
+    assert!(Embedding::new(3, 2).unwrap().padding_idx(3).is_err());
+    assert!(Embedding::from_pretrained(&Tensor::zeros([3], DType::F32).unwrap(), true, None).is_err());
+    assert!(ZeroPad2d::new(&[1, 2, 3]).is_err());
+    // wrong ranks and channel counts get PyTorch-like messages
+    let e = BatchNorm2d::new(3).unwrap().call(&Tensor::zeros([2, 3], DType::F32).unwrap()).unwrap_err();
+    assert_eq!(e.message(), "expected 4D input (got 2D input)");
+    let e = Linear::new(4, 2).unwrap().call(&Tensor::zeros([2, 3], DType::F32).unwrap()).unwrap_err();
+    assert_eq!(e.message(), "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x2)");
+    let e = GroupNorm::new(1, 4).unwrap().call(&Tensor::zeros([2, 3], DType::F32).unwrap()).unwrap_err();
+    assert!(e.message().contains("[N, 4, *]"), "{e}");
+}
