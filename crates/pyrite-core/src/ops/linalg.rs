@@ -393,6 +393,65 @@ fn bmm_native<T: MatElem>(
     })
 }
 
+/// One strided product `dst = beta * dst + alpha * lhs @ rhs` (`m x k` times `k x n`) on raw
+/// f32 or f64 matrices, each given as a pointer to its first element and its (row, column)
+/// strides, on up to `threads` threads: the entry point for other kernels that build their
+/// operands themselves (convolution's im2col buffers). `beta == None` means `dst` is
+/// write-only. With `k == 0` the caller fills `dst` itself.
+///
+/// # Safety
+/// The pointers with the given strides must address valid elements for every index in range,
+/// and `dst` must not overlap `lhs` or `rhs`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn gemm_raw<T: Element>(
+    (m, n, k): (usize, usize, usize),
+    dst: *mut T,
+    d: (usize, usize),
+    lhs: *const T,
+    l: (usize, usize),
+    rhs: *const T,
+    r: (usize, usize),
+    alpha: T,
+    beta: Option<T>,
+    threads: usize,
+) {
+    if m == 0 || n == 0 || k == 0 {
+        return;
+    }
+    let mat = |x: (usize, usize)| Mat { off: 0, rs: x.0, cs: x.1 };
+    match T::DTYPE {
+        DType::F32 => run_one::<f32>(
+            m,
+            n,
+            k,
+            dst as *mut f32,
+            mat(d),
+            lhs as *const f32,
+            mat(l),
+            rhs as *const f32,
+            mat(r),
+            alpha.to_f64() as f32,
+            beta.map(|b| b.to_f64() as f32),
+            threads,
+        ),
+        DType::F64 => run_one::<f64>(
+            m,
+            n,
+            k,
+            dst as *mut f64,
+            mat(d),
+            lhs as *const f64,
+            mat(l),
+            rhs as *const f64,
+            mat(r),
+            alpha.to_f64(),
+            beta.map(|b| b.to_f64()),
+            threads,
+        ),
+        d => unreachable!("gemm_raw on {d}"),
+    }
+}
+
 /// Normalises the strides of size-1 dims (any value is legal there) so that the kernel's
 /// layout detection sees a plain row- or column-major matrix.
 fn norm(rows: usize, cols: usize, x: Mat) -> (usize, usize) {

@@ -9,6 +9,7 @@
 pub mod binary;
 pub mod cast;
 pub mod compare;
+pub mod conv;
 pub(crate) mod derivatives;
 pub mod einsum;
 pub mod index;
@@ -16,6 +17,7 @@ pub mod inplace;
 pub mod join;
 pub mod linalg;
 pub mod out;
+pub mod pool;
 pub mod random;
 pub mod reduce;
 pub mod scan;

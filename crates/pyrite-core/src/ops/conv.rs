@@ -1,0 +1,1036 @@
+//! Convolutions: `torch.nn.functional.conv1d/2d/3d` ([`conv`]) and
+//! `conv_transpose1d/2d/3d` ([`conv_transpose`]), batched inputs `[N, C, *spatial]` with one,
+//! two or three spatial dims, f32 and f64 (f16 and bf16 through f32 casts).
+//!
+//! # The scheme: im2col, then one GEMM per group per batch item
+//!
+//! Each batch item's input (one group's channels) is unfolded into a column buffer of
+//! `C_in/groups * prod(kernel)` rows by `prod(output spatial)` columns (im2col, zeros where a
+//! window reaches into the padding), and the output is one product `W_g @ col` of the group's
+//! weight rows with it, written straight into the output. The backward pass for the input is
+//! the transposed product `W_g^T @ grad_out` into the column buffer, folded back onto the
+//! input positions (col2im); the weight's is `grad_out @ col^T`, accumulated over the batch.
+//! A 1x1 convolution with stride 1 and no padding uses the input itself as the column matrix.
+//! The products run on the crate's own GEMM ([`super::linalg::gemm_raw`]). Batch items are
+//! split over the intra-op threads (each thread with its own column buffer from the caching
+//! allocator, reused for all its items, and single-threaded products); a batch smaller than the
+//! thread count runs item after item with multi-threaded products instead. The weight gradient
+//! is summed over a fixed number of batch chunks (a function of the batch size alone), so
+//! results never depend on the number of threads.
+//!
+//! # Autograd
+//!
+//! Both ops record PyTorch's `ConvolutionBackward0`. Its formula uses recording ops only: the
+//! input's gradient is a transposed convolution of the output gradient ([`conv_transpose`]'s
+//! kernel), the weight's gradient an internal op (`ConvolutionBackwardBackward0`) whose own
+//! gradients are again a convolution and a transposed convolution, the bias's a sum. So double
+//! (and higher) backward works for input, weight and bias.
+
+use super::reduce::Real;
+use super::SendPtr;
+use crate::alloc::CpuBuffer;
+use crate::autograd::record::{needs_grad, record1, Save};
+use crate::shape::Shape;
+use crate::{bail, DType, Element, Result, Tensor};
+
+/// Multiply-adds below which a convolution stays on one thread.
+const PAR_WORK: usize = 64 * 64 * 64;
+/// Largest stride, padding, dilation or kernel size accepted (keeps index arithmetic in range).
+const MAX_PARAM: usize = 1 << 40;
+
+/// Stride, padding, dilation and groups of one convolution, padded to three spatial dims (the
+/// real dims last; a 2-d convolution has a dummy first dim of size 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ConvParams {
+    pub(crate) nd: usize,
+    pub(crate) stride: [usize; 3],
+    pub(crate) pad: [usize; 3],
+    pub(crate) dil: [usize; 3],
+    pub(crate) groups: usize,
+}
+
+/// PyTorch's name of the op for messages (`conv2d`, `conv_transpose1d`).
+fn op_name(transposed: bool, nd: usize) -> String {
+    if transposed {
+        format!("conv_transpose{nd}d")
+    } else {
+        format!("conv{nd}d")
+    }
+}
+
+/// A per-dim argument (`stride=`, ...) expanded to `nd` values: one value for every dim, or
+/// one per dim (PyTorch's `expand_param_if_needed`).
+pub(crate) fn expand_param(name: &str, v: &[usize], nd: usize) -> Result<Vec<usize>> {
+    match v.len() {
+        1 => Ok(vec![v[0]; nd]),
+        n if n == nd => Ok(v.to_vec()),
+        _ => bail!(
+            Value,
+            "expected {name} to be a single integer value or a list of {nd} values to match the convolution dimensions, but got {name}={v:?}"
+        ),
+    }
+}
+
+/// `v` (nd values) padded in front to three dims with `fill`.
+pub(crate) fn pad3(v: &[usize], fill: usize) -> [usize; 3] {
+    let mut r = [fill; 3];
+    r[3 - v.len()..].copy_from_slice(v);
+    r
+}
+
+/// PyTorch's C++ name of a float dtype, as in "Input type (float) and bias type (double)".
+fn cpp_name(d: DType) -> &'static str {
+    match d {
+        DType::F16 => "c10::Half",
+        DType::BF16 => "c10::BFloat16",
+        DType::F32 => "float",
+        DType::F64 => "double",
+        d => d.type_name(),
+    }
+}
+
+/// Sizes joined like PyTorch's messages: `2 x 3`.
+fn join_x(v: &[i128]) -> String {
+    v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" x ")
+}
+
+/// Where a convolution maps: a batch of `n` items, the conv's input side ("big": `big_c`
+/// channels of `big` spatial sizes) and its output side ("small"), kernel `k`.
+#[derive(Clone, Copy, Debug)]
+struct Geo {
+    n: usize,
+    big_c: usize,
+    small_c: usize,
+    big: [usize; 3],
+    small: [usize; 3],
+    k: [usize; 3],
+    p: ConvParams,
+}
+
+impl Geo {
+    fn cin_g(&self) -> usize {
+        self.big_c / self.p.groups
+    }
+    fn cout_g(&self) -> usize {
+        self.small_c / self.p.groups
+    }
+    fn kk(&self) -> usize {
+        self.k.iter().product()
+    }
+    /// Rows of the column matrix of one group: input channels of the group times kernel size.
+    fn rows(&self) -> usize {
+        self.cin_g() * self.kk()
+    }
+    fn l_big(&self) -> usize {
+        self.big.iter().product()
+    }
+    fn l_small(&self) -> usize {
+        self.small.iter().product()
+    }
+    /// A 1x1 kernel, stride 1, no padding: the input is its own column matrix.
+    fn identity_cols(&self) -> bool {
+        self.k == [1; 3] && self.p.stride == [1; 3] && self.p.pad == [0; 3]
+    }
+    /// Multiply-adds of one batch item, for every group.
+    fn work_per_item(&self) -> usize {
+        self.small_c.saturating_mul(self.rows()).saturating_mul(self.l_small())
+    }
+}
+
+/// The output positions `o` in `0..o_len` whose input position `o * s + off - p` lies in
+/// `0..in_len`, as a range.
+#[inline]
+fn valid(o_len: usize, in_len: usize, s: usize, off: usize, p: usize) -> (usize, usize) {
+    let lo = if off >= p { 0 } else { (p - off).div_ceil(s) };
+    let hi = if in_len + p <= off { 0 } else { (in_len + p - off).div_ceil(s) };
+    let hi = hi.min(o_len);
+    (lo.min(hi), hi)
+}
+
+/// Unfolds one group of one batch item (`cin_g` channels of `big` spatial sizes, contiguous)
+/// into `col` (`rows x l_small`, row-major).
+fn im2col<T: Real>(x: &[T], col: &mut [T], g: &Geo) {
+    let [bd, bh, bw] = g.big;
+    let [od, oh, ow] = g.small;
+    let [kd, kh, kw] = g.k;
+    let (s, p, d) = (g.p.stride, g.p.pad, g.p.dil);
+    let l = od * oh * ow;
+    let plane = bd * bh * bw;
+    let mut row = 0;
+    for c in 0..g.cin_g() {
+        let xc = &x[c * plane..(c + 1) * plane];
+        for a in 0..kd {
+            for b in 0..kh {
+                for e in 0..kw {
+                    let dst = &mut col[row * l..(row + 1) * l];
+                    row += 1;
+                    let (d_lo, d_hi) = valid(od, bd, s[0], a * d[0], p[0]);
+                    let (h_lo, h_hi) = valid(oh, bh, s[1], b * d[1], p[1]);
+                    let (w_lo, w_hi) = valid(ow, bw, s[2], e * d[2], p[2]);
+                    for z in 0..od {
+                        let blk = &mut dst[z * oh * ow..(z + 1) * oh * ow];
+                        if z < d_lo || z >= d_hi {
+                            blk.fill(T::ZERO);
+                            continue;
+                        }
+                        let iz = z * s[0] + a * d[0] - p[0];
+                        for y in 0..oh {
+                            let r = &mut blk[y * ow..(y + 1) * ow];
+                            if y < h_lo || y >= h_hi {
+                                r.fill(T::ZERO);
+                                continue;
+                            }
+                            let iy = y * s[1] + b * d[1] - p[1];
+                            let src = &xc[(iz * bh + iy) * bw..(iz * bh + iy + 1) * bw];
+                            r[..w_lo].fill(T::ZERO);
+                            r[w_hi..].fill(T::ZERO);
+                            if w_lo < w_hi {
+                                let base = w_lo * s[2] + e * d[2] - p[2];
+                                let out = &mut r[w_lo..w_hi];
+                                if s[2] == 1 {
+                                    out.copy_from_slice(&src[base..base + out.len()]);
+                                } else {
+                                    for (j, o) in out.iter_mut().enumerate() {
+                                        *o = src[base + j * s[2]];
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The adjoint of [`im2col`]: adds every column entry onto its input position in `x` (which
+/// the caller has zeroed).
+fn col2im<T: Real>(col: &[T], x: &mut [T], g: &Geo) {
+    let [bd, bh, bw] = g.big;
+    let [od, oh, ow] = g.small;
+    let [kd, kh, kw] = g.k;
+    let (s, p, d) = (g.p.stride, g.p.pad, g.p.dil);
+    let l = od * oh * ow;
+    let plane = bd * bh * bw;
+    let mut row = 0;
+    for c in 0..g.cin_g() {
+        let xc = &mut x[c * plane..(c + 1) * plane];
+        for a in 0..kd {
+            for b in 0..kh {
+                for e in 0..kw {
+                    let src = &col[row * l..(row + 1) * l];
+                    row += 1;
+                    let (d_lo, d_hi) = valid(od, bd, s[0], a * d[0], p[0]);
+                    let (h_lo, h_hi) = valid(oh, bh, s[1], b * d[1], p[1]);
+                    let (w_lo, w_hi) = valid(ow, bw, s[2], e * d[2], p[2]);
+                    if w_lo >= w_hi {
+                        continue;
+                    }
+                    for z in d_lo..d_hi {
+                        let iz = z * s[0] + a * d[0] - p[0];
+                        for y in h_lo..h_hi {
+                            let iy = y * s[1] + b * d[1] - p[1];
+                            let dst = &mut xc[(iz * bh + iy) * bw..(iz * bh + iy + 1) * bw];
+                            let r = &src[(z * oh + y) * ow + w_lo..(z * oh + y) * ow + w_hi];
+                            let base = w_lo * s[2] + e * d[2] - p[2];
+                            if s[2] == 1 {
+                                for (o, &v) in dst[base..base + r.len()].iter_mut().zip(r) {
+                                    *o = *o + v;
+                                }
+                            } else {
+                                for (j, &v) in r.iter().enumerate() {
+                                    let o = &mut dst[base + j * s[2]];
+                                    *o = *o + v;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs `f(first_item, end_item, gemm_threads)` over `0..n` batch items: chunks of items in
+/// parallel when there are at least as many items as threads, else all items in one piece
+/// whose products use every thread.
+fn over_items(n: usize, work_per_item: usize, f: impl Fn(usize, usize, usize) + Sync) {
+    let threads = crate::get_num_threads();
+    if threads <= 1 || n.saturating_mul(work_per_item) < PAR_WORK {
+        return f(0, n, 1);
+    }
+    if n >= threads {
+        let chunk = n.div_ceil(n.min(4 * threads));
+        crate::threads::run_tasks(n.div_ceil(chunk), |t| f(t * chunk, ((t + 1) * chunk).min(n), 1));
+    } else {
+        f(0, n, if work_per_item >= PAR_WORK { threads } else { 1 });
+    }
+}
+
+/// A column buffer of `len` elements of `T` from the caching allocator.
+fn scratch<T: Element>(len: usize) -> CpuBuffer {
+    // Sizes were checked when the output (at least as large per item) was allocated; a failure
+    // here is out of memory, which the caching allocator reports by retrying once first.
+    CpuBuffer::new(len * std::mem::size_of::<T>()).expect("convolution scratch buffer")
+}
+
+/// Read access to contiguous tensors: a pointer to each one's first element, locks taken in
+/// address order (as every kernel takes them).
+fn read_all<const N: usize, T: Element, R>(ts: [&Tensor; N], f: impl FnOnce([SendPtr<T>; N]) -> R) -> R {
+    let (_g, _, ptrs) = super::lock_all(None, ts.map(|t| &**t.storage()));
+    let p = std::array::from_fn(|i| {
+        debug_assert!(ts[i].is_contiguous());
+        if ts[i].numel() == 0 {
+            SendPtr(std::ptr::NonNull::<T>::dangling().as_ptr())
+        } else {
+            // SAFETY: a contiguous non-empty layout's offset lies inside its storage.
+            SendPtr(unsafe { (ptrs[i] as *mut T).add(ts[i].storage_offset()) })
+        }
+    });
+    f(p)
+}
+
+/// A fresh output tensor of `shape`, filled by `fill` through a raw pointer.
+fn build_raw<T: Element>(shape: Vec<usize>, fill: impl FnOnce(SendPtr<T>)) -> Result<Tensor> {
+    let shape = Shape::from(shape);
+    let mut buf = CpuBuffer::for_shape(&shape, std::mem::size_of::<T>())?;
+    fill(SendPtr(buf.as_mut_ptr() as *mut T));
+    Ok(Tensor::from_cpu_buffer(buf, shape, T::DTYPE))
+}
+
+/// The shape `[n, c, *spatial]` for `nd` spatial dims of a padded-to-3 size.
+fn nc_shape(n: usize, c: usize, sp: &[usize; 3], nd: usize) -> Vec<usize> {
+    let mut v = vec![n, c];
+    v.extend_from_slice(&sp[3 - nd..]);
+    v
+}
+
+/// Forward kernel: `y = conv(x, w) + bias` (`x: [n, big_c, big]`, `w: [small_c, cin_g, k]`).
+fn forward_kernel<T: Real + Element>(
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    g: &Geo,
+) -> Result<Tensor> {
+    let shape = nc_shape(g.n, g.small_c, &g.small, g.p.nd);
+    let b = bias.unwrap_or(w);
+    let (rows, ls, lb, cin_g, cout_g) = (g.rows(), g.l_small(), g.l_big(), g.cin_g(), g.cout_g());
+    build_raw::<T>(shape, |yp| {
+        if g.n * g.small_c * ls == 0 {
+            return;
+        }
+        read_all::<3, T, _>([x, w, b], |[xp, wp, bp]| {
+            over_items(g.n, g.work_per_item(), |i0, i1, gt| {
+                let mut col = if g.identity_cols() { None } else { Some(scratch::<T>(rows * ls)) };
+                let (xp, wp, bp, yp) = (xp, wp, bp, yp);
+                for i in i0..i1 {
+                    for gr in 0..g.p.groups {
+                        // SAFETY: offsets inside the contiguous tensors of the checked shapes;
+                        // every item and group writes its own rows of the output.
+                        unsafe {
+                            let dst = yp.0.add((i * g.small_c + gr * cout_g) * ls);
+                            if rows == 0 {
+                                std::ptr::write_bytes(dst, 0, cout_g * ls);
+                                continue;
+                            }
+                            let xg = xp.0.add((i * g.big_c + gr * cin_g) * lb);
+                            let (cp, crs) = match &mut col {
+                                None => (xg as *const T, lb),
+                                Some(buf) => {
+                                    let xs = std::slice::from_raw_parts(xg, cin_g * lb);
+                                    im2col(xs, &mut buf.as_mut_slice::<T>()[..rows * ls], g);
+                                    (buf.as_ptr() as *const T, ls)
+                                }
+                            };
+                            let wg = wp.0.add(gr * cout_g * rows);
+                            super::linalg::gemm_raw(
+                                (cout_g, ls, rows),
+                                dst,
+                                (ls, 1),
+                                wg,
+                                (rows, 1),
+                                cp,
+                                (crs, 1),
+                                T::ONE,
+                                None,
+                                gt,
+                            );
+                        }
+                    }
+                    if bias.is_some() {
+                        for c in 0..g.small_c {
+                            // SAFETY: as above.
+                            unsafe {
+                                let bv = *bp.0.add(c);
+                                let row =
+                                    std::slice::from_raw_parts_mut(yp.0.add((i * g.small_c + c) * ls), ls);
+                                row.iter_mut().for_each(|v| *v = *v + bv);
+                            }
+                        }
+                    }
+                }
+            });
+        });
+    })
+}
+
+/// Input-gradient kernel, also the transposed convolution's forward: `x = conv^T(y, w) + bias`
+/// (`y: [n, small_c, small]` to `[n, big_c, big]`; bias has `big_c` elements).
+fn backward_input_kernel<T: Real + Element>(
+    y: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    g: &Geo,
+) -> Result<Tensor> {
+    let shape = nc_shape(g.n, g.big_c, &g.big, g.p.nd);
+    let b = bias.unwrap_or(w);
+    let (rows, ls, lb, cin_g, cout_g) = (g.rows(), g.l_small(), g.l_big(), g.cin_g(), g.cout_g());
+    build_raw::<T>(shape, |xp| {
+        if g.n * g.big_c * lb == 0 {
+            return;
+        }
+        read_all::<3, T, _>([y, w, b], |[yp, wp, bp]| {
+            over_items(g.n, g.work_per_item(), |i0, i1, gt| {
+                let identity = g.identity_cols() && cout_g > 0;
+                let mut col = if identity { None } else { Some(scratch::<T>(rows * ls)) };
+                let (xp, wp, bp, yp) = (xp, wp, bp, yp);
+                for i in i0..i1 {
+                    for gr in 0..g.p.groups {
+                        // SAFETY: as in `forward_kernel`; every item and group writes its own
+                        // channels of the result.
+                        unsafe {
+                            let dst = xp.0.add((i * g.big_c + gr * cin_g) * lb);
+                            let yg = yp.0.add((i * g.small_c + gr * cout_g) * ls);
+                            // W_g^T: (rows x cout_g) with strides (1, rows).
+                            let wg = wp.0.add(gr * cout_g * rows);
+                            match &mut col {
+                                None => super::linalg::gemm_raw(
+                                    (rows, ls, cout_g),
+                                    dst,
+                                    (lb, 1),
+                                    wg,
+                                    (1, rows),
+                                    yg,
+                                    (ls, 1),
+                                    T::ONE,
+                                    None,
+                                    gt,
+                                ),
+                                Some(buf) => {
+                                    std::ptr::write_bytes(dst, 0, cin_g * lb);
+                                    if cout_g == 0 || rows == 0 {
+                                        continue;
+                                    }
+                                    let cp = buf.as_mut_ptr() as *mut T;
+                                    super::linalg::gemm_raw(
+                                        (rows, ls, cout_g),
+                                        cp,
+                                        (ls, 1),
+                                        wg,
+                                        (1, rows),
+                                        yg,
+                                        (ls, 1),
+                                        T::ONE,
+                                        None,
+                                        gt,
+                                    );
+                                    let xs = std::slice::from_raw_parts_mut(dst, cin_g * lb);
+                                    col2im(&buf.as_slice::<T>()[..rows * ls], xs, g);
+                                }
+                            }
+                        }
+                    }
+                    if bias.is_some() {
+                        for c in 0..g.big_c {
+                            // SAFETY: as above.
+                            unsafe {
+                                let bv = *bp.0.add(c);
+                                let row =
+                                    std::slice::from_raw_parts_mut(xp.0.add((i * g.big_c + c) * lb), lb);
+                                row.iter_mut().for_each(|v| *v = *v + bv);
+                            }
+                        }
+                    }
+                }
+            });
+        });
+    })
+}
+
+/// Weight-gradient kernel: `gw[co, ci, k] = sum over items and output positions of
+/// v[n, co, o] * x[n, ci, o * s + k * d - p]` (`x` the conv's input, `v` its output gradient),
+/// of shape `[small_c, cin_g, *k]`. Summed per chunk of batch items (their number depends on
+/// the batch size only), the chunks' sums added in order.
+fn backward_weight_kernel<T: Real + Element>(x: &Tensor, v: &Tensor, g: &Geo) -> Result<Tensor> {
+    let mut shape = vec![g.small_c, g.cin_g()];
+    shape.extend_from_slice(&g.k[3 - g.p.nd..]);
+    let (rows, ls, lb, cin_g, cout_g) = (g.rows(), g.l_small(), g.l_big(), g.cin_g(), g.cout_g());
+    let wlen = g.small_c * rows;
+    let per_item = g.work_per_item();
+    let chunks = if g.n.saturating_mul(per_item) < PAR_WORK { 1 } else { g.n.min(8) };
+    let per_chunk = g.n.div_ceil(chunks.max(1));
+    let chunks = if g.n == 0 { 1 } else { g.n.div_ceil(per_chunk) };
+    // Partial sums of chunks 1.. (chunk 0 sums into the result itself).
+    let mut partial = CpuBuffer::new(wlen * chunks.saturating_sub(1) * std::mem::size_of::<T>())?;
+    let pp = SendPtr(partial.as_mut_ptr() as *mut T);
+    build_raw::<T>(shape, |gp| {
+        if wlen == 0 {
+            return;
+        }
+        read_all::<2, T, _>([x, v], |[xp, vp]| {
+            let run = |c: usize, gt: usize| {
+                let (xp, vp, gp, pp) = (xp, vp, gp, pp);
+                // SAFETY: chunk c owns its own buffer of wlen elements.
+                let dst0 = unsafe {
+                    if c == 0 {
+                        gp.0
+                    } else {
+                        pp.0.add((c - 1) * wlen)
+                    }
+                };
+                unsafe { std::ptr::write_bytes(dst0, 0, wlen) };
+                if rows == 0 || ls == 0 {
+                    return;
+                }
+                let mut col = if g.identity_cols() { None } else { Some(scratch::<T>(rows * ls)) };
+                for i in c * per_chunk..((c + 1) * per_chunk).min(g.n) {
+                    for gr in 0..g.p.groups {
+                        // SAFETY: offsets inside the checked contiguous tensors; the chunk
+                        // writes only its own buffer.
+                        unsafe {
+                            let xg = xp.0.add((i * g.big_c + gr * cin_g) * lb);
+                            let (cp, crs) = match &mut col {
+                                None => (xg as *const T, lb),
+                                Some(buf) => {
+                                    let xs = std::slice::from_raw_parts(xg, cin_g * lb);
+                                    im2col(xs, &mut buf.as_mut_slice::<T>()[..rows * ls], g);
+                                    (buf.as_ptr() as *const T, ls)
+                                }
+                            };
+                            let vg = vp.0.add((i * g.small_c + gr * cout_g) * ls);
+                            // (cout_g x ls) @ col^T (ls x rows, strides (1, crs))
+                            super::linalg::gemm_raw(
+                                (cout_g, rows, ls),
+                                dst0.add(gr * cout_g * rows),
+                                (rows, 1),
+                                vg,
+                                (ls, 1),
+                                cp,
+                                (1, crs),
+                                T::ONE,
+                                Some(T::ONE),
+                                gt,
+                            );
+                        }
+                    }
+                }
+            };
+            // Single-threaded products only: `gemm`'s summation order can depend on the block
+            // of the output a call computes, so a product split over threads could round
+            // differently from one computed whole.
+            if chunks > 1 && crate::get_num_threads() > 1 {
+                crate::threads::run_tasks(chunks, |c| run(c, 1));
+            } else {
+                (0..chunks).for_each(|c| run(c, 1));
+            }
+            // SAFETY: all chunks are done; the buffers hold wlen elements each.
+            unsafe {
+                let out = std::slice::from_raw_parts_mut(gp.0, wlen);
+                for c in 1..chunks {
+                    let part = std::slice::from_raw_parts(pp.0.add((c - 1) * wlen), wlen);
+                    out.iter_mut().zip(part).for_each(|(o, &p)| *o = *o + p);
+                }
+            }
+        });
+    })
+}
+
+// ------------------------------------------------------------------------------------------
+// Argument checks
+
+/// Validated arguments of a convolution or transposed convolution.
+struct Checked {
+    geo: Geo,
+}
+
+/// Checks a (transposed) convolution's arguments as PyTorch does and works out its geometry.
+/// `output_padding` is `Some` for a transposed convolution.
+#[allow(clippy::too_many_arguments)]
+fn check_conv(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[usize],
+    padding: &[usize],
+    dilation: &[usize],
+    groups: usize,
+    output_padding: Option<&[usize]>,
+    expect_nd: Option<usize>,
+) -> Result<Checked> {
+    let transposed = output_padding.is_some();
+    let wr = weight.rank();
+    let nd = match expect_nd {
+        Some(nd) => nd,
+        None => {
+            if !(3..=5).contains(&wr) {
+                bail!(
+                    Shape,
+                    "{}: expected a 3-, 4- or 5-dimensional weight [out_channels, in_channels / groups, *kernel] for a 1-, 2- or 3-d convolution, but got weight of size {}",
+                    if transposed { "conv_transpose" } else { "conv" },
+                    weight.shape()
+                );
+            }
+            wr - 2
+        }
+    };
+    let op = op_name(transposed, nd);
+    if expect_nd.is_some() && input.rank() != nd + 2 {
+        bail!(
+            Shape,
+            "Expected {}D (batched) input to {op}, but got input of size: {} (Pyrite takes batched input only: unsqueeze(0) an unbatched one)",
+            nd + 2,
+            input.shape()
+        );
+    }
+    if wr != input.rank() {
+        bail!(
+            Shape,
+            "Expected {wr}-dimensional input for {wr}-dimensional weight {}, but got {}-dimensional input of size {} instead",
+            weight.shape(),
+            input.rank(),
+            input.shape()
+        );
+    }
+    for (what, t) in [("Input", input), ("weight", weight)] {
+        if !t.dtype().is_floating_point() {
+            bail!(
+                NotImplemented,
+                "\"{op}\" not implemented for '{}' ({what} dtype {}; Pyrite's convolutions take float tensors)",
+                t.dtype().type_name(),
+                t.dtype()
+            );
+        }
+    }
+    if weight.dtype() != input.dtype() {
+        bail!(
+            DType,
+            "Input type ({}) and weight type ({}) should be the same",
+            cpp_name(input.dtype()),
+            cpp_name(weight.dtype())
+        );
+    }
+    if let Some(b) = bias {
+        if b.dtype() != input.dtype() {
+            bail!(
+                DType,
+                "Input type ({}) and bias type ({}) should be the same",
+                cpp_name(input.dtype()),
+                cpp_name(b.dtype())
+            );
+        }
+    }
+    let stride = expand_param("stride", stride, nd)?;
+    let padding = expand_param("padding", padding, nd)?;
+    let dilation = expand_param("dilation", dilation, nd)?;
+    let out_pad = match output_padding {
+        Some(op) => expand_param("output_padding", op, nd)?,
+        None => vec![0; nd],
+    };
+    if stride.contains(&0) {
+        bail!(Value, "non-positive stride is not supported");
+    }
+    if dilation.contains(&0) {
+        bail!(Value, "non-positive dilation is not supported");
+    }
+    if groups == 0 {
+        bail!(Value, "non-positive groups is not supported");
+    }
+    for (name, v) in
+        [("stride", &stride), ("padding", &padding), ("dilation", &dilation), ("output_padding", &out_pad)]
+    {
+        if v.iter().any(|&x| x > MAX_PARAM) {
+            bail!(Value, "{op}: {name}={v:?} is too large");
+        }
+    }
+    let (ws, xs) = (weight.dims(), input.dims());
+    if ws[2..].iter().any(|&k| k > MAX_PARAM) {
+        bail!(Value, "{op}: kernel size {:?} is too large", &ws[2..]);
+    }
+    let (n, cin) = (xs[0], xs[1]);
+    let (big_c, small_c) = if transposed {
+        // weight [C_in, C_out / groups, *k]
+        if ws[0] != cin {
+            bail!(
+                Shape,
+                "Given transposed=1, weight of size {}, expected input{} to have {} channels, but got {} channels instead",
+                weight.shape(),
+                input.shape(),
+                ws[0],
+                cin
+            );
+        }
+        if ws[0] % groups != 0 {
+            bail!(
+                Shape,
+                "Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight of shape {} instead",
+                weight.shape()
+            );
+        }
+        (ws[1] * groups, cin)
+    } else {
+        if ws[0] == 0 {
+            bail!(
+                Shape,
+                "Given groups={groups}, expected weight to be at least 1 at dimension 0, but got weight of size {} instead",
+                weight.shape()
+            );
+        }
+        if ws[0] % groups != 0 {
+            bail!(
+                Shape,
+                "Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight of shape {} instead",
+                weight.shape()
+            );
+        }
+        if ws[1].checked_mul(groups) != Some(cin) {
+            bail!(
+                Shape,
+                "Given groups={groups}, weight of size {}, expected input{} to have {} channels, but got {cin} channels instead",
+                weight.shape(),
+                input.shape(),
+                ws[1] as u128 * groups as u128
+            );
+        }
+        (cin, ws[0])
+    };
+    if let Some(b) = bias {
+        let want = if transposed { big_c } else { small_c };
+        if b.rank() != 1 || b.dims()[0] != want {
+            let t = if transposed { "transposed=1, " } else { "" };
+            bail!(
+                Shape,
+                "Given {t}weight of size {}, expected bias to be 1-dimensional with {want} elements, but got bias of size {} instead",
+                weight.shape(),
+                b.shape()
+            );
+        }
+    }
+    if transposed {
+        for i in 0..nd {
+            if out_pad[i] >= stride[i] && out_pad[i] >= dilation[i] {
+                let names = ["depth", "height", "width"];
+                let nm = &names[3 - nd..];
+                let list = |label: &str, v: &[usize]| {
+                    (0..nd).map(|j| format!("{label}_{}: {}", nm[j], v[j])).collect::<Vec<_>>().join(" ")
+                };
+                bail!(
+                    Value,
+                    "output padding must be smaller than either stride or dilation, but got {} {} {}",
+                    list("output_padding", &out_pad),
+                    list("stride", &stride),
+                    list("dilation", &dilation)
+                );
+            }
+        }
+    }
+    let k: Vec<usize> = ws[2..].to_vec();
+    let sp: Vec<usize> = xs[2..].to_vec();
+    let p =
+        ConvParams { nd, stride: pad3(&stride, 1), pad: pad3(&padding, 0), dil: pad3(&dilation, 1), groups };
+    let other: Vec<usize> = if transposed {
+        // out = (in - 1) * s - 2p + d (k - 1) + output_padding + 1
+        let out: Vec<i128> = (0..nd)
+            .map(|i| {
+                (sp[i] as i128 - 1) * stride[i] as i128 - 2 * padding[i] as i128
+                    + dilation[i] as i128 * (k[i] as i128 - 1)
+                    + out_pad[i] as i128
+                    + 1
+            })
+            .collect();
+        if out.iter().any(|&o| o < 1) {
+            let ins: Vec<i128> = sp.iter().map(|&v| v as i128).collect();
+            bail!(
+                Shape,
+                "Given input size per channel: ({}). Calculated output size per channel: ({}). Output size is too small",
+                join_x(&ins),
+                join_x(&out)
+            );
+        }
+        out.iter().map(|&o| o as usize).collect()
+    } else {
+        let padded: Vec<i128> = (0..nd).map(|i| sp[i] as i128 + 2 * padding[i] as i128).collect();
+        let kd: Vec<i128> = (0..nd).map(|i| dilation[i] as i128 * (k[i] as i128 - 1) + 1).collect();
+        if (0..nd).any(|i| padded[i] < kd[i]) {
+            bail!(
+                Shape,
+                "Calculated padded input size per channel: ({}). Kernel size: ({}). Kernel size can't be greater than actual input size",
+                join_x(&padded),
+                join_x(&kd)
+            );
+        }
+        (0..nd).map(|i| ((padded[i] - kd[i]) / stride[i] as i128 + 1) as usize).collect()
+    };
+    let (big, small) =
+        if transposed { (pad3(&other, 1), pad3(&sp, 1)) } else { (pad3(&sp, 1), pad3(&other, 1)) };
+    let geo = Geo { n, big_c, small_c, big, small, k: pad3(&k, 1), p };
+    Ok(Checked { geo })
+}
+
+// ------------------------------------------------------------------------------------------
+// The recorded ops
+
+/// Runs `f` on the f32/f64 element type of `dtype`.
+macro_rules! float_kernel {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            d => bail!(NotImplemented, "convolution kernel for {d}"),
+        }
+    };
+}
+pub(crate) use float_kernel;
+
+/// Contiguous copies (or the tensors themselves) for the kernels.
+fn contig(t: &Tensor) -> Result<Tensor> {
+    if t.is_contiguous() {
+        Ok(t.clone())
+    } else {
+        let _g = crate::autograd::no_grad();
+        t.contiguous()
+    }
+}
+
+/// `conv(x, w) + bias` on f32/f64 with checked geometry, recorded as `ConvolutionBackward0`.
+fn conv_core(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, geo: Geo) -> Result<Tensor> {
+    let (xc, wc) = (contig(x)?, contig(w)?);
+    let bc = bias.map(contig).transpose()?;
+    let y = float_kernel!(x.dtype(), T => forward_kernel::<T>(&xc, &wc, bc.as_ref(), &geo))?;
+    let mut inputs = vec![x, w];
+    inputs.extend(bias);
+    if !needs_grad(&inputs) {
+        return Ok(y);
+    }
+    record1("ConvolutionBackward0", &inputs, y, &[Save::Input(x), Save::Input(w)], move |ctx, g| {
+        let g = &g[0];
+        let gx = if ctx.needs_input_grad(0) {
+            Some(conv_transpose_core(g, &ctx.saved(1)?, None, geo)?)
+        } else {
+            None
+        };
+        let gw = if ctx.needs_input_grad(1) { Some(weight_grad(&ctx.saved(0)?, g, geo)?) } else { None };
+        let mut r = vec![gx, gw];
+        if ctx.needs_input_grad(2) {
+            r.push(Some(bias_grad(g)?));
+        }
+        Ok(r)
+    })
+}
+
+/// The bias gradient: the output gradient summed over the batch and spatial dims.
+fn bias_grad(g: &Tensor) -> Result<Tensor> {
+    let dims: Vec<isize> = std::iter::once(0).chain(2..g.rank() as isize).collect();
+    g.sum_dims(&dims, false)
+}
+
+/// `conv^T(y, w) + bias` (`geo` is the geometry of the convolution it transposes), recorded as
+/// `ConvolutionBackward0`.
+fn conv_transpose_core(y: &Tensor, w: &Tensor, bias: Option<&Tensor>, geo: Geo) -> Result<Tensor> {
+    let (yc, wc) = (contig(y)?, contig(w)?);
+    let bc = bias.map(contig).transpose()?;
+    let geo = Geo { n: y.dims()[0], ..geo };
+    let x = float_kernel!(y.dtype(), T => backward_input_kernel::<T>(&yc, &wc, bc.as_ref(), &geo))?;
+    let mut inputs = vec![y, w];
+    inputs.extend(bias);
+    if !needs_grad(&inputs) {
+        return Ok(x);
+    }
+    record1("ConvolutionBackward0", &inputs, x, &[Save::Input(y), Save::Input(w)], move |ctx, g| {
+        let g = &g[0];
+        let gy = if ctx.needs_input_grad(0) { Some(conv_core(g, &ctx.saved(1)?, None, geo)?) } else { None };
+        let gw = if ctx.needs_input_grad(1) { Some(weight_grad(g, &ctx.saved(0)?, geo)?) } else { None };
+        let mut r = vec![gy, gw];
+        if ctx.needs_input_grad(2) {
+            r.push(Some(bias_grad(g)?));
+        }
+        Ok(r)
+    })
+}
+
+/// The weight gradient of `conv(x, w)` for output gradient `v`, recorded (as
+/// `ConvolutionBackwardBackward0`) with its own gradients: a transposed convolution of `v` for
+/// `x` and a convolution of `x` for `v`, both by the incoming weight-shaped gradient.
+fn weight_grad(x: &Tensor, v: &Tensor, geo: Geo) -> Result<Tensor> {
+    let (xc, vc) = (contig(x)?, contig(v)?);
+    let geo = Geo { n: x.dims()[0], ..geo };
+    let gw = float_kernel!(x.dtype(), T => backward_weight_kernel::<T>(&xc, &vc, &geo))?;
+    if !needs_grad(&[x, v]) {
+        return Ok(gw);
+    }
+    record1("ConvolutionBackwardBackward0", &[x, v], gw, &[Save::Input(x), Save::Input(v)], move |ctx, g| {
+        let gg = &g[0];
+        let gx = if ctx.needs_input_grad(0) {
+            Some(conv_transpose_core(&ctx.saved(1)?, gg, None, geo)?)
+        } else {
+            None
+        };
+        let gv = if ctx.needs_input_grad(1) { Some(conv_core(&ctx.saved(0)?, gg, None, geo)?) } else { None };
+        Ok(vec![gx, gv])
+    })
+}
+
+/// f16/bf16 through f32: converts, runs `f`, converts back (the casts are recorded).
+fn via_f32(
+    ts: &[Option<&Tensor>],
+    f: impl FnOnce(&[Option<Tensor>]) -> Result<Tensor>,
+) -> Result<Option<Tensor>> {
+    let dt = ts[0].unwrap().dtype();
+    if !matches!(dt, DType::F16 | DType::BF16) {
+        return Ok(None);
+    }
+    let conv: Vec<Option<Tensor>> =
+        ts.iter().map(|t| t.map(|t| t.to_dtype(DType::F32)).transpose()).collect::<Result<_>>()?;
+    Ok(Some(f(&conv)?.to_dtype(dt)?))
+}
+
+/// `torch.nn.functional.conv1d/2d/3d(input, weight, bias, stride, padding, dilation, groups)`
+/// with numeric padding, for `input: [N, C_in, *spatial]` (one to three spatial dims, taken
+/// from the weight's rank) and `weight: [C_out, C_in / groups, *kernel]`. `stride`, `padding`
+/// and `dilation` hold one value per spatial dim, or one value for all. The output has
+/// `floor((in + 2 * padding - dilation * (kernel - 1) - 1) / stride) + 1` positions per dim.
+/// f32 and f64 (f16 and bf16 computed in f32); recorded as `ConvolutionBackward0`.
+///
+/// ```
+/// use pyrite_core::ops::conv::conv;
+/// use pyrite_core::{DType, Tensor};
+/// let x = Tensor::ones([1, 1, 4, 4], DType::F32)?;
+/// let w = Tensor::ones([2, 1, 3, 3], DType::F32)?;
+/// let y = conv(&x, &w, None, &[1], &[1], &[1], 1)?;
+/// assert_eq!(y.dims(), &[1, 2, 4, 4]);
+/// assert_eq!(y.to_vec::<f32>()?[..4], [4., 6., 6., 4.]);
+/// # Ok::<(), pyrite_core::Error>(())
+/// ```
+pub fn conv(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[usize],
+    padding: &[usize],
+    dilation: &[usize],
+    groups: usize,
+) -> Result<Tensor> {
+    conv_nd(input, weight, bias, stride, padding, dilation, groups, None)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn conv_nd(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[usize],
+    padding: &[usize],
+    dilation: &[usize],
+    groups: usize,
+    nd: Option<usize>,
+) -> Result<Tensor> {
+    let c = check_conv(input, weight, bias, stride, padding, dilation, groups, None, nd)?;
+    if let Some(r) = via_f32(&[Some(input), Some(weight), bias], |t| {
+        conv_core(t[0].as_ref().unwrap(), t[1].as_ref().unwrap(), t[2].as_ref(), c.geo)
+    })? {
+        return Ok(r);
+    }
+    conv_core(input, weight, bias, c.geo)
+}
+
+/// `torch.nn.functional.conv_transpose1d/2d/3d(input, weight, bias, stride, padding,
+/// output_padding, groups, dilation)` for `input: [N, C_in, *spatial]` and
+/// `weight: [C_in, C_out / groups, *kernel]`: the gradient of [`conv`] with respect to its
+/// input. The output has `(in - 1) * stride - 2 * padding + dilation * (kernel - 1) +
+/// output_padding + 1` positions per dim; `output_padding` must be smaller than the stride or
+/// the dilation. Recorded as `ConvolutionBackward0`, as in PyTorch.
+///
+/// ```
+/// use pyrite_core::ops::conv::conv_transpose;
+/// use pyrite_core::{DType, Tensor};
+/// let x = Tensor::ones([1, 1, 2, 2], DType::F32)?;
+/// let w = Tensor::ones([1, 1, 2, 2], DType::F32)?;
+/// let y = conv_transpose(&x, &w, None, &[2], &[0], &[0], &[1], 1)?;
+/// assert_eq!(y.dims(), &[1, 1, 4, 4]);
+/// assert_eq!(y.sum()?.item::<f32>()?, 16.);
+/// # Ok::<(), pyrite_core::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn conv_transpose(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[usize],
+    padding: &[usize],
+    output_padding: &[usize],
+    dilation: &[usize],
+    groups: usize,
+) -> Result<Tensor> {
+    conv_transpose_nd(input, weight, bias, stride, padding, output_padding, dilation, groups, None)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn conv_transpose_nd(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[usize],
+    padding: &[usize],
+    output_padding: &[usize],
+    dilation: &[usize],
+    groups: usize,
+    nd: Option<usize>,
+) -> Result<Tensor> {
+    let c = check_conv(input, weight, bias, stride, padding, dilation, groups, Some(output_padding), nd)?;
+    if let Some(r) = via_f32(&[Some(input), Some(weight), bias], |t| {
+        conv_transpose_core(t[0].as_ref().unwrap(), t[1].as_ref().unwrap(), t[2].as_ref(), c.geo)
+    })? {
+        return Ok(r);
+    }
+    conv_transpose_core(input, weight, bias, c.geo)
+}
+
+macro_rules! conv_fixed {
+    ($name:ident, $tname:ident, $nd:expr) => {
+        #[doc = concat!("`torch.nn.functional.", stringify!($name), "` for batched input: [`conv`] that requires a ", stringify!($nd), "-d convolution (input of rank ", stringify!($nd), " + 2).")]
+        pub fn $name(
+            input: &Tensor,
+            weight: &Tensor,
+            bias: Option<&Tensor>,
+            stride: &[usize],
+            padding: &[usize],
+            dilation: &[usize],
+            groups: usize,
+        ) -> Result<Tensor> {
+            conv_nd(input, weight, bias, stride, padding, dilation, groups, Some($nd))
+        }
+
+        #[doc = concat!("`torch.nn.functional.", stringify!($tname), "` for batched input: [`conv_transpose`] that requires a ", stringify!($nd), "-d convolution.")]
+        #[allow(clippy::too_many_arguments)]
+        pub fn $tname(
+            input: &Tensor,
+            weight: &Tensor,
+            bias: Option<&Tensor>,
+            stride: &[usize],
+            padding: &[usize],
+            output_padding: &[usize],
+            groups: usize,
+            dilation: &[usize],
+        ) -> Result<Tensor> {
+            conv_transpose_nd(input, weight, bias, stride, padding, output_padding, dilation, groups, Some($nd))
+        }
+    };
+}
+conv_fixed!(conv1d, conv_transpose1d, 1);
+conv_fixed!(conv2d, conv_transpose2d, 2);
+conv_fixed!(conv3d, conv_transpose3d, 3);
