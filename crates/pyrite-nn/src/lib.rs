@@ -13,6 +13,7 @@ extern crate self as pyrite;
 
 pub mod activation;
 pub mod container;
+pub mod conv;
 pub mod distance;
 pub mod dropout;
 pub mod flatten;
@@ -26,6 +27,7 @@ pub mod normalization;
 pub mod padding;
 mod parameter;
 pub mod pixelshuffle;
+pub mod pooling;
 pub mod sparse;
 pub mod state_dict;
 pub mod summary;
@@ -33,6 +35,9 @@ pub mod value;
 
 pub use activation::*;
 pub use container::{ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential};
+pub use conv::{
+    Conv1d, Conv2d, Conv3d, ConvOptions, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, Padding,
+};
 pub use distance::{CosineSimilarity, PairwiseDistance};
 pub use dropout::{AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout};
 pub use flatten::{Flatten, Unflatten};
@@ -50,6 +55,7 @@ pub use normalization::{
 pub use padding::*;
 pub use parameter::{Buffer, Parameter};
 pub use pixelshuffle::{ChannelShuffle, PixelShuffle, PixelUnshuffle};
+pub use pooling::*;
 pub use pyrite_nn_derive::Module;
 pub use sparse::{Embedding, EmbeddingBag};
 pub use state_dict::{IncompatibleKeys, StateDict};

@@ -381,6 +381,64 @@ fn reprs_of_single_layers_match_pytorch() -> Result<()> {
     assert_eq!(Softmax::new().dim(1).to_string(), r("Softmax"));
     assert_eq!(LogSoftmax::new().dim(-1).to_string(), r("LogSoftmax"));
     assert_eq!(Softmin::new().dim(0).to_string(), r("Softmin"));
+    let so = ConvOptions::new;
+    assert_eq!(Conv1d::new(2, 3, 3, so().stride(2).padding(1))?.to_string(), r("Conv1d"));
+    let c2 =
+        so().stride([2, 1]).padding([1, 2]).groups(2).bias(false).padding_mode(functional::PadMode::Reflect);
+    assert_eq!(Conv2d::new(4, 2, 3, c2)?.to_string(), r("Conv2d"));
+    assert_eq!(Conv3d::new(2, 2, 3, so().padding_same().dilation(2))?.to_string(), r("Conv3d"));
+    assert_eq!(
+        ConvTranspose1d::new(2, 3, 3, so().stride(2).padding(1).output_padding(1))?.to_string(),
+        r("ConvTranspose1d")
+    );
+    assert_eq!(
+        ConvTranspose2d::new(4, 2, 3, so().stride(2).groups(2).dilation(2))?.to_string(),
+        r("ConvTranspose2d")
+    );
+    assert_eq!(ConvTranspose3d::new(2, 2, 2, so().stride(2))?.to_string(), r("ConvTranspose3d"));
+    let po = PoolOptions::new;
+    assert_eq!(MaxPool1d::new(3, po().stride(2)).to_string(), r("MaxPool1d"));
+    assert_eq!(
+        MaxPool2d::new(3, po().stride(2).padding(1).return_indices(true).ceil_mode(true)).to_string(),
+        r("MaxPool2d")
+    );
+    assert_eq!(MaxPool3d::new(2, po()).to_string(), r("MaxPool3d"));
+    assert_eq!(MaxUnpool1d::new(2, None, 0)?.to_string(), r("MaxUnpool1d"));
+    assert_eq!(MaxUnpool2d::new(3, Some(vec![2]), 1)?.to_string(), r("MaxUnpool2d"));
+    assert_eq!(
+        AvgPool1d::new(3, po().stride(2).padding(1).count_include_pad(false)).to_string(),
+        r("AvgPool1d")
+    );
+    assert_eq!(AvgPool2d::new(2, po().padding(1).divisor_override(3)).to_string(), r("AvgPool2d"));
+    assert_eq!(AvgPool3d::new(2, po().ceil_mode(true)).to_string(), r("AvgPool3d"));
+    assert_eq!(AdaptiveAvgPool1d::new(&[Some(3)]).to_string(), r("AdaptiveAvgPool1d"));
+    assert_eq!(AdaptiveAvgPool2d::new(&[None, Some(3)]).to_string(), r("AdaptiveAvgPool2d"));
+    assert_eq!(AdaptiveMaxPool1d::new(&[Some(4)]).to_string(), r("AdaptiveMaxPool1d"));
+    assert_eq!(AdaptiveMaxPool2d::new(&[Some(3), Some(4)]).to_string(), r("AdaptiveMaxPool2d"));
+    assert_eq!(LPPool1d::new(2.0, 3, Some(vec![2]), false).to_string(), r("LPPool1d"));
+    assert_eq!(LPPool2d::new(2.0, 2, None, false).to_string(), r("LPPool2d"));
+    assert_eq!(FeatureAlphaDropout::new(0.5)?.to_string(), r("FeatureAlphaDropout"));
+    assert_eq!(RReLU::new().lower(0.1).upper(0.3).to_string(), r("RReLU"));
+    assert_eq!(Softmax2d::new().to_string(), r("Softmax2d"));
+    assert_eq!(PixelShuffle::new(2).to_string(), r("PixelShuffle"));
+    assert_eq!(PixelUnshuffle::new(2).to_string(), r("PixelUnshuffle"));
+    assert_eq!(ChannelShuffle::new(2).to_string(), r("ChannelShuffle"));
+    assert_eq!(ZeroPad2d::new(&[1, 2, 0, 3])?.to_string(), r("ZeroPad2d"));
+    assert_eq!(ConstantPad1d::new(&[2])?.value(3.5).to_string(), r("ConstantPad1d"));
+    assert_eq!(ConstantPad3d::new(&[1])?.value(0.5).to_string(), r("ConstantPad3d"));
+    assert_eq!(ReflectionPad1d::new(&[2])?.to_string(), r("ReflectionPad1d"));
+    assert_eq!(ReplicationPad2d::new(&[2])?.to_string(), r("ReplicationPad2d"));
+    assert_eq!(CircularPad1d::new(&[2, 1])?.to_string(), r("CircularPad1d"));
+    // the Sequential of PyTorch's documentation example
+    let seq = Sequential::new()
+        .append(Conv2d::new(1, 32, 3, so().padding(1))?)
+        .append(BatchNorm2d::new(32)?)
+        .append(MaxPool2d::new(2, po()))
+        .append(Dropout::new(0.5)?)
+        .append(GELU::new().approximate(functional::GeluApproximate::Tanh))
+        .append(Embedding::new(10, 3)?.padding_idx(0)?)
+        .append(LayerNorm::new(&[4])?);
+    assert_eq!(seq.to_string(), j["repr_sequential"]["repr"].as_str().unwrap());
     for (layer, name) in [
         (Box::new(ReLU6::new()) as Box<dyn Module>, "ReLU6"),
         (Box::new(SELU::new()), "SELU"),

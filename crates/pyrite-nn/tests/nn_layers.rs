@@ -9,40 +9,31 @@ mod common;
 mod vision;
 
 use common::{assert_close, load_tensors, Kw};
-use pyrite::nn::functional::{BagMode, GeluApproximate};
+use pyrite::nn::functional::{BagMode, GeluApproximate, PadMode};
 use pyrite::nn::normalization::NormOptions;
 use pyrite::nn::*;
 use pyrite::{DType, Result, Tensor};
 use serde_json::Value as J;
 use std::collections::HashMap;
 
+trait IfEmpty {
+    fn if_empty(self, d: usize) -> Vec<usize>;
+}
+
+impl IfEmpty for Vec<usize> {
+    /// The default PyTorch uses when the keyword was not given.
+    fn if_empty(self, d: usize) -> Vec<usize> {
+        if self.is_empty() {
+            vec![d]
+        } else {
+            self
+        }
+    }
+}
+
 /// Layers whose reference cases exist but which Pyrite does not have yet: their cases are
 /// skipped, by name, and listed when the test runs. Anything else unknown fails the test.
-const PENDING: &[&str] = &[
-    "Conv1d",
-    "Conv2d",
-    "Conv3d",
-    "ConvTranspose1d",
-    "ConvTranspose2d",
-    "ConvTranspose3d",
-    "MaxPool1d",
-    "MaxPool2d",
-    "MaxPool3d",
-    "MaxUnpool1d",
-    "MaxUnpool2d",
-    "AvgPool1d",
-    "AvgPool2d",
-    "AvgPool3d",
-    "AdaptiveAvgPool1d",
-    "AdaptiveAvgPool2d",
-    "AdaptiveMaxPool1d",
-    "AdaptiveMaxPool2d",
-    "LPPool1d",
-    "LPPool2d",
-    "Upsample",
-    "UpsamplingBilinear2d",
-    "UpsamplingNearest2d",
-];
+const PENDING: &[&str] = &["Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"];
 
 /// Cases where PyTorch's own result is off by more than the f64 tolerance, with the
 /// tolerance used instead and why. PyTorch's f64 hardsigmoid backward multiplies by the f32
@@ -94,6 +85,108 @@ fn build(layer: &str, k: &Kw, dtype: DType) -> Result<Option<Box<dyn Module>>> {
         "Unflatten" => {
             let sizes: Vec<isize> = k.ints("unflattened_size").into_iter().map(|v| v as isize).collect();
             boxed(Unflatten::new(k.i_or("dim", 1) as isize, &sizes), dtype)?
+        }
+        conv if conv.starts_with("Conv") => {
+            let (i, o) = (k.u("in_channels"), k.u("out_channels"));
+            let ks = k.sizes("kernel_size");
+            let mut opts = ConvOptions::new()
+                .stride(k.sizes("stride").if_empty(1))
+                .groups(k.u_or("groups", 1))
+                .bias(k.b_or("bias", true));
+            opts = opts
+                .dilation(k.sizes("dilation").if_empty(1))
+                .output_padding(k.sizes("output_padding").if_empty(0));
+            opts = match k.get("padding").and_then(|p| p.as_str()) {
+                Some("same") => opts.padding_same(),
+                Some("valid") => opts.padding_valid(),
+                _ => opts.padding(k.sizes("padding").if_empty(0)),
+            };
+            opts =
+                opts.padding_mode(match k.get("padding_mode").and_then(|p| p.as_str()).unwrap_or("zeros") {
+                    "reflect" => PadMode::Reflect,
+                    "replicate" => PadMode::Replicate,
+                    "circular" => PadMode::Circular,
+                    _ => PadMode::Constant,
+                });
+            match conv {
+                "Conv1d" => boxed(Conv1d::new(i, o, ks, opts)?, dtype)?,
+                "Conv2d" => boxed(Conv2d::new(i, o, ks, opts)?, dtype)?,
+                "Conv3d" => boxed(Conv3d::new(i, o, ks, opts)?, dtype)?,
+                "ConvTranspose1d" => boxed(ConvTranspose1d::new(i, o, ks, opts)?, dtype)?,
+                "ConvTranspose2d" => boxed(ConvTranspose2d::new(i, o, ks, opts)?, dtype)?,
+                "ConvTranspose3d" => boxed(ConvTranspose3d::new(i, o, ks, opts)?, dtype)?,
+                other => panic!("no mapping for {other}"),
+            }
+        }
+        pool if pool.contains("Pool")
+            && !pool.starts_with("Adaptive")
+            && !pool.starts_with("LP")
+            && !pool.contains("Unpool") =>
+        {
+            let ks = k.sizes("kernel_size");
+            let mut opts = PoolOptions::new()
+                .padding(k.sizes("padding").if_empty(0))
+                .dilation(k.sizes("dilation").if_empty(1));
+            opts = opts.ceil_mode(k.b_or("ceil_mode", false)).return_indices(k.b_or("return_indices", false));
+            if k.get("stride").is_some() {
+                opts = opts.stride(k.sizes("stride"));
+            }
+            if let Some(c) = k.get("count_include_pad") {
+                opts = opts.count_include_pad(c.as_bool().unwrap());
+            }
+            if k.get("divisor_override").is_some() {
+                opts = opts.divisor_override(k.u("divisor_override"));
+            }
+            match pool {
+                "MaxPool1d" => boxed(MaxPool1d::new(ks, opts), dtype)?,
+                "MaxPool2d" => boxed(MaxPool2d::new(ks, opts), dtype)?,
+                "MaxPool3d" => boxed(MaxPool3d::new(ks, opts), dtype)?,
+                "AvgPool1d" => boxed(AvgPool1d::new(ks, opts), dtype)?,
+                "AvgPool2d" => boxed(AvgPool2d::new(ks, opts), dtype)?,
+                "AvgPool3d" => boxed(AvgPool3d::new(ks, opts), dtype)?,
+                other => panic!("no mapping for {other}"),
+            }
+        }
+        adaptive if adaptive.starts_with("Adaptive") => {
+            let size: Vec<Option<usize>> = match k.get("output_size").unwrap() {
+                J::Array(a) => a.iter().map(|v| v.as_u64().map(|x| x as usize)).collect(),
+                v => vec![v.as_u64().map(|x| x as usize)],
+            };
+            let ri = k.b_or("return_indices", false);
+            match adaptive {
+                "AdaptiveAvgPool1d" => boxed(AdaptiveAvgPool1d::new(&size), dtype)?,
+                "AdaptiveAvgPool2d" => boxed(AdaptiveAvgPool2d::new(&size), dtype)?,
+                "AdaptiveMaxPool1d" => {
+                    let mut m = AdaptiveMaxPool1d::new(&size);
+                    m.return_indices = ri;
+                    boxed(m, dtype)?
+                }
+                "AdaptiveMaxPool2d" => {
+                    let mut m = AdaptiveMaxPool2d::new(&size);
+                    m.return_indices = ri;
+                    boxed(m, dtype)?
+                }
+                other => panic!("no mapping for {other}"),
+            }
+        }
+        "LPPool1d" | "LPPool2d" => {
+            let stride = k.get("stride").map(|_| k.sizes("stride"));
+            let (p, ks, ceil) =
+                (k.f_or("norm_type", 2.0), k.sizes("kernel_size"), k.b_or("ceil_mode", false));
+            if layer == "LPPool1d" {
+                boxed(LPPool1d::new(p, ks, stride, ceil), dtype)?
+            } else {
+                boxed(LPPool2d::new(p, ks, stride, ceil), dtype)?
+            }
+        }
+        "MaxUnpool1d" | "MaxUnpool2d" => {
+            let stride = k.get("stride").map(|_| k.sizes("stride"));
+            let (ks, pad) = (k.sizes("kernel_size"), k.sizes("padding").if_empty(0));
+            if layer == "MaxUnpool1d" {
+                boxed(MaxUnpool1d::new(ks, stride, pad)?, dtype)?
+            } else {
+                boxed(MaxUnpool2d::new(ks, stride, pad)?, dtype)?
+            }
         }
         "BatchNorm1d" => boxed(
             BatchNorm1d::with_options(k.u("num_features"), norm_opts(k, NormOptions::batch_norm()))?,
@@ -306,11 +399,14 @@ fn run_case(c: &J, t: &HashMap<String, Tensor>) -> std::result::Result<(), Strin
             .collect();
         m.load_state_dict(&sd, true)?;
         m.set_training(c["train"].as_bool().unwrap());
-        let input = if n_in == 1 {
-            Value::Tensor(inputs[0].clone())
-        } else {
-            Value::Tuple(inputs.iter().map(|x| Value::Tensor(x.clone())).collect())
-        };
+        let mut parts: Vec<Value> = inputs.iter().map(|x| Value::Tensor(x.clone())).collect();
+        // forward(x, output_size=...) of ConvTranspose and MaxUnpool
+        if let Some(size) = c.get("forward_kwargs").and_then(|f| f.get("output_size")) {
+            let size: Vec<Value> =
+                size.as_array().unwrap().iter().map(|d| Value::Int(d.as_i64().unwrap())).collect();
+            parts.push(Value::List(size));
+        }
+        let input = if parts.len() == 1 { parts.remove(0) } else { Value::Tuple(parts) };
         let out = m.call_value(input)?;
         let outs = match out {
             Value::Tensor(x) => vec![x],

@@ -89,6 +89,23 @@ fn layers() -> Vec<(&'static str, Box<dyn Module>)> {
         ("PixelShuffle", Box::new(PixelShuffle::new(2))),
         ("PixelUnshuffle", Box::new(PixelUnshuffle::new(2))),
         ("ChannelShuffle", Box::new(ChannelShuffle::new(3))),
+        ("Conv1d", Box::new(Conv1d::new(3, 2, 2, ConvOptions::new()).unwrap())),
+        ("Conv2d same", Box::new(Conv2d::new(3, 2, 2, ConvOptions::new().padding_same()).unwrap())),
+        (
+            "Conv2d reflect",
+            Box::new(
+                Conv2d::new(3, 3, 3, ConvOptions::new().padding(5).groups(3).padding_mode(PadMode::Reflect))
+                    .unwrap(),
+            ),
+        ),
+        ("ConvTranspose2d", Box::new(ConvTranspose2d::new(3, 2, 2, ConvOptions::new().stride(2)).unwrap())),
+        ("MaxPool1d", Box::new(MaxPool1d::new(2, PoolOptions::new().return_indices(true)))),
+        ("MaxPool2d", Box::new(MaxPool2d::new(9, PoolOptions::new().padding(4).ceil_mode(true)))),
+        ("AvgPool2d", Box::new(AvgPool2d::new(2, PoolOptions::new().divisor_override(0)))),
+        ("AdaptiveAvgPool2d", Box::new(AdaptiveAvgPool2d::new(&[Some(0), None]))),
+        ("AdaptiveMaxPool1d", Box::new(AdaptiveMaxPool1d::new(&[Some(7)]))),
+        ("LPPool2d", Box::new(LPPool2d::new(2.0, 2, None, false))),
+        ("MaxUnpool2d", Box::new(MaxUnpool2d::new(2, None, 0).unwrap())),
         ("Sequential", Box::new(Sequential::new().append(Linear::new(3, 3).unwrap()).append(ReLU::new()))),
         ("ModuleList", Box::new(ModuleList::new())),
     ]
@@ -196,6 +213,23 @@ fn bad_configurations_are_errors_at_construction() {
     assert!(Embedding::new(3, 2).unwrap().padding_idx(3).is_err());
     assert!(Embedding::from_pretrained(&Tensor::zeros([3], DType::F32).unwrap(), true, None).is_err());
     assert!(ZeroPad2d::new(&[1, 2, 3]).is_err());
+    assert!(Conv2d::new(3, 4, 3, ConvOptions::new().groups(2)).is_err());
+    assert!(Conv2d::new(3, 3, 3, ConvOptions::new().stride(2).padding_same()).is_err());
+    assert!(Conv2d::new(3, 3, 0, ConvOptions::new()).is_err());
+    assert!(ConvTranspose2d::new(3, 3, 3, ConvOptions::new().padding_mode(PadMode::Reflect)).is_err());
+    let e = Conv2d::new(3, 4, 3, ConvOptions::new())
+        .unwrap()
+        .call(&Tensor::zeros([2, 3], DType::F32).unwrap())
+        .unwrap_err();
+    assert_eq!(
+        e.message(),
+        "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: [2, 3]"
+    );
+    let e = Conv2d::new(3, 4, 5, ConvOptions::new())
+        .unwrap()
+        .call(&Tensor::zeros([1, 3, 2, 2], DType::F32).unwrap())
+        .unwrap_err();
+    assert!(e.message().contains("Kernel size can't be greater than actual input size"), "{e}");
     // wrong ranks and channel counts get PyTorch-like messages
     let e = BatchNorm2d::new(3).unwrap().call(&Tensor::zeros([2, 3], DType::F32).unwrap()).unwrap_err();
     assert_eq!(e.message(), "expected 4D input (got 2D input)");

@@ -14,11 +14,13 @@
 //! ```
 
 mod activation;
+mod conv;
 mod linear;
 mod loss;
 mod normalization;
 
 pub use activation::*;
+pub use conv::*;
 pub use linear::*;
 pub use loss::*;
 pub use normalization::*;

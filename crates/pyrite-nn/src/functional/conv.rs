@@ -1,0 +1,40 @@
+//! Convolution and pooling as functions (`F.conv2d`, `F.max_pool2d`, ...): the core's
+//! `ops::conv` and `ops::pool`, with the layers' argument handling.
+
+use crate::pooling::PoolOptions;
+use pyrite_core::{bail, Result, Tensor};
+
+pub use crate::conv::conv;
+pub use pyrite_core::ops::conv::conv_transpose;
+pub use pyrite_core::ops::pool::{adaptive_avg_pool, adaptive_max_pool, avg_pool, max_pool, max_unpool};
+
+fn check_rank(x: &Tensor, spatial: usize, op: &str) -> Result<()> {
+    if x.rank() != spatial + 2 {
+        bail!(Shape, "{op}: expected a {}D input [N, C, *spatial], got {:?}", spatial + 2, x.dims());
+    }
+    Ok(())
+}
+
+/// `F.max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode)` on `[N, C, H, W]`:
+/// the pooled values (use [`max_pool`] for the indices too).
+pub fn max_pool2d(x: &Tensor, kernel_size: &[usize], opts: &PoolOptions) -> Result<Tensor> {
+    check_rank(x, 2, "max_pool2d")?;
+    let stride = opts.stride.clone().unwrap_or_default();
+    Ok(max_pool(x, kernel_size, &stride, &opts.padding, &opts.dilation, opts.ceil_mode)?.0)
+}
+
+/// `F.avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+/// divisor_override)` on `[N, C, H, W]`.
+pub fn avg_pool2d(x: &Tensor, kernel_size: &[usize], opts: &PoolOptions) -> Result<Tensor> {
+    check_rank(x, 2, "avg_pool2d")?;
+    let stride = opts.stride.clone().unwrap_or_default();
+    avg_pool(
+        x,
+        kernel_size,
+        &stride,
+        &opts.padding,
+        opts.ceil_mode,
+        opts.count_include_pad.unwrap_or(true),
+        opts.divisor_override,
+    )
+}
