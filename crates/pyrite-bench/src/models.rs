@@ -1,12 +1,12 @@
 //! The model workloads of the reference benchmark, written with `pyrite::nn`: `mlp_digits`,
-//! `mlp_big` and `cnn` (added when convolution lands). Until `pyrite-optim` exists, their
+//! `mlp_big` and `cnn`. Until `pyrite-optim` exists, their
 //! optimizer step is [`Adam`] below, a hand-written Adam (PyTorch's defaults: betas 0.9 and
 //! 0.999, eps 1e-8), which every result line says.
 
 use crate::timing::{median, min, round, spread, timeit};
 use crate::Args;
 use pyrite::nn::functional as F;
-use pyrite::nn::{Linear, Module, ReLU, Sequential};
+use pyrite::nn::{self, Conv2d, ConvOptions, Linear, Module, ModuleBase, PoolOptions, ReLU, Sequential};
 use pyrite::{autograd, DType, Result, Tensor};
 use serde_json::{json, Map, Value};
 use std::time::Instant;
@@ -190,4 +190,59 @@ pub fn linear8(args: &Args, res: &mut Map<String, Value>) {
     let (t, _) = timeit(args, 1000, Some(0.2), || drop(std::hint::black_box(lin.call(&x).unwrap())));
     res.insert("linear8_fwd_nograd_us".into(), json!(round(t * 1e6, 3)));
     res.insert("note".into(), json!("linear8_fwd_us records autograd graph (params require grad)"));
+}
+
+/// The reference benchmark's `SmallCNN`: conv(1->32, 3x3, p1)-relu-maxpool2-conv(32->64, 3x3,
+/// p1)-relu-maxpool2-flatten-linear(3136->128)-relu-linear(128->10).
+#[derive(nn::Module)]
+struct SmallCnn {
+    base: ModuleBase,
+    c1: Conv2d,
+    c2: Conv2d,
+    f1: Linear,
+    f2: Linear,
+}
+
+impl Module for SmallCnn {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let pool = PoolOptions::new();
+        let x = F::max_pool2d(&self.c1.call(x)?.relu()?, &[2], &pool)?;
+        let x = F::max_pool2d(&self.c2.call(&x)?.relu()?, &[2], &pool)?;
+        self.f2.call(&self.f1.call(&x.flatten(1, -1)?)?.relu()?)
+    }
+}
+
+pub fn cnn(args: &Args) -> Map<String, Value> {
+    pyrite::manual_seed(0);
+    let p1 = || ConvOptions::new().padding(1);
+    let model = SmallCnn {
+        base: ModuleBase::new(),
+        c1: Conv2d::new(1, 32, 3, p1()).unwrap(),
+        c2: Conv2d::new(32, 64, 3, p1()).unwrap(),
+        f1: Linear::new(64 * 7 * 7, 128).unwrap(),
+        f2: Linear::new(128, 10).unwrap(),
+    };
+    let mut opt = Adam::new(model.parameters(), 1e-3);
+    let bs = 64;
+    let x = Tensor::randn([bs, 1, 28, 28], DType::F32).unwrap();
+    let y = Tensor::randint(0, 10, [bs], DType::I64).unwrap();
+    let ce = Default::default();
+    let mut step = || {
+        opt.zero_grad();
+        let loss = F::cross_entropy(&model.call(&x).unwrap(), &y, &ce).unwrap();
+        loss.backward().unwrap();
+        opt.step().unwrap();
+    };
+    let (t, times) = timeit(args, 5, None, &mut step);
+    let macs = 28 * 28 * 32 * 9 + 14 * 14 * 64 * 32 * 9 + 3136 * 128 + 128 * 10;
+    let mut res = Map::new();
+    res.insert("batch".into(), json!(bs));
+    res.insert("optimizer".into(), json!(OPTIMIZER_NOTE));
+    res.insert("steps_per_s".into(), json!(round(1.0 / t, 2)));
+    res.insert("steps_per_s_best".into(), json!(round(1.0 / min(&times), 2)));
+    res.insert("images_per_s".into(), json!(round(bs as f64 / t, 1)));
+    res.insert("ms_per_step".into(), json!(round(t * 1e3, 3)));
+    res.insert("approx_gflops".into(), json!(round((3 * 2 * bs * macs) as f64 / t / 1e9, 2)));
+    res.insert("spread".into(), json!(spread(&times)));
+    res
 }

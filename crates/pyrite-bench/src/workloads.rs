@@ -14,6 +14,7 @@ pub fn all() -> Vec<(&'static str, Workload)> {
         ("elementwise", elementwise),
         ("mlp_digits", crate::models::mlp_digits),
         ("mlp_big", crate::models::mlp_big),
+        ("cnn", crate::models::cnn),
         ("overhead", overhead),
         ("autograd", autograd),
     ]

@@ -198,9 +198,8 @@ pub fn trunc_normal_(t: &Tensor, mean: f64, std: f64, a: f64, b: f64, gen: Optio
     t.copy_(&v).map(drop)
 }
 
+/// `erf(x)`, through the core's erf on a one-element tensor.
 fn libm_erf(x: f64) -> f64 {
-    // Abramowitz-Stegun 7.1.26 is too coarse for the bounds; use the series/continued fraction
-    // through the core's erf on a one-element tensor.
     Tensor::scalar(x).and_then(|t| t.erf()).and_then(|t| t.item::<f64>()).unwrap_or(f64::NAN)
 }
 
@@ -218,8 +217,8 @@ pub fn orthogonal_(t: &Tensor, gain: f64, gen: Option<&Generator>) -> Result<()>
     let flat = Tensor::randn_with([rows, cols], DType::F64, gen)?;
     // QR of the tall matrix (transpose when wide), by modified Gram-Schmidt.
     let (m, n, a) = if rows < cols { (cols, rows, flat.t()?.contiguous()?) } else { (rows, cols, flat) };
+    // Gram-Schmidt leaves R's diagonal positive, which is the sign convention PyTorch applies
     let mut q = a.to_vec2::<f64>()?; // m x n, columns orthonormalised in place
-    let mut sign = vec![1f64; n];
     for j in 0..n {
         for k in 0..j {
             let dot: f64 = (0..m).map(|i| q[i][k] * q[i][j]).sum();
@@ -233,13 +232,11 @@ pub fn orthogonal_(t: &Tensor, gain: f64, gen: Option<&Generator>) -> Result<()>
                 row[j] /= norm;
             }
         }
-        // R's diagonal is the norm (> 0), so sign(diag(R)) is 1 here; kept for clarity.
-        sign[j] = 1.0;
     }
     let mut out = vec![0f64; m * n];
     for i in 0..m {
         for j in 0..n {
-            out[i * n + j] = q[i][j] * sign[j] * gain;
+            out[i * n + j] = q[i][j] * gain;
         }
     }
     let mut qt = Tensor::from_vec(out, [m, n])?;
