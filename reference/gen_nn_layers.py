@@ -536,6 +536,28 @@ case("pixelunshuffle", "PixelUnshuffle", dict(downscale_factor=2), [R(2, 2, 4, 6
 case("channelshuffle", "ChannelShuffle", dict(groups=2), [R(2, 4, 3, 3)])
 case("channelshuffle_3", "ChannelShuffle", dict(groups=3), [R(2, 6, 4)])
 
+
+def n_blocks(size, k, d=1, p=0, st=1):
+    """The number of sliding blocks of unfold/fold along one dim."""
+    return (size + 2 * p - d * (k - 1) - 1) // st + 1
+
+
+case("unfold", "Unfold", dict(kernel_size=2), [R(2, 3, 4, 5)], dtypes=BOTH)
+case("unfold_dil_pad_stride", "Unfold", dict(kernel_size=(2, 3), dilation=(2, 1), padding=1, stride=(1, 2)),
+     [R(2, 2, 5, 6)], dtypes=BOTH)
+case("unfold_unbatched_k3_s2", "Unfold", dict(kernel_size=3, stride=2), [R(3, 5, 5)],
+     note="3-D input: [C, H, W] -> [C*kh*kw, L]")
+case("unfold_pad_only", "Unfold", dict(kernel_size=(1, 2), padding=(2, 0)), [R(1, 2, 3, 3)])
+case("fold", "Fold", dict(output_size=(4, 5), kernel_size=2), [R(2, 3 * 4, n_blocks(4, 2) * n_blocks(5, 2))],
+     dtypes=BOTH, note="overlapping blocks are summed")
+case("fold_dil_pad_stride", "Fold", dict(output_size=(5, 6), kernel_size=(2, 3), dilation=(2, 1), padding=1,
+                                         stride=(2, 1)),
+     [R(2, 2 * 6, n_blocks(5, 2, 2, 1, 2) * n_blocks(6, 3, 1, 1, 1))], dtypes=BOTH)
+case("fold_unbatched", "Fold", dict(output_size=5, kernel_size=3, stride=2), [R(2 * 9, 4)],
+     note="2-D input: [C*kh*kw, L] -> [C, H, W]")
+case("fold_stride_gaps", "Fold", dict(output_size=(5, 5), kernel_size=1, stride=2), [R(1, 3, 9)],
+     note="stride > kernel: positions no block covers are zero")
+
 # ============================================================================ padding
 case("zeropad1d", "ZeroPad1d", dict(padding=2), [R(2, 3, 5)])
 case("zeropad1d_tuple", "ZeroPad1d", dict(padding=(1, 3)), [R(2, 3, 5)])
@@ -576,5 +598,13 @@ error_case("err_embedding_out_of_range", "Embedding", dict(num_embeddings=5, emb
 error_case("err_reflectionpad_too_big", "ReflectionPad1d", dict(padding=4), [R(1, 2, 4)])
 error_case("err_pixelshuffle_channels", "PixelShuffle", dict(upscale_factor=2), [R(1, 6, 2, 2)])
 error_case("err_glu_odd", "GLU", {}, [R(2, 3)])
+error_case("err_unfold_kernel_too_big", "Unfold", dict(kernel_size=4), [R(1, 2, 3, 3)])
+error_case("err_unfold_2d_input", "Unfold", dict(kernel_size=2), [R(4, 4)])
+error_case("err_fold_channels", "Fold", dict(output_size=(4, 4), kernel_size=2), [R(1, 6, 9)],
+           note="input.size(1)=6 is not divisible by kh*kw=4")
+error_case("err_fold_blocks", "Fold", dict(output_size=(4, 4), kernel_size=2), [R(1, 8, 8)],
+           note="L=8 but 3*3=9 blocks")
+error_case("err_upsample_both", "Upsample", dict(size=4, scale_factor=2.0), [R(1, 2, 3)])
+error_case("err_upsample_bilinear_3d", "Upsample", dict(scale_factor=2.0, mode="bilinear"), [R(1, 2, 3)])
 
 rf.save()

@@ -17,6 +17,7 @@ pub mod conv;
 pub mod distance;
 pub mod dropout;
 pub mod flatten;
+pub mod fold;
 pub mod functional;
 pub mod hooks;
 pub mod init;
@@ -31,6 +32,7 @@ pub mod pooling;
 pub mod sparse;
 pub mod state_dict;
 pub mod summary;
+pub mod upsampling;
 pub mod value;
 
 pub use activation::*;
@@ -41,6 +43,7 @@ pub use conv::{
 pub use distance::{CosineSimilarity, PairwiseDistance};
 pub use dropout::{AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout};
 pub use flatten::{Flatten, Unflatten};
+pub use fold::{Fold, Unfold};
 pub use hooks::{
     register_module_forward_hook, register_module_forward_pre_hook, register_module_full_backward_hook,
     HookHandle,
@@ -60,6 +63,7 @@ pub use pyrite_nn_derive::Module;
 pub use sparse::{Embedding, EmbeddingBag};
 pub use state_dict::{IncompatibleKeys, StateDict};
 pub use summary::summary;
+pub use upsampling::{Upsample, UpsamplingBilinear2d, UpsamplingNearest2d};
 pub use value::Value;
 
 // The paths `#[derive(Module)]` generates (`::pyrite::nn::...`, `::pyrite::Result`) resolve

@@ -18,12 +18,14 @@ mod conv;
 mod linear;
 mod loss;
 mod normalization;
+mod vision;
 
 pub use activation::*;
 pub use conv::*;
 pub use linear::*;
 pub use loss::*;
 pub use normalization::*;
+pub use vision::*;
 
 /// `reduction=` of the losses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
