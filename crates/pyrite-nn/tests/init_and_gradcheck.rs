@@ -15,7 +15,7 @@ fn gains_match_pytorchs_calculate_gain() {
     assert_eq!(init::calculate_gain(Conv2d, None), 1.0);
     assert_eq!(init::calculate_gain(Sigmoid, None), 1.0);
     assert_eq!(init::calculate_gain(Tanh, None), 1.6666666666666667);
-    assert_eq!(init::calculate_gain(Relu, None), 1.4142135623730951);
+    assert_eq!(init::calculate_gain(Relu, None), std::f64::consts::SQRT_2); // 1.4142135623730951
     assert_eq!(init::calculate_gain(LeakyRelu, None), 1.4141428569978354);
     assert_eq!(init::calculate_gain(LeakyRelu, Some(0.2)), 1.3867504905630728);
     assert_eq!(init::calculate_gain(Selu, None), 0.75);

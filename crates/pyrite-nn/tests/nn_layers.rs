@@ -33,7 +33,7 @@ impl IfEmpty for Vec<usize> {
 
 /// Layers whose reference cases exist but which Pyrite does not have yet: their cases are
 /// skipped, by name, and listed when the test runs. Anything else unknown fails the test.
-const PENDING: &[&str] = &["Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"];
+const PENDING: &[&str] = &[];
 
 /// Cases where PyTorch's own result is off by more than the f64 tolerance, with the
 /// tolerance used instead and why. PyTorch's f64 hardsigmoid backward multiplies by the f32
