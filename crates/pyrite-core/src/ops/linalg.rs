@@ -1252,6 +1252,72 @@ impl Tensor {
         product_ad("BmmBackward0", self, mat2, r)
     }
 
+    /// `F.linear(self, weight, bias)` for a matrix input: `self @ weight.T + bias`, with
+    /// `weight` `[out, in]` as PyTorch stores it. One product and, under autograd, one node
+    /// (`AddmmBackward0`, or `MmBackward0` without a bias) whose formulas read the weight
+    /// in place (no transposed view is recorded): the per-call cost of a small linear layer.
+    ///
+    /// ```
+    /// use pyrite_core::Tensor;
+    /// let x = Tensor::new([[1f32, 2.]])?;
+    /// let w = Tensor::new([[1f32, 0.], [0., 1.], [1., 1.]])?;
+    /// let b = Tensor::new([0.5f32, 0.5, 0.5])?;
+    /// assert_eq!(x.linear(&w, Some(&b))?.to_vec2::<f32>()?, vec![vec![1.5, 2.5, 3.5]]);
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        if self.rank() != 2 || weight.rank() != 2 || self.dims()[1] != weight.dims()[1] {
+            let (m, k) = if self.rank() == 2 { (self.dims()[0], self.dims()[1]) } else { (1, self.numel()) };
+            let (wo, wi) =
+                if weight.rank() == 2 { (weight.dims()[0], weight.dims()[1]) } else { (weight.numel(), 1) };
+            bail!(Shape, "linear: mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {wi}x{wo})");
+        }
+        check_same_dtype_mm(self, weight)?;
+        let out = [self.dims()[0], weight.dims()[0]];
+        if let Some(b) = bias {
+            check_input(b, &out, self.dtype(), "mat2", "addmm")?;
+        }
+        let rec =
+            crate::autograd::record::needs_grad(&[self, weight]) || bias.is_some_and(|b| b.requires_grad());
+        let y = {
+            let _g = crate::autograd::no_grad();
+            let wt = weight.t()?;
+            match bias {
+                Some(b) => {
+                    addbmm_core(self, &wt, Some(b), Scalar::Int(1), Scalar::Int(1), None, "addmm_impl_cpu_")?
+                }
+                None => {
+                    addbmm_core(self, &wt, None, Scalar::Int(0), Scalar::Int(1), None, "addmm_impl_cpu_")?
+                }
+            }
+        };
+        if !rec || !crate::autograd::is_grad_enabled() {
+            return Ok(y);
+        }
+        use crate::autograd::record::{record1, Save};
+        let x_and_w = [Save::Input(self), Save::Input(weight)];
+        match bias {
+            Some(b) => {
+                let bshape = b.shape().clone();
+                record1("AddmmBackward0", &[b, self, weight], y, &x_and_w, move |ctx, g| {
+                    let g = &g[0];
+                    let gb =
+                        if ctx.needs_input_grad(0) { Some(g.sum_to_size(bshape.clone())?) } else { None };
+                    let gx = if ctx.needs_input_grad(1) { Some(g.matmul(&ctx.saved(1)?)?) } else { None };
+                    let gw =
+                        if ctx.needs_input_grad(2) { Some(g.t()?.matmul(&ctx.saved(0)?)?) } else { None };
+                    Ok(vec![gb, gx, gw])
+                })
+            }
+            None => record1("MmBackward0", &[self, weight], y, &x_and_w, move |ctx, g| {
+                let g = &g[0];
+                let gx = if ctx.needs_input_grad(0) { Some(g.matmul(&ctx.saved(1)?)?) } else { None };
+                let gw = if ctx.needs_input_grad(1) { Some(g.t()?.matmul(&ctx.saved(0)?)?) } else { None };
+                Ok(vec![gx, gw])
+            }),
+        }
+    }
+
     /// `torch.bmm(a, b, out=out)`; returns `out`.
     pub fn bmm_out(&self, mat2: &Tensor, out: &Tensor) -> Result<Tensor> {
         check_bmm(self, mat2, "bmm")?;

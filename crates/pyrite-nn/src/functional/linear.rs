@@ -19,11 +19,13 @@ pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tens
             weight.dims()[0]
         );
     }
+    if x.rank() == 2 {
+        return x.linear(weight, bias);
+    }
     let wt = weight.t()?;
-    match (x.rank(), bias) {
-        (2, Some(b)) => b.addmm(x, &wt, 1, 1),
-        (_, Some(b)) => x.matmul(&wt)?.add(b),
-        (_, None) => x.matmul(&wt),
+    match bias {
+        Some(b) => x.matmul(&wt)?.add(b),
+        None => x.matmul(&wt),
     }
 }
 
