@@ -3,11 +3,10 @@
 use pyrite_core::autograd::no_grad;
 use pyrite_core::{bail, DType, Result, Scalar, Tensor};
 
-/// Statistics over `dims` (biased variance), as one pass of the core's `var_mean`.
+/// Statistics over `dims` (biased variance and mean, kept dims), from one pass of the core's
+/// `var_mean` (under autograd it records the variance and the mean as two nodes).
 fn var_mean(x: &Tensor, dims: &[isize]) -> Result<(Tensor, Tensor)> {
-    let v = x.var_dims(dims, 0.0, true)?;
-    let m = x.mean_dims(dims, true)?;
-    Ok((v, m))
+    x.var_mean(dims, 0.0, true)
 }
 
 /// `F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)`.
