@@ -9,6 +9,22 @@ fn var_mean(x: &Tensor, dims: &[isize]) -> Result<(Tensor, Tensor)> {
     x.var_mean(dims, 0.0, true)
 }
 
+/// `y * weight + bias`, each of `weight` / `bias` (one value per channel, dim 1) optional.
+fn channel_affine(y: Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>) -> Result<Tensor> {
+    let mut shape = vec![1isize; y.rank()];
+    if y.rank() > 1 {
+        shape[1] = -1;
+    }
+    let mut y = y;
+    if let Some(w) = weight {
+        y = y.mul(&w.reshape(shape.clone())?)?;
+    }
+    if let Some(b) = bias {
+        y = y.add(&b.reshape(shape)?)?;
+    }
+    Ok(y)
+}
+
 /// `F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)`.
 ///
 /// In training the batch statistics normalise `x` (over every dim but 1) and, when given,
@@ -76,14 +92,7 @@ pub fn batch_norm(
         }
         (m, v)
     };
-    let mut y = x.sub(&mean)?.mul(&var.add_scalar(eps)?.rsqrt()?)?;
-    if let Some(w) = weight {
-        y = y.mul(&w.reshape(stat_shape.clone())?)?;
-    }
-    if let Some(b) = bias {
-        y = y.add(&b.reshape(stat_shape)?)?;
-    }
-    Ok(y)
+    channel_affine(x.sub(&mean)?.mul(&var.add_scalar(eps)?.rsqrt()?)?, weight, bias)
 }
 
 /// `F.layer_norm(x, normalized_shape, weight, bias, eps)`: normalises over the last
@@ -178,14 +187,7 @@ pub fn group_norm(
     let y = g.sub(&m)?.mul(&v.add_scalar(eps)?.rsqrt()?)?.reshape(x.dims())?;
     let mut shape = vec![1isize; x.rank()];
     shape[1] = c as isize;
-    let mut y = y;
-    if let Some(w) = weight {
-        y = y.mul(&w.reshape(shape.clone())?)?;
-    }
-    if let Some(b) = bias {
-        y = y.add(&b.reshape(shape)?)?;
-    }
-    Ok(y)
+    channel_affine(y, weight, bias)
 }
 
 /// `F.instance_norm(x, running_mean, running_var, weight, bias, use_input_stats, momentum,
@@ -229,14 +231,7 @@ pub fn instance_norm(
         };
         x.sub(&rm.reshape(shape.clone())?)?.mul(&rv.reshape(shape.clone())?.add_scalar(eps)?.rsqrt()?)?
     };
-    let mut y = y;
-    if let Some(w) = weight {
-        y = y.mul(&w.reshape(shape.clone())?)?;
-    }
-    if let Some(b) = bias {
-        y = y.add(&b.reshape(shape)?)?;
-    }
-    Ok(y)
+    channel_affine(y, weight, bias)
 }
 
 /// `F.local_response_norm(x, size, alpha, beta, k)`: `x / (k + alpha/n * sum of squares over
