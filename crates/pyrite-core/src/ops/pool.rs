@@ -77,6 +77,11 @@ impl PoolGeo {
     fn l_out(&self) -> usize {
         self.out.iter().product()
     }
+    /// Elements read per plane, about (window size times outputs; saturating).
+    fn work(&self) -> usize {
+        let win = (0..3).fold(1usize, |a, i| a.saturating_mul(self.k[i].min(self.inp[i]).max(1)));
+        win.saturating_mul(self.l_out())
+    }
     fn step(&self, dim: usize) -> usize {
         if matches!(self.kind, Kind::Max) {
             self.d[dim]
@@ -318,7 +323,7 @@ fn max_kernel<T: Real + Element>(x: &Tensor, g: &PoolGeo) -> Result<(Tensor, Ten
     let [_, ih, iw] = g.inp;
     let (sz, sy, sx) = (g.step(0), g.step(1), g.step(2));
     with_read::<T, _>(x, |xp| {
-        over_planes(g.planes(), lo * g.k.iter().product::<usize>(), |pl| {
+        over_planes(g.planes(), g.work(), |pl| {
             let (xp, vp, ip) = (xp, vp, ip);
             // SAFETY: plane `pl` of the input and outputs, within their checked sizes.
             let (src, vals, idx) = unsafe {
@@ -367,7 +372,7 @@ fn avg_kernel<T: Real + Element>(x: &Tensor, g: &PoolGeo) -> Result<Tensor> {
     let [_, ih, iw] = g.inp;
     let kind = g.kind;
     with_read::<T, _>(x, |xp| {
-        over_planes(g.planes(), lo * g.k.iter().product::<usize>().max(1), |pl| {
+        over_planes(g.planes(), g.work(), |pl| {
             let (xp, yp) = (xp, yp);
             // SAFETY: plane `pl` of the input and output.
             let (src, dst) = unsafe {
@@ -424,7 +429,7 @@ fn avg_backward_kernel<T: Real + Element>(gy: &Tensor, g: &PoolGeo) -> Result<Te
     let [_, ih, iw] = g.inp;
     let kind = g.kind;
     with_read::<T, _>(gy, |yp| {
-        over_planes(g.planes(), lo * g.k.iter().product::<usize>().max(1) + li, |pl| {
+        over_planes(g.planes(), g.work().saturating_add(li), |pl| {
             let (xp, yp) = (xp, yp);
             // SAFETY: plane `pl` of the gradient and the result.
             let (src, dst) = unsafe {
