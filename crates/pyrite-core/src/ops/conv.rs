@@ -140,7 +140,7 @@ impl Geo {
 /// The output positions `o` in `0..o_len` whose input position `o * s + off - p` lies in
 /// `0..in_len`, as a range.
 #[inline]
-fn valid(o_len: usize, in_len: usize, s: usize, off: usize, p: usize) -> (usize, usize) {
+pub(crate) fn valid_range(o_len: usize, in_len: usize, s: usize, off: usize, p: usize) -> (usize, usize) {
     let lo = if off >= p { 0 } else { (p - off).div_ceil(s) };
     let hi = if in_len + p <= off { 0 } else { (in_len + p - off).div_ceil(s) };
     let hi = hi.min(o_len);
@@ -164,9 +164,9 @@ fn im2col<T: Real>(x: &[T], col: &mut [T], g: &Geo) {
                 for e in 0..kw {
                     let dst = &mut col[row * l..(row + 1) * l];
                     row += 1;
-                    let (d_lo, d_hi) = valid(od, bd, s[0], a * d[0], p[0]);
-                    let (h_lo, h_hi) = valid(oh, bh, s[1], b * d[1], p[1]);
-                    let (w_lo, w_hi) = valid(ow, bw, s[2], e * d[2], p[2]);
+                    let (d_lo, d_hi) = valid_range(od, bd, s[0], a * d[0], p[0]);
+                    let (h_lo, h_hi) = valid_range(oh, bh, s[1], b * d[1], p[1]);
+                    let (w_lo, w_hi) = valid_range(ow, bw, s[2], e * d[2], p[2]);
                     for z in 0..od {
                         let blk = &mut dst[z * oh * ow..(z + 1) * oh * ow];
                         if z < d_lo || z >= d_hi {
@@ -220,9 +220,9 @@ fn col2im<T: Real>(col: &[T], x: &mut [T], g: &Geo) {
                 for e in 0..kw {
                     let src = &col[row * l..(row + 1) * l];
                     row += 1;
-                    let (d_lo, d_hi) = valid(od, bd, s[0], a * d[0], p[0]);
-                    let (h_lo, h_hi) = valid(oh, bh, s[1], b * d[1], p[1]);
-                    let (w_lo, w_hi) = valid(ow, bw, s[2], e * d[2], p[2]);
+                    let (d_lo, d_hi) = valid_range(od, bd, s[0], a * d[0], p[0]);
+                    let (h_lo, h_hi) = valid_range(oh, bh, s[1], b * d[1], p[1]);
+                    let (w_lo, w_hi) = valid_range(ow, bw, s[2], e * d[2], p[2]);
                     if w_lo >= w_hi {
                         continue;
                     }
