@@ -342,6 +342,8 @@ fn larger_convolutions_match_direct_loops() {
         (1, 32, 24, 64, 3, 1, 1, 1),
         (4, 12, 15, 12, 5, 2, 2, 3),
         (3, 64, 9, 32, 1, 1, 0, 1),
+        (2, 6, 40, 8, 3, 2, 1, 2),
+        (1, 16, 33, 8, 1, 1, 0, 1),
     ] {
         let x = Tensor::randn([n, ci, h, h], DType::F64).unwrap();
         let w = Tensor::randn([co, ci / groups, k, k], DType::F64).unwrap();
@@ -407,11 +409,23 @@ fn results_do_not_depend_on_the_thread_count() {
     let b = Tensor::randn([16], DType::F32).unwrap();
     let x1 = Tensor::randn([1, 16, 30, 30], DType::F32).unwrap();
     let w1 = Tensor::randn([32, 16, 3, 3], DType::F32).unwrap();
+    let xg = Tensor::randn([2, 6, 40, 36], DType::F32).unwrap();
+    let wg = Tensor::randn([8, 3, 3, 3], DType::F32).unwrap();
     let before = pyrite_core::get_num_threads();
     let mut runs = Vec::new();
     for threads in [1, 2, 3] {
         pyrite_core::set_num_threads(threads);
-        let mut r = Vec::new();
+        // a small batch split into units of output rows, groups and stride 2, transposed too
+        let xl = xg.detach().requires_grad_(true).unwrap();
+        let wl = wg.detach().requires_grad_(true).unwrap();
+        let y = conv(&xl, &wl, None, &[2], &[1], &[1], 2).unwrap();
+        let t = conv_transpose(&y, &wl, None, &[2], &[1], &[1], &[1], 2).unwrap();
+        t.sum().unwrap().backward().unwrap();
+        let mut r = vec![
+            t.to_vec::<f32>().unwrap(),
+            xl.grad().unwrap().to_vec::<f32>().unwrap(),
+            wl.grad().unwrap().to_vec::<f32>().unwrap(),
+        ];
         for (x, w) in [(&x, &w), (&x1, &w1)] {
             let xl = x.detach().requires_grad_(true).unwrap();
             let wl = w.detach().requires_grad_(true).unwrap();

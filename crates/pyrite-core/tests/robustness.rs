@@ -2,6 +2,7 @@
 //! every dtype, non-contiguous, expanded, NaN) and with out-of-range dims and sizes, and must
 //! return `Ok` or `Err`, never unwind. A failure names the op, the inputs and the panic.
 
+use pyrite_core::ops::{conv, pool};
 use pyrite_core::{DType, Generator, Result, RoundingMode, Scalar, Tensor, TensorIndex};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -115,6 +116,16 @@ fn unary_ops() -> Vec<Unary> {
         ("repeat_interleave flat", |x, _, k| ok(x.repeat_interleave(k, None))),
         ("repeat_interleave_counts", |x, _, _| ok(x.repeat_interleave_counts())),
         ("nonzero", |x, _, _| ok(x.nonzero())),
+        ("conv self", |x, _, k| ok(conv::conv(x, x, None, &[k], &[k], &[k], k))),
+        ("conv padded", |x, _, k| ok(conv::conv(x, x, Some(x), &[1], &[k], &[1], 1))),
+        ("conv_transpose self", |x, _, k| ok(conv::conv_transpose(x, x, None, &[k], &[k], &[k], &[1], 1))),
+        ("conv_transpose groups", |x, _, k| ok(conv::conv_transpose(x, x, None, &[1], &[0], &[0], &[1], k))),
+        ("max_pool", |x, _, k| ok(pool::max_pool(x, &[k], &[], &[k / 2], &[1], true))),
+        ("max_pool dilated", |x, _, k| ok(pool::max_pool(x, &[2], &[k], &[1], &[k], false))),
+        ("avg_pool", |x, _, k| ok(pool::avg_pool(x, &[k], &[1], &[k / 2], true, false, Some(k)))),
+        ("adaptive_avg_pool", |x, _, k| ok(pool::adaptive_avg_pool(x, &[k]))),
+        ("adaptive_max_pool", |x, _, k| ok(pool::adaptive_max_pool(x, &[k]))),
+        ("max_unpool", |x, _, k| ok(pool::max_unpool(x, &x.zeros_like()?.to_dtype(DType::I64)?, &[k]))),
         ("nonzero_tuple", |x, _, _| ok(x.nonzero_tuple())),
         ("sort", |x, d, _| ok(x.sort(d, true))),
         ("sort_stable", |x, d, _| ok(x.sort_stable(d, false))),
@@ -554,6 +565,14 @@ fn differentiable_ops() -> Vec<Differentiable> {
         ("where", |x, _, _| x.where_(&x.gt_scalar(0)?, &x.neg()?)),
         ("lerp", |x, _, _| x.lerp(x, x)),
         ("einsum", |x, _, _| pyrite_core::einsum("...i,...i->...", &[x, x])),
+        ("conv", |x, _, k| {
+            conv::conv(x, x, Some(&x.select(0, 0)?.select(0, 0)?), &[1], &[k.min(3)], &[1], 1)
+        }),
+        ("conv_transpose", |x, _, k| conv::conv_transpose(x, x, None, &[k.min(3)], &[0], &[0], &[1], 1)),
+        ("max_pool", |x, _, k| Ok(pool::max_pool(x, &[k.min(3)], &[], &[0], &[1], true)?.0)),
+        ("avg_pool", |x, _, k| pool::avg_pool(x, &[k.min(3)], &[], &[1], true, true, None)),
+        ("adaptive_avg_pool", |x, _, k| pool::adaptive_avg_pool(x, &[k.min(5)])),
+        ("adaptive_max_pool", |x, _, k| Ok(pool::adaptive_max_pool(x, &[k.min(5)])?.0)),
     ]
 }
 
@@ -697,6 +716,95 @@ fn no_op_panics_on_large_inputs() {
                     check(&mut failures, &format!("{op}({name}, dim={d}, size={k})"), || f(x, d, k));
                 }
             }
+        }
+    }
+    assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Convolution and pooling on inputs of their own ranks (3 to 5): empty batch, channel and
+/// spatial dims, every dtype, non-contiguous and expanded inputs, NaN, with absurd kernel,
+/// stride, padding, dilation and group sizes, forward and backward.
+#[test]
+fn conv_and_pool_never_panic_on_edge_cases() {
+    let f = Tensor::randn([2, 4, 5, 6], DType::F32).unwrap();
+    let mut ins: Vec<(String, Tensor)> = vec![
+        ("[2,4,5,6] f32".into(), f.clone()),
+        ("[0,4,5,6]".into(), Tensor::zeros([0, 4, 5, 6], DType::F32).unwrap()),
+        ("[2,0,5,6]".into(), Tensor::zeros([2, 0, 5, 6], DType::F32).unwrap()),
+        ("[2,4,0,6]".into(), Tensor::zeros([2, 4, 0, 6], DType::F32).unwrap()),
+        ("[2,4,5,6] transposed".into(), f.transpose(2, 3).unwrap()),
+        ("[2,4,5,6] expanded".into(), f.narrow(0, 0, 1).unwrap().expand([2, 4, 5, 6]).unwrap()),
+        ("[2,4,5,6] NaN".into(), Tensor::full([2, 4, 5, 6], f64::NAN, DType::F32).unwrap()),
+        ("[1,2,7] f64".into(), Tensor::randn([1, 2, 7], DType::F64).unwrap()),
+        ("[1,2,3,3,3] f32".into(), Tensor::randn([1, 2, 3, 3, 3], DType::F32).unwrap()),
+        ("[1,1,1,1,1,1] f32".into(), Tensor::ones([1, 1, 1, 1, 1, 1], DType::F32).unwrap()),
+    ];
+    for dt in [DType::F64, DType::F16, DType::BF16, DType::I64, DType::I32, DType::U8, DType::Bool] {
+        ins.push((format!("[2,4,5,6] {dt:?}"), f.to_dtype(dt).unwrap()));
+    }
+    let weights = [
+        Tensor::randn([3, 4, 3, 3], DType::F32).unwrap(),
+        Tensor::randn([4, 1, 2, 2], DType::F32).unwrap(),
+        Tensor::randn([3, 4, 1, 1], DType::F32).unwrap(),
+        Tensor::randn([4, 3, 2, 2], DType::F64).unwrap(),
+        Tensor::zeros([0, 4, 3, 3], DType::F32).unwrap(),
+        Tensor::randn([2, 2, 3], DType::F32).unwrap(),
+    ];
+    let params = [0usize, 1, 2, 3, 7, 1 << 20, usize::MAX];
+    let mut failures = Vec::new();
+    for (name, x) in &ins {
+        for (wi, w) in weights.iter().enumerate() {
+            for &k in &params {
+                let bias = Tensor::zeros([w.dims()[0]], w.dtype()).unwrap();
+                for (op, g) in [(1usize, 1usize), (k, 1), (1, k)] {
+                    check(&mut failures, &format!("conv({name}, w{wi}, s{op}, p{k}, g{g})"), || {
+                        ok(conv::conv(x, w, Some(&bias), &[op], &[k], &[1], g))
+                    });
+                    check(&mut failures, &format!("conv({name}, w{wi}, d{k})"), || {
+                        ok(conv::conv(x, w, None, &[1, op], &[0, 1], &[k], 1))
+                    });
+                    check(
+                        &mut failures,
+                        &format!("conv_transpose({name}, w{wi}, s{op}, op{k}, g{g})"),
+                        || ok(conv::conv_transpose(x, w, None, &[op], &[k], &[k], &[1], g)),
+                    );
+                }
+            }
+        }
+        for &k in &params {
+            for &s in &[0usize, 1, 2, usize::MAX] {
+                for ceil in [false, true] {
+                    check(&mut failures, &format!("max_pool({name}, k{k}, s{s}, ceil {ceil})"), || {
+                        ok(pool::max_pool(x, &[k], &[s], &[k / 2], &[s.max(1).min(3)], ceil))
+                    });
+                    check(&mut failures, &format!("avg_pool({name}, k{k}, s{s}, ceil {ceil})"), || {
+                        ok(pool::avg_pool(x, &[k, 2], &[s], &[1], ceil, !ceil, Some(s)))
+                    });
+                }
+            }
+            check(&mut failures, &format!("adaptive_avg_pool({name}, {k})"), || {
+                ok(pool::adaptive_avg_pool(x, &[k, 3]))
+            });
+            check(&mut failures, &format!("adaptive_max_pool({name}, {k})"), || {
+                ok(pool::adaptive_max_pool(x, &[k]))
+            });
+            check(&mut failures, &format!("max_unpool({name}, {k})"), || {
+                let idx = Tensor::full(x.dims().to_vec(), k as f64, DType::I64)?;
+                ok(pool::max_unpool(x, &idx, &[k.min(1 << 20), 4]))
+            });
+        }
+        if x.dtype().is_floating_point() {
+            check(&mut failures, &format!("conv backward({name})"), || {
+                let xl = x.deep_clone()?.requires_grad_(true)?;
+                let wl = weights[0].to_dtype(x.dtype())?.requires_grad_(true)?;
+                let y = conv::conv(&xl, &wl, None, &[2], &[1], &[1], 1)?;
+                let (p, _) = pool::max_pool(&y, &[2], &[], &[1], &[1], true)?;
+                let a = pool::avg_pool(&y, &[3], &[2], &[1], true, false, None)?;
+                let s = p.sum()?.add(&a.sum()?)?;
+                s.backward()?;
+                let _ = s.backward();
+                Ok(())
+            });
         }
     }
     assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));

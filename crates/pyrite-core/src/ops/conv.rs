@@ -140,21 +140,22 @@ impl Geo {
 /// The output positions `o` in `0..o_len` whose input position `o * s + off - p` lies in
 /// `0..in_len`, as a range.
 #[inline]
-fn valid(o_len: usize, in_len: usize, s: usize, off: usize, p: usize) -> (usize, usize) {
+pub(crate) fn valid_range(o_len: usize, in_len: usize, s: usize, off: usize, p: usize) -> (usize, usize) {
     let lo = if off >= p { 0 } else { (p - off).div_ceil(s) };
     let hi = if in_len + p <= off { 0 } else { (in_len + p - off).div_ceil(s) };
     let hi = hi.min(o_len);
     (lo.min(hi), hi)
 }
 
-/// Unfolds one group of one batch item (`cin_g` channels of `big` spatial sizes, contiguous)
-/// into `col` (`rows x l_small`, row-major).
-fn im2col<T: Real>(x: &[T], col: &mut [T], g: &Geo) {
+/// Unfolds output rows `r0..r1` (a row: one `(z, y)` pair of the output) of one group of one
+/// batch item (`cin_g` channels of `big` spatial sizes, contiguous) into `col`
+/// (`rows x (r1 - r0) * ow`, row-major).
+fn im2col<T: Real>(x: &[T], col: &mut [T], g: &Geo, r0: usize, r1: usize) {
     let [bd, bh, bw] = g.big;
-    let [od, oh, ow] = g.small;
+    let [_, oh, ow] = g.small;
     let [kd, kh, kw] = g.k;
     let (s, p, d) = (g.p.stride, g.p.pad, g.p.dil);
-    let l = od * oh * ow;
+    let l = (r1 - r0) * ow;
     let plane = bd * bh * bw;
     let mut row = 0;
     for c in 0..g.cin_g() {
@@ -164,36 +165,28 @@ fn im2col<T: Real>(x: &[T], col: &mut [T], g: &Geo) {
                 for e in 0..kw {
                     let dst = &mut col[row * l..(row + 1) * l];
                     row += 1;
-                    let (d_lo, d_hi) = valid(od, bd, s[0], a * d[0], p[0]);
-                    let (h_lo, h_hi) = valid(oh, bh, s[1], b * d[1], p[1]);
-                    let (w_lo, w_hi) = valid(ow, bw, s[2], e * d[2], p[2]);
-                    for z in 0..od {
-                        let blk = &mut dst[z * oh * ow..(z + 1) * oh * ow];
-                        if z < d_lo || z >= d_hi {
-                            blk.fill(T::ZERO);
+                    let (d_lo, d_hi) = valid_range(g.small[0], bd, s[0], a * d[0], p[0]);
+                    let (h_lo, h_hi) = valid_range(oh, bh, s[1], b * d[1], p[1]);
+                    let (w_lo, w_hi) = valid_range(ow, bw, s[2], e * d[2], p[2]);
+                    for r in r0..r1 {
+                        let (z, y) = (r / oh, r % oh);
+                        let out = &mut dst[(r - r0) * ow..(r - r0 + 1) * ow];
+                        if z < d_lo || z >= d_hi || y < h_lo || y >= h_hi || w_lo >= w_hi {
+                            out.fill(T::ZERO);
                             continue;
                         }
                         let iz = z * s[0] + a * d[0] - p[0];
-                        for y in 0..oh {
-                            let r = &mut blk[y * ow..(y + 1) * ow];
-                            if y < h_lo || y >= h_hi {
-                                r.fill(T::ZERO);
-                                continue;
-                            }
-                            let iy = y * s[1] + b * d[1] - p[1];
-                            let src = &xc[(iz * bh + iy) * bw..(iz * bh + iy + 1) * bw];
-                            r[..w_lo].fill(T::ZERO);
-                            r[w_hi..].fill(T::ZERO);
-                            if w_lo < w_hi {
-                                let base = w_lo * s[2] + e * d[2] - p[2];
-                                let out = &mut r[w_lo..w_hi];
-                                if s[2] == 1 {
-                                    out.copy_from_slice(&src[base..base + out.len()]);
-                                } else {
-                                    for (j, o) in out.iter_mut().enumerate() {
-                                        *o = src[base + j * s[2]];
-                                    }
-                                }
+                        let iy = y * s[1] + b * d[1] - p[1];
+                        let src = &xc[(iz * bh + iy) * bw..(iz * bh + iy + 1) * bw];
+                        out[..w_lo].fill(T::ZERO);
+                        out[w_hi..].fill(T::ZERO);
+                        let base = w_lo * s[2] + e * d[2] - p[2];
+                        let mid = &mut out[w_lo..w_hi];
+                        if s[2] == 1 {
+                            mid.copy_from_slice(&src[base..base + mid.len()]);
+                        } else {
+                            for (j, o) in mid.iter_mut().enumerate() {
+                                *o = src[base + j * s[2]];
                             }
                         }
                     }
@@ -203,26 +196,26 @@ fn im2col<T: Real>(x: &[T], col: &mut [T], g: &Geo) {
     }
 }
 
-/// The adjoint of [`im2col`]: adds every column entry onto its input position in `x` (which
-/// the caller has zeroed).
-fn col2im<T: Real>(col: &[T], x: &mut [T], g: &Geo) {
+/// The adjoint of [`im2col`] (all output rows) for channels `c0..c1` of a group: adds their
+/// column rows onto their input positions in `x` (the group's planes, zeroed by the caller).
+fn col2im<T: Real>(col: &[T], x: &mut [T], g: &Geo, c0: usize, c1: usize) {
     let [bd, bh, bw] = g.big;
     let [od, oh, ow] = g.small;
     let [kd, kh, kw] = g.k;
     let (s, p, d) = (g.p.stride, g.p.pad, g.p.dil);
     let l = od * oh * ow;
     let plane = bd * bh * bw;
-    let mut row = 0;
-    for c in 0..g.cin_g() {
+    let mut row = c0 * g.kk();
+    for c in c0..c1 {
         let xc = &mut x[c * plane..(c + 1) * plane];
         for a in 0..kd {
             for b in 0..kh {
                 for e in 0..kw {
                     let src = &col[row * l..(row + 1) * l];
                     row += 1;
-                    let (d_lo, d_hi) = valid(od, bd, s[0], a * d[0], p[0]);
-                    let (h_lo, h_hi) = valid(oh, bh, s[1], b * d[1], p[1]);
-                    let (w_lo, w_hi) = valid(ow, bw, s[2], e * d[2], p[2]);
+                    let (d_lo, d_hi) = valid_range(od, bd, s[0], a * d[0], p[0]);
+                    let (h_lo, h_hi) = valid_range(oh, bh, s[1], b * d[1], p[1]);
+                    let (w_lo, w_hi) = valid_range(ow, bw, s[2], e * d[2], p[2]);
                     if w_lo >= w_hi {
                         continue;
                     }
@@ -251,20 +244,47 @@ fn col2im<T: Real>(col: &[T], x: &mut [T], g: &Geo) {
     }
 }
 
-/// Runs `f(first_item, end_item, gemm_threads)` over `0..n` batch items: chunks of items in
-/// parallel when there are at least as many items as threads, else all items in one piece
-/// whose products use every thread.
-fn over_items(n: usize, work_per_item: usize, f: impl Fn(usize, usize, usize) + Sync) {
+/// Batches at least this large are split by items alone; smaller ones also by output rows.
+const ITEM_SPLIT: usize = 8;
+
+/// How a convolution's work is cut into units: each batch item's output rows (`(z, y)` pairs
+/// of the output side) in `pieces` ranges. A function of the batch size and the geometry
+/// only, never of the thread count, so that every unit's products (single-threaded, on the
+/// same operand blocks) round the same way whatever the number of threads.
+#[derive(Clone, Copy)]
+struct Units {
+    pieces: usize,
+    rows: usize,
+    total: usize,
+}
+
+impl Units {
+    fn of(g: &Geo) -> Units {
+        let rows = g.small[0] * g.small[1];
+        let pieces = if g.n >= ITEM_SPLIT {
+            1
+        } else {
+            // enough units for eight threads, each piece at least 64 output positions
+            ITEM_SPLIT.div_ceil(g.n.max(1)).min((g.l_small() / 64).max(1)).min(rows.max(1))
+        };
+        Units { pieces, rows, total: g.n * pieces }
+    }
+    /// Item and output rows of unit `u`.
+    fn get(&self, u: usize) -> (usize, usize, usize) {
+        let (i, p) = (u / self.pieces, u % self.pieces);
+        (i, p * self.rows / self.pieces, (p + 1) * self.rows / self.pieces)
+    }
+}
+
+/// Runs `f(first, end)` over `0..n` units: chunks of units in parallel on the intra-op
+/// threads when the work is large enough, else all on the calling thread.
+fn over_units(n: usize, work_per_unit: usize, f: impl Fn(usize, usize) + Sync) {
     let threads = crate::get_num_threads();
-    if threads <= 1 || n.saturating_mul(work_per_item) < PAR_WORK {
-        return f(0, n, 1);
+    if threads <= 1 || n < 2 || n.saturating_mul(work_per_unit) < PAR_WORK {
+        return f(0, n);
     }
-    if n >= threads {
-        let chunk = n.div_ceil(n.min(4 * threads));
-        crate::threads::run_tasks(n.div_ceil(chunk), |t| f(t * chunk, ((t + 1) * chunk).min(n), 1));
-    } else {
-        f(0, n, if work_per_item >= PAR_WORK { threads } else { 1 });
-    }
+    let chunk = n.div_ceil(n.min(4 * threads));
+    crate::threads::run_tasks(n.div_ceil(chunk), |t| f(t * chunk, ((t + 1) * chunk).min(n)));
 }
 
 /// A column buffer of `len` elements of `T` from the caching allocator.
@@ -305,7 +325,27 @@ fn nc_shape(n: usize, c: usize, sp: &[usize; 3], nd: usize) -> Vec<usize> {
     v
 }
 
+/// `dst = lhs @ rhs` (or `+=` with `acc`) on the calling thread.
+///
+/// # Safety
+/// As [`super::linalg::gemm_raw`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn mm<T: Real + Element>(
+    mnk: (usize, usize, usize),
+    dst: *mut T,
+    d: (usize, usize),
+    lhs: *const T,
+    l: (usize, usize),
+    rhs: *const T,
+    r: (usize, usize),
+    acc: bool,
+) {
+    super::linalg::gemm_raw(mnk, dst, d, lhs, l, rhs, r, T::ONE, acc.then_some(T::ONE), 1)
+}
+
 /// Forward kernel: `y = conv(x, w) + bias` (`x: [n, big_c, big]`, `w: [small_c, cin_g, k]`).
+/// Unit by unit (an item's range of output rows): im2col of those rows, then per group one
+/// product `W_g @ col` straight into the output's columns.
 fn forward_kernel<T: Real + Element>(
     x: &Tensor,
     w: &Tensor,
@@ -315,46 +355,42 @@ fn forward_kernel<T: Real + Element>(
     let shape = nc_shape(g.n, g.small_c, &g.small, g.p.nd);
     let b = bias.unwrap_or(w);
     let (rows, ls, lb, cin_g, cout_g) = (g.rows(), g.l_small(), g.l_big(), g.cin_g(), g.cout_g());
+    let ow = g.small[2];
+    let units = Units::of(g);
     build_raw::<T>(shape, |yp| {
         if g.n * g.small_c * ls == 0 {
             return;
         }
         read_all::<3, T, _>([x, w, b], |[xp, wp, bp]| {
-            over_items(g.n, g.work_per_item(), |i0, i1, gt| {
-                let mut col = if g.identity_cols() { None } else { Some(scratch::<T>(rows * ls)) };
+            over_units(units.total, g.work_per_item() / units.pieces, |u0, u1| {
                 let (xp, wp, bp, yp) = (xp, wp, bp, yp);
-                for i in i0..i1 {
+                let cols_max = units.rows.div_ceil(units.pieces) * ow;
+                let mut col = if g.identity_cols() { None } else { Some(scratch::<T>(rows * cols_max)) };
+                for u in u0..u1 {
+                    let (i, r0, r1) = units.get(u);
+                    let (c0, nc) = (r0 * ow, (r1 - r0) * ow);
                     for gr in 0..g.p.groups {
                         // SAFETY: offsets inside the contiguous tensors of the checked shapes;
-                        // every item and group writes its own rows of the output.
+                        // every unit writes its own columns of its item's output.
                         unsafe {
-                            let dst = yp.0.add((i * g.small_c + gr * cout_g) * ls);
+                            let dst = yp.0.add((i * g.small_c + gr * cout_g) * ls + c0);
                             if rows == 0 {
-                                std::ptr::write_bytes(dst, 0, cout_g * ls);
+                                for c in 0..cout_g {
+                                    std::ptr::write_bytes(dst.add(c * ls), 0, nc);
+                                }
                                 continue;
                             }
                             let xg = xp.0.add((i * g.big_c + gr * cin_g) * lb);
                             let (cp, crs) = match &mut col {
-                                None => (xg as *const T, lb),
+                                None => (xg.add(c0) as *const T, lb),
                                 Some(buf) => {
                                     let xs = std::slice::from_raw_parts(xg, cin_g * lb);
-                                    im2col(xs, &mut buf.as_mut_slice::<T>()[..rows * ls], g);
-                                    (buf.as_ptr() as *const T, ls)
+                                    im2col(xs, &mut buf.as_mut_slice::<T>()[..rows * nc], g, r0, r1);
+                                    (buf.as_ptr() as *const T, nc)
                                 }
                             };
                             let wg = wp.0.add(gr * cout_g * rows);
-                            super::linalg::gemm_raw(
-                                (cout_g, ls, rows),
-                                dst,
-                                (ls, 1),
-                                wg,
-                                (rows, 1),
-                                cp,
-                                (crs, 1),
-                                T::ONE,
-                                None,
-                                gt,
-                            );
+                            mm((cout_g, nc, rows), dst, (ls, 1), wg, (rows, 1), cp, (crs, 1), false);
                         }
                     }
                     if bias.is_some() {
@@ -362,8 +398,10 @@ fn forward_kernel<T: Real + Element>(
                             // SAFETY: as above.
                             unsafe {
                                 let bv = *bp.0.add(c);
-                                let row =
-                                    std::slice::from_raw_parts_mut(yp.0.add((i * g.small_c + c) * ls), ls);
+                                let row = std::slice::from_raw_parts_mut(
+                                    yp.0.add((i * g.small_c + c) * ls + c0),
+                                    nc,
+                                );
                                 row.iter_mut().for_each(|v| *v = *v + bv);
                             }
                         }
@@ -375,7 +413,10 @@ fn forward_kernel<T: Real + Element>(
 }
 
 /// Input-gradient kernel, also the transposed convolution's forward: `x = conv^T(y, w) + bias`
-/// (`y: [n, small_c, small]` to `[n, big_c, big]`; bias has `big_c` elements).
+/// (`y: [n, small_c, small]` to `[n, big_c, big]`; bias has `big_c` elements). Per item: the
+/// product `W_g^T @ y_g` into a column buffer, folded back by col2im. Large batches run item
+/// by item on the threads; small ones compute an item's columns in units of output rows, then
+/// fold back channel by channel in parallel.
 fn backward_input_kernel<T: Real + Element>(
     y: &Tensor,
     w: &Tensor,
@@ -385,91 +426,137 @@ fn backward_input_kernel<T: Real + Element>(
     let shape = nc_shape(g.n, g.big_c, &g.big, g.p.nd);
     let b = bias.unwrap_or(w);
     let (rows, ls, lb, cin_g, cout_g) = (g.rows(), g.l_small(), g.l_big(), g.cin_g(), g.cout_g());
+    let ow = g.small[2];
+    let identity = g.identity_cols() && cout_g > 0 && rows > 0;
+    let units = Units::of(g);
+    let groups = g.p.groups;
     build_raw::<T>(shape, |xp| {
         if g.n * g.big_c * lb == 0 {
             return;
         }
         read_all::<3, T, _>([y, w, b], |[yp, wp, bp]| {
-            over_items(g.n, g.work_per_item(), |i0, i1, gt| {
-                let identity = g.identity_cols() && cout_g > 0;
-                let mut col = if identity { None } else { Some(scratch::<T>(rows * ls)) };
-                let (xp, wp, bp, yp) = (xp, wp, bp, yp);
-                for i in i0..i1 {
-                    for gr in 0..g.p.groups {
-                        // SAFETY: as in `forward_kernel`; every item and group writes its own
-                        // channels of the result.
+            let add_bias = |i: usize| {
+                let (xp, bp) = (xp, bp);
+                if bias.is_some() {
+                    for c in 0..g.big_c {
+                        // SAFETY: item i's planes of the result; the bias has big_c elements.
                         unsafe {
-                            let dst = xp.0.add((i * g.big_c + gr * cin_g) * lb);
-                            let yg = yp.0.add((i * g.small_c + gr * cout_g) * ls);
-                            // W_g^T: (rows x cout_g) with strides (1, rows).
-                            let wg = wp.0.add(gr * cout_g * rows);
-                            match &mut col {
-                                None => super::linalg::gemm_raw(
-                                    (rows, ls, cout_g),
-                                    dst,
-                                    (lb, 1),
-                                    wg,
-                                    (1, rows),
-                                    yg,
-                                    (ls, 1),
-                                    T::ONE,
-                                    None,
-                                    gt,
-                                ),
-                                Some(buf) => {
-                                    std::ptr::write_bytes(dst, 0, cin_g * lb);
-                                    if cout_g == 0 || rows == 0 {
-                                        continue;
-                                    }
-                                    let cp = buf.as_mut_ptr() as *mut T;
-                                    super::linalg::gemm_raw(
-                                        (rows, ls, cout_g),
-                                        cp,
-                                        (ls, 1),
-                                        wg,
-                                        (1, rows),
-                                        yg,
-                                        (ls, 1),
-                                        T::ONE,
-                                        None,
-                                        gt,
-                                    );
-                                    let xs = std::slice::from_raw_parts_mut(dst, cin_g * lb);
-                                    col2im(&buf.as_slice::<T>()[..rows * ls], xs, g);
-                                }
-                            }
-                        }
-                    }
-                    if bias.is_some() {
-                        for c in 0..g.big_c {
-                            // SAFETY: as above.
-                            unsafe {
-                                let bv = *bp.0.add(c);
-                                let row =
-                                    std::slice::from_raw_parts_mut(xp.0.add((i * g.big_c + c) * lb), lb);
-                                row.iter_mut().for_each(|v| *v = *v + bv);
-                            }
+                            let bv = *bp.0.add(c);
+                            let row = std::slice::from_raw_parts_mut(xp.0.add((i * g.big_c + c) * lb), lb);
+                            row.iter_mut().for_each(|v| *v = *v + bv);
                         }
                     }
                 }
-            });
+            };
+            // Columns of output rows r0..r1 of item i, group gr: into `dst` (row stride drs).
+            // SAFETY (callers): dst holds rows x drs elements from column r0 * ow on.
+            let columns = |i: usize, gr: usize, r0: usize, r1: usize, dst: *mut T, drs: usize| unsafe {
+                let (yp, wp) = (yp, wp);
+                let (c0, nc) = (r0 * ow, (r1 - r0) * ow);
+                let yg = yp.0.add((i * g.small_c + gr * cout_g) * ls + c0);
+                let wg = wp.0.add(gr * cout_g * rows);
+                // W_g^T: (rows x cout_g) with strides (1, rows).
+                mm((rows, nc, cout_g), dst.add(c0), (drs, 1), wg, (1, rows), yg, (ls, 1), false);
+            };
+            if cout_g == 0 || rows == 0 {
+                for i in 0..g.n {
+                    // SAFETY: item i's part of the result.
+                    unsafe { std::ptr::write_bytes(xp.0.add(i * g.big_c * lb), 0, g.big_c * lb) };
+                    add_bias(i);
+                }
+                return;
+            }
+            if units.pieces == 1 {
+                over_units(g.n, g.work_per_item(), |i0, i1| {
+                    let xp = xp;
+                    let mut col = if identity { None } else { Some(scratch::<T>(rows * ls)) };
+                    for i in i0..i1 {
+                        for gr in 0..groups {
+                            // SAFETY: item i, group gr's channels of the result.
+                            let dst = unsafe { xp.0.add((i * g.big_c + gr * cin_g) * lb) };
+                            match &mut col {
+                                None => columns(i, gr, 0, units.rows, dst, lb),
+                                Some(buf) => {
+                                    columns(i, gr, 0, units.rows, buf.as_mut_ptr() as *mut T, ls);
+                                    // SAFETY: as above.
+                                    let xs = unsafe {
+                                        std::ptr::write_bytes(dst, 0, cin_g * lb);
+                                        std::slice::from_raw_parts_mut(dst, cin_g * lb)
+                                    };
+                                    col2im(&buf.as_slice::<T>()[..rows * ls], xs, g, 0, cin_g);
+                                }
+                            }
+                        }
+                        add_bias(i);
+                    }
+                });
+                return;
+            }
+            // Few items: per item, units of (group, output rows), then col2im per channel.
+            let mut col = if identity { None } else { Some(scratch::<T>(groups * rows * ls)) };
+            let cp = col.as_mut().map(|b| SendPtr(b.as_mut_ptr() as *mut T));
+            for i in 0..g.n {
+                let per = g.work_per_item() / (groups * units.pieces);
+                over_units(groups * units.pieces, per, |u0, u1| {
+                    let (xp, cp) = (xp, cp);
+                    for u in u0..u1 {
+                        let (gr, pc) = (u / units.pieces, u % units.pieces);
+                        let (_, r0, r1) = units.get(pc);
+                        match cp {
+                            // SAFETY: group gr's channels of item i (columns r0..r1 only).
+                            None => columns(
+                                i,
+                                gr,
+                                r0,
+                                r1,
+                                unsafe { xp.0.add((i * g.big_c + gr * cin_g) * lb) },
+                                lb,
+                            ),
+                            // SAFETY: group gr's part of the column buffer.
+                            Some(c) => columns(i, gr, r0, r1, unsafe { c.0.add(gr * rows * ls) }, ls),
+                        }
+                    }
+                });
+                if let Some(c) = cp {
+                    over_units(g.big_c, g.kk() * ls, |c0, c1| {
+                        let (xp, c) = (xp, c);
+                        for ch in c0..c1 {
+                            let (gr, cg) = (ch / cin_g, ch % cin_g);
+                            // SAFETY: channel ch of item i, written by this unit alone; the
+                            // column buffer is complete (the products above have returned).
+                            unsafe {
+                                let base = xp.0.add((i * g.big_c + gr * cin_g) * lb);
+                                std::ptr::write_bytes(base.add(cg * lb), 0, lb);
+                                let xs = std::slice::from_raw_parts_mut(base, cin_g * lb);
+                                let cs = std::slice::from_raw_parts(c.0.add(gr * rows * ls), rows * ls);
+                                col2im(cs, xs, g, cg, cg + 1);
+                            }
+                        }
+                    });
+                }
+                add_bias(i);
+            }
+            drop(col.take());
         });
     })
 }
 
 /// Weight-gradient kernel: `gw[co, ci, k] = sum over items and output positions of
 /// v[n, co, o] * x[n, ci, o * s + k * d - p]` (`x` the conv's input, `v` its output gradient),
-/// of shape `[small_c, cin_g, *k]`. Summed per chunk of batch items (their number depends on
-/// the batch size only), the chunks' sums added in order.
+/// of shape `[small_c, cin_g, *k]`. Summed per chunk of units (at most eight chunks; their
+/// number depends on the batch size and geometry only), the chunks' sums added in order.
 fn backward_weight_kernel<T: Real + Element>(x: &Tensor, v: &Tensor, g: &Geo) -> Result<Tensor> {
     let mut shape = vec![g.small_c, g.cin_g()];
     shape.extend_from_slice(&g.k[3 - g.p.nd..]);
     let (rows, ls, lb, cin_g, cout_g) = (g.rows(), g.l_small(), g.l_big(), g.cin_g(), g.cout_g());
+    let ow = g.small[2];
     let wlen = g.small_c * rows;
-    let per_item = g.work_per_item();
-    let chunks = if g.n.saturating_mul(per_item) < PAR_WORK { 1 } else { g.n.min(8) };
-    let per_chunk = g.n.div_ceil(chunks.max(1));
-    let chunks = if g.n == 0 { 1 } else { g.n.div_ceil(per_chunk) };
+    let units = Units::of(g);
+    let per_unit = g.work_per_item() / units.pieces;
+    let chunks =
+        if units.total.saturating_mul(per_unit) < PAR_WORK { 1 } else { units.total.min(ITEM_SPLIT) };
+    let per_chunk = units.total.div_ceil(chunks.max(1));
+    let chunks = if units.total == 0 { 1 } else { units.total.div_ceil(per_chunk) };
     // Partial sums of chunks 1.. (chunk 0 sums into the result itself).
     let mut partial = CpuBuffer::new(wlen * chunks.saturating_sub(1) * std::mem::size_of::<T>())?;
     let pp = SendPtr(partial.as_mut_ptr() as *mut T);
@@ -478,7 +565,7 @@ fn backward_weight_kernel<T: Real + Element>(x: &Tensor, v: &Tensor, g: &Geo) ->
             return;
         }
         read_all::<2, T, _>([x, v], |[xp, vp]| {
-            let run = |c: usize, gt: usize| {
+            let run = |c: usize| {
                 let (xp, vp, gp, pp) = (xp, vp, gp, pp);
                 // SAFETY: chunk c owns its own buffer of wlen elements.
                 let dst0 = unsafe {
@@ -492,46 +579,36 @@ fn backward_weight_kernel<T: Real + Element>(x: &Tensor, v: &Tensor, g: &Geo) ->
                 if rows == 0 || ls == 0 {
                     return;
                 }
-                let mut col = if g.identity_cols() { None } else { Some(scratch::<T>(rows * ls)) };
-                for i in c * per_chunk..((c + 1) * per_chunk).min(g.n) {
+                let cols_max = units.rows.div_ceil(units.pieces) * ow;
+                let mut col = if g.identity_cols() { None } else { Some(scratch::<T>(rows * cols_max)) };
+                for u in c * per_chunk..((c + 1) * per_chunk).min(units.total) {
+                    let (i, r0, r1) = units.get(u);
+                    let (c0, nc) = (r0 * ow, (r1 - r0) * ow);
                     for gr in 0..g.p.groups {
                         // SAFETY: offsets inside the checked contiguous tensors; the chunk
                         // writes only its own buffer.
                         unsafe {
                             let xg = xp.0.add((i * g.big_c + gr * cin_g) * lb);
                             let (cp, crs) = match &mut col {
-                                None => (xg as *const T, lb),
+                                None => (xg.add(c0) as *const T, lb),
                                 Some(buf) => {
                                     let xs = std::slice::from_raw_parts(xg, cin_g * lb);
-                                    im2col(xs, &mut buf.as_mut_slice::<T>()[..rows * ls], g);
-                                    (buf.as_ptr() as *const T, ls)
+                                    im2col(xs, &mut buf.as_mut_slice::<T>()[..rows * nc], g, r0, r1);
+                                    (buf.as_ptr() as *const T, nc)
                                 }
                             };
-                            let vg = vp.0.add((i * g.small_c + gr * cout_g) * ls);
-                            // (cout_g x ls) @ col^T (ls x rows, strides (1, crs))
-                            super::linalg::gemm_raw(
-                                (cout_g, rows, ls),
-                                dst0.add(gr * cout_g * rows),
-                                (rows, 1),
-                                vg,
-                                (ls, 1),
-                                cp,
-                                (1, crs),
-                                T::ONE,
-                                Some(T::ONE),
-                                gt,
-                            );
+                            let vg = vp.0.add((i * g.small_c + gr * cout_g) * ls + c0);
+                            // (cout_g x nc) @ col^T (nc x rows, strides (1, crs))
+                            let dst = dst0.add(gr * cout_g * rows);
+                            mm((cout_g, rows, nc), dst, (rows, 1), vg, (ls, 1), cp, (1, crs), true);
                         }
                     }
                 }
             };
-            // Single-threaded products only: `gemm`'s summation order can depend on the block
-            // of the output a call computes, so a product split over threads could round
-            // differently from one computed whole.
             if chunks > 1 && crate::get_num_threads() > 1 {
-                crate::threads::run_tasks(chunks, |c| run(c, 1));
+                crate::threads::run_tasks(chunks, run);
             } else {
-                (0..chunks).for_each(|c| run(c, 1));
+                (0..chunks).for_each(run);
             }
             // SAFETY: all chunks are done; the buffers hold wlen elements each.
             unsafe {

@@ -77,6 +77,11 @@ impl PoolGeo {
     fn l_out(&self) -> usize {
         self.out.iter().product()
     }
+    /// Elements read per plane, about (window size times outputs; saturating).
+    fn work(&self) -> usize {
+        let win = (0..3).fold(1usize, |a, i| a.saturating_mul(self.k[i].min(self.inp[i]).max(1)));
+        win.saturating_mul(self.l_out())
+    }
     fn step(&self, dim: usize) -> usize {
         if matches!(self.kind, Kind::Max) {
             self.d[dim]
@@ -290,8 +295,13 @@ fn contig(t: &Tensor) -> Result<Tensor> {
 
 /// Runs `f(plane)` for every plane, in parallel when the work is large.
 fn over_planes(planes: usize, work_per_plane: usize, f: impl Fn(usize) + Sync) {
+    over_plane_ranges(planes, work_per_plane, |a, b| (a..b).for_each(&f));
+}
+
+/// Runs `f(first, end)` over ranges of planes, in parallel when the work is large.
+fn over_plane_ranges(planes: usize, work_per_plane: usize, f: impl Fn(usize, usize) + Sync) {
     let grain = GRAIN.div_ceil(work_per_plane.max(1)).max(1);
-    crate::threads::parallel_for(planes, grain, |a, b| (a..b).for_each(&f));
+    crate::threads::parallel_for(planes, grain, f);
 }
 
 /// Pointer to the first element of a contiguous tensor, under its read lock.
@@ -306,9 +316,31 @@ fn with_read<T: Element, R>(t: &Tensor, f: impl FnOnce(SendPtr<T>) -> R) -> R {
     f(SendPtr(p))
 }
 
+/// A float with a branch-free select (max pooling's comparisons are unpredictable).
+trait Select: Real + Element {
+    /// `a` where `mask` is all ones, `b` where it is zero.
+    fn select(mask: usize, a: Self, b: Self) -> Self;
+}
+
+impl Select for f32 {
+    #[inline(always)]
+    fn select(mask: usize, a: f32, b: f32) -> f32 {
+        let m = mask as u32;
+        f32::from_bits((a.to_bits() & m) | (b.to_bits() & !m))
+    }
+}
+
+impl Select for f64 {
+    #[inline(always)]
+    fn select(mask: usize, a: f64, b: f64) -> f64 {
+        let m = mask as u64;
+        f64::from_bits((a.to_bits() & m) | (b.to_bits() & !m))
+    }
+}
+
 /// Max over each window: values and flat argmax indices (NaN wins, the first maximum
 /// otherwise, as in PyTorch's CPU kernel).
-fn max_kernel<T: Real + Element>(x: &Tensor, g: &PoolGeo) -> Result<(Tensor, Tensor)> {
+fn max_kernel<T: Select>(x: &Tensor, g: &PoolGeo) -> Result<(Tensor, Tensor)> {
     let shape = shape_nc(g, &g.out);
     let mut vb = CpuBuffer::for_shape(&shape, std::mem::size_of::<T>())?;
     let mut ib = CpuBuffer::for_shape(&shape, 8)?;
@@ -316,39 +348,96 @@ fn max_kernel<T: Real + Element>(x: &Tensor, g: &PoolGeo) -> Result<(Tensor, Ten
     let [tz, ty, tx] = g.tables();
     let (li, lo) = (g.l_in(), g.l_out());
     let [_, ih, iw] = g.inp;
-    let (sz, sy, sx) = (g.step(0), g.step(1), g.step(2));
+    let (sz, sy) = (g.step(0), g.step(1));
+    let fixed = matches!(g.kind, Kind::Max);
+    let (sx, dx, px) = (g.s[2], g.d[2], g.p[2]);
+    let [od, oh, ow] = g.out;
+    // Per kernel tap along x: the output columns whose input column is inside the input.
+    let xr: Vec<(usize, usize)> =
+        (0..g.k[2]).map(|e| super::conv::valid_range(ow, iw, g.s[2], e * g.d[2], g.p[2])).collect();
     with_read::<T, _>(x, |xp| {
-        over_planes(g.planes(), lo * g.k.iter().product::<usize>(), |pl| {
+        over_plane_ranges(g.planes(), g.work(), |p0, p1| {
             let (xp, vp, ip) = (xp, vp, ip);
-            // SAFETY: plane `pl` of the input and outputs, within their checked sizes.
-            let (src, vals, idx) = unsafe {
-                (
-                    std::slice::from_raw_parts(xp.0.add(pl * li), li),
-                    std::slice::from_raw_parts_mut(vp.0.add(pl * lo), lo),
-                    std::slice::from_raw_parts_mut(ip.0.add(pl * lo), lo),
-                )
-            };
-            let mut o = 0;
-            for wz in &tz {
-                for wy in &ty {
-                    for wx in &tx {
-                        let mut best = T::NEG_INF;
-                        let mut at = (wz.lo * ih + wy.lo) * iw + wx.lo;
-                        for z in (wz.lo..wz.hi).step_by(sz) {
-                            for y in (wy.lo..wy.hi).step_by(sy) {
-                                let row = (z * ih + y) * iw;
-                                for xx in (wx.lo..wx.hi).step_by(sx) {
-                                    let v = src[row + xx];
-                                    if v > best || v.is_nan_() {
-                                        best = v;
-                                        at = row + xx;
+            let mut best = vec![T::NEG_INF; ow];
+            let mut at = vec![0usize; ow];
+            for pl in p0..p1 {
+                // SAFETY: plane `pl` of the input and outputs, within their checked sizes.
+                let (src, vals, idx) = unsafe {
+                    (
+                        std::slice::from_raw_parts(xp.0.add(pl * li), li),
+                        std::slice::from_raw_parts_mut(vp.0.add(pl * lo), lo),
+                        std::slice::from_raw_parts_mut(ip.0.add(pl * lo), lo),
+                    )
+                };
+                if fixed {
+                    // Kernel taps outermost, a row of outputs innermost: the outputs of a row
+                    // are independent, so their compare-and-select chains overlap (one window
+                    // at a time is a chain of unpredictable comparisons). Each output still
+                    // sees its window's taps in PyTorch's order.
+                    for oz in 0..od {
+                        for oy in 0..oh {
+                            let (wz, wy) = (tz[oz], ty[oy]);
+                            best.fill(T::NEG_INF);
+                            for (a, w) in at.iter_mut().zip(&tx) {
+                                *a = (wz.lo * ih + wy.lo) * iw + w.lo;
+                            }
+                            let mut z = wz.lo;
+                            while z < wz.hi {
+                                let mut y = wy.lo;
+                                while y < wy.hi {
+                                    let row = (z * ih + y) * iw;
+                                    for (e, &(x0, x1)) in xr.iter().enumerate() {
+                                        if x0 >= x1 {
+                                            continue;
+                                        }
+                                        let base = row + e * dx + x0 * sx - px;
+                                        let r = &src[base..base + (x1 - x0 - 1) * sx + 1];
+                                        let lanes = best[x0..x1].iter_mut().zip(&mut at[x0..x1]);
+                                        for (j, (b, a)) in lanes.enumerate() {
+                                            let v = r[j * sx];
+                                            // The mask goes through `black_box` so that LLVM
+                                            // cannot turn the bit select back into a branch
+                                            // (it did: 2.4x slower on random data).
+                                            let m = std::hint::black_box(((v > *b) | v.is_nan_()) as usize)
+                                                .wrapping_neg();
+                                            *b = T::select(m, v, *b);
+                                            *a = ((base + j * sx) & m) | (*a & !m);
+                                        }
+                                    }
+                                    y += sy;
+                                }
+                                z += sz;
+                            }
+                            let o = (oz * oh + oy) * ow;
+                            vals[o..o + ow].copy_from_slice(&best);
+                            for (d, &a) in idx[o..o + ow].iter_mut().zip(&at) {
+                                *d = a as i64;
+                            }
+                        }
+                    }
+                    continue;
+                }
+                let mut o = 0;
+                for wz in &tz {
+                    for wy in &ty {
+                        for wx in &tx {
+                            let mut best = T::NEG_INF;
+                            let mut at = (wz.lo * ih + wy.lo) * iw + wx.lo;
+                            for z in wz.lo..wz.hi {
+                                for y in wy.lo..wy.hi {
+                                    let row = (z * ih + y) * iw;
+                                    for xx in wx.lo..wx.hi {
+                                        let v = src[row + xx];
+                                        let take = (v > best) | v.is_nan_();
+                                        best = if take { v } else { best };
+                                        at = if take { row + xx } else { at };
                                     }
                                 }
                             }
+                            vals[o] = best;
+                            idx[o] = at as i64;
+                            o += 1;
                         }
-                        vals[o] = best;
-                        idx[o] = at as i64;
-                        o += 1;
                     }
                 }
             }
@@ -367,7 +456,7 @@ fn avg_kernel<T: Real + Element>(x: &Tensor, g: &PoolGeo) -> Result<Tensor> {
     let [_, ih, iw] = g.inp;
     let kind = g.kind;
     with_read::<T, _>(x, |xp| {
-        over_planes(g.planes(), lo * g.k.iter().product::<usize>().max(1), |pl| {
+        over_planes(g.planes(), g.work(), |pl| {
             let (xp, yp) = (xp, yp);
             // SAFETY: plane `pl` of the input and output.
             let (src, dst) = unsafe {
@@ -424,7 +513,7 @@ fn avg_backward_kernel<T: Real + Element>(gy: &Tensor, g: &PoolGeo) -> Result<Te
     let [_, ih, iw] = g.inp;
     let kind = g.kind;
     with_read::<T, _>(gy, |yp| {
-        over_planes(g.planes(), lo * g.k.iter().product::<usize>().max(1) + li, |pl| {
+        over_planes(g.planes(), g.work().saturating_add(li), |pl| {
             let (xp, yp) = (xp, yp);
             // SAFETY: plane `pl` of the gradient and the result.
             let (src, dst) = unsafe {
