@@ -340,6 +340,7 @@ impl Select for f64 {
 
 /// Max over each window: values and flat argmax indices (NaN wins, the first maximum
 /// otherwise, as in PyTorch's CPU kernel).
+#[allow(clippy::needless_range_loop)] // oz and oy also address the output rows
 fn max_kernel<T: Select>(x: &Tensor, g: &PoolGeo) -> Result<(Tensor, Tensor)> {
     let shape = shape_nc(g, &g.out);
     let mut vb = CpuBuffer::for_shape(&shape, std::mem::size_of::<T>())?;
