@@ -775,7 +775,7 @@ fn conv_and_pool_never_panic_on_edge_cases() {
             for &s in &[0usize, 1, 2, usize::MAX] {
                 for ceil in [false, true] {
                     check(&mut failures, &format!("max_pool({name}, k{k}, s{s}, ceil {ceil})"), || {
-                        ok(pool::max_pool(x, &[k], &[s], &[k / 2], &[s.max(1).min(3)], ceil))
+                        ok(pool::max_pool(x, &[k], &[s], &[k / 2], &[s.clamp(1, 3)], ceil))
                     });
                     check(&mut failures, &format!("avg_pool({name}, k{k}, s{s}, ceil {ceil})"), || {
                         ok(pool::avg_pool(x, &[k, 2], &[s], &[1], ceil, !ceil, Some(s)))
