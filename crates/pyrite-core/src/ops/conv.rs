@@ -11,12 +11,12 @@
 //! the transposed product `W_g^T @ grad_out` into the column buffer, folded back onto the
 //! input positions (col2im); the weight's is `grad_out @ col^T`, accumulated over the batch.
 //! A 1x1 convolution with stride 1 and no padding uses the input itself as the column matrix.
-//! The products run on the crate's own GEMM ([`super::linalg::gemm_raw`]). Batch items are
-//! split over the intra-op threads (each thread with its own column buffer from the caching
-//! allocator, reused for all its items, and single-threaded products); a batch smaller than the
-//! thread count runs item after item with multi-threaded products instead. The weight gradient
-//! is summed over a fixed number of batch chunks (a function of the batch size alone), so
-//! results never depend on the number of threads.
+//! The products run on the crate's own GEMM (`linalg::gemm_raw`), single-threaded per
+//! call. The work is cut into units that depend on the batch size and the geometry only (a
+//! batch item; for batches under 8 an item's range of output rows), shared among the intra-op
+//! threads, each thread with its own column buffer from the caching allocator. The weight
+//! gradient is summed over at most eight chunks of units, the chunks' sums added in order. So
+//! results never depend on the number of threads. See docs/ARCHITECTURE.md for measurements.
 //!
 //! # Autograd
 //!
@@ -287,11 +287,30 @@ fn over_units(n: usize, work_per_unit: usize, f: impl Fn(usize, usize) + Sync) {
     crate::threads::run_tasks(n.div_ceil(chunk), |t| f(t * chunk, ((t + 1) * chunk).min(n)));
 }
 
-/// A column buffer of `len` elements of `T` from the caching allocator.
-fn scratch<T: Element>(len: usize) -> CpuBuffer {
-    // Sizes were checked when the output (at least as large per item) was allocated; a failure
-    // here is out of memory, which the caching allocator reports by retrying once first.
-    CpuBuffer::new(len * std::mem::size_of::<T>()).expect("convolution scratch buffer")
+/// Column buffers for the threads of a kernel, and the first allocation failure among them
+/// (reported as the kernel's error once the threads are done, never a panic).
+#[derive(Default)]
+struct Scratch(std::sync::Mutex<Option<crate::Error>>);
+
+impl Scratch {
+    /// A buffer of `len` elements of `T` from the caching allocator; `None` after recording
+    /// the failure.
+    fn get<T: Element>(&self, len: usize) -> Option<CpuBuffer> {
+        let bytes = len.saturating_mul(std::mem::size_of::<T>());
+        match CpuBuffer::new(bytes) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                self.0.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                None
+            }
+        }
+    }
+    fn result(self) -> Result<()> {
+        match self.0.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Read access to contiguous tensors: a pointer to each one's first element, locks taken in
@@ -357,7 +376,8 @@ fn forward_kernel<T: Real + Element>(
     let (rows, ls, lb, cin_g, cout_g) = (g.rows(), g.l_small(), g.l_big(), g.cin_g(), g.cout_g());
     let ow = g.small[2];
     let units = Units::of(g);
-    build_raw::<T>(shape, |yp| {
+    let fail = Scratch::default();
+    let t = build_raw::<T>(shape, |yp| {
         if g.n * g.small_c * ls == 0 {
             return;
         }
@@ -365,7 +385,14 @@ fn forward_kernel<T: Real + Element>(
             over_units(units.total, g.work_per_item() / units.pieces, |u0, u1| {
                 let (xp, wp, bp, yp) = (xp, wp, bp, yp);
                 let cols_max = units.rows.div_ceil(units.pieces) * ow;
-                let mut col = if g.identity_cols() { None } else { Some(scratch::<T>(rows * cols_max)) };
+                let mut col = if g.identity_cols() {
+                    None
+                } else {
+                    match fail.get::<T>(rows * cols_max) {
+                        Some(b) => Some(b),
+                        None => return,
+                    }
+                };
                 for u in u0..u1 {
                     let (i, r0, r1) = units.get(u);
                     let (c0, nc) = (r0 * ow, (r1 - r0) * ow);
@@ -409,7 +436,9 @@ fn forward_kernel<T: Real + Element>(
                 }
             });
         });
-    })
+    })?;
+    fail.result()?;
+    Ok(t)
 }
 
 /// Input-gradient kernel, also the transposed convolution's forward: `x = conv^T(y, w) + bias`
@@ -430,7 +459,8 @@ fn backward_input_kernel<T: Real + Element>(
     let identity = g.identity_cols() && cout_g > 0 && rows > 0;
     let units = Units::of(g);
     let groups = g.p.groups;
-    build_raw::<T>(shape, |xp| {
+    let fail = Scratch::default();
+    let t = build_raw::<T>(shape, |xp| {
         if g.n * g.big_c * lb == 0 {
             return;
         }
@@ -469,7 +499,14 @@ fn backward_input_kernel<T: Real + Element>(
             if units.pieces == 1 {
                 over_units(g.n, g.work_per_item(), |i0, i1| {
                     let xp = xp;
-                    let mut col = if identity { None } else { Some(scratch::<T>(rows * ls)) };
+                    let mut col = if identity {
+                        None
+                    } else {
+                        match fail.get::<T>(rows * ls) {
+                            Some(b) => Some(b),
+                            None => return,
+                        }
+                    };
                     for i in i0..i1 {
                         for gr in 0..groups {
                             // SAFETY: item i, group gr's channels of the result.
@@ -493,7 +530,14 @@ fn backward_input_kernel<T: Real + Element>(
                 return;
             }
             // Few items: per item, units of (group, output rows), then col2im per channel.
-            let mut col = if identity { None } else { Some(scratch::<T>(groups * rows * ls)) };
+            let mut col = if identity {
+                None
+            } else {
+                match fail.get::<T>(groups * rows * ls) {
+                    Some(b) => Some(b),
+                    None => return,
+                }
+            };
             let cp = col.as_mut().map(|b| SendPtr(b.as_mut_ptr() as *mut T));
             for i in 0..g.n {
                 let per = g.work_per_item() / (groups * units.pieces);
@@ -538,7 +582,9 @@ fn backward_input_kernel<T: Real + Element>(
             }
             drop(col.take());
         });
-    })
+    })?;
+    fail.result()?;
+    Ok(t)
 }
 
 /// Weight-gradient kernel: `gw[co, ci, k] = sum over items and output positions of
@@ -560,7 +606,8 @@ fn backward_weight_kernel<T: Real + Element>(x: &Tensor, v: &Tensor, g: &Geo) ->
     // Partial sums of chunks 1.. (chunk 0 sums into the result itself).
     let mut partial = CpuBuffer::new(wlen * chunks.saturating_sub(1) * std::mem::size_of::<T>())?;
     let pp = SendPtr(partial.as_mut_ptr() as *mut T);
-    build_raw::<T>(shape, |gp| {
+    let fail = Scratch::default();
+    let t = build_raw::<T>(shape, |gp| {
         if wlen == 0 {
             return;
         }
@@ -580,7 +627,14 @@ fn backward_weight_kernel<T: Real + Element>(x: &Tensor, v: &Tensor, g: &Geo) ->
                     return;
                 }
                 let cols_max = units.rows.div_ceil(units.pieces) * ow;
-                let mut col = if g.identity_cols() { None } else { Some(scratch::<T>(rows * cols_max)) };
+                let mut col = if g.identity_cols() {
+                    None
+                } else {
+                    match fail.get::<T>(rows * cols_max) {
+                        Some(b) => Some(b),
+                        None => return,
+                    }
+                };
                 for u in c * per_chunk..((c + 1) * per_chunk).min(units.total) {
                     let (i, r0, r1) = units.get(u);
                     let (c0, nc) = (r0 * ow, (r1 - r0) * ow);
@@ -619,7 +673,9 @@ fn backward_weight_kernel<T: Real + Element>(x: &Tensor, v: &Tensor, g: &Geo) ->
                 }
             }
         });
-    })
+    })?;
+    fail.result()?;
+    Ok(t)
 }
 
 // ------------------------------------------------------------------------------------------

@@ -352,7 +352,7 @@ fn max_kernel<T: Select>(x: &Tensor, g: &PoolGeo) -> Result<(Tensor, Tensor)> {
     let (sz, sy) = (g.step(0), g.step(1));
     let fixed = matches!(g.kind, Kind::Max);
     let (sx, dx, px) = (g.s[2], g.d[2], g.p[2]);
-    let [od, oh, ow] = g.out;
+    let [_, oh, ow] = g.out;
     // Per kernel tap along x: the output columns whose input column is inside the input.
     let xr: Vec<(usize, usize)> =
         (0..g.k[2]).map(|e| super::conv::valid_range(ow, iw, g.s[2], e * g.d[2], g.p[2])).collect();
@@ -375,9 +375,8 @@ fn max_kernel<T: Select>(x: &Tensor, g: &PoolGeo) -> Result<(Tensor, Tensor)> {
                     // are independent, so their compare-and-select chains overlap (one window
                     // at a time is a chain of unpredictable comparisons). Each output still
                     // sees its window's taps in PyTorch's order.
-                    for oz in 0..od {
-                        for oy in 0..oh {
-                            let (wz, wy) = (tz[oz], ty[oy]);
+                    for (oz, &wz) in tz.iter().enumerate() {
+                        for (oy, &wy) in ty.iter().enumerate() {
                             best.fill(T::NEG_INF);
                             for (a, w) in at.iter_mut().zip(&tx) {
                                 *a = (wz.lo * ih + wy.lo) * iw + w.lo;
