@@ -9,6 +9,28 @@ fn var_mean(x: &Tensor, dims: &[isize]) -> Result<(Tensor, Tensor)> {
     x.var_mean(dims, 0.0, true)
 }
 
+/// `running = (1 - momentum) * running + momentum * batch`, in place (callers hold `no_grad`).
+fn move_towards(running: &Tensor, batch: &Tensor, momentum: f64) -> Result<()> {
+    running.copy_(&running.mul_scalar(1.0 - momentum)?.add(&batch.mul_scalar(momentum)?)?)?;
+    Ok(())
+}
+
+/// The last `normalized_shape.len()` dims of `x` as negative dims, checking that `x` ends
+/// with `normalized_shape` (PyTorch's message otherwise).
+fn last_dims(x: &Tensor, normalized_shape: &[usize]) -> Result<Vec<isize>> {
+    let k = normalized_shape.len();
+    if k == 0 || x.rank() < k || x.dims()[x.rank() - k..] != *normalized_shape {
+        bail!(
+            Shape,
+            "Given normalized_shape={:?}, expected input with shape [*, {}], but got input of size{:?}",
+            normalized_shape,
+            normalized_shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "),
+            x.dims()
+        );
+    }
+    Ok((1..=k as isize).map(|d| -d).collect())
+}
+
 /// `y * weight + bias`, each of `weight` / `bias` (one value per channel, dim 1) optional.
 fn channel_affine(y: Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>) -> Result<Tensor> {
     let mut shape = vec![1isize; y.rank()];
@@ -86,8 +108,8 @@ pub fn batch_norm(
                 let n = per_channel as f64;
                 let bm = m.detach().reshape([-1isize])?.to_dtype(rm.dtype())?;
                 let bv = v.detach().reshape([-1isize])?.mul_scalar(n / (n - 1.0))?.to_dtype(rv.dtype())?;
-                rm.copy_(&rm.mul_scalar(1.0 - momentum)?.add(&bm.mul_scalar(momentum)?)?)?;
-                rv.copy_(&rv.mul_scalar(1.0 - momentum)?.add(&bv.mul_scalar(momentum)?)?)?;
+                move_towards(rm, &bm, momentum)?;
+                move_towards(rv, &bv, momentum)?;
             }
         }
         (m, v)
@@ -104,17 +126,7 @@ pub fn layer_norm(
     bias: Option<&Tensor>,
     eps: f64,
 ) -> Result<Tensor> {
-    let k = normalized_shape.len();
-    if k == 0 || x.rank() < k || x.dims()[x.rank() - k..] != *normalized_shape {
-        bail!(
-            Shape,
-            "Given normalized_shape={:?}, expected input with shape [*, {}], but got input of size{:?}",
-            normalized_shape,
-            normalized_shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "),
-            x.dims()
-        );
-    }
-    let dims: Vec<isize> = (1..=k as isize).map(|d| -d).collect();
+    let dims = last_dims(x, normalized_shape)?;
     let (v, m) = var_mean(x, &dims)?;
     let mut y = x.sub(&m)?.mul(&v.add_scalar(eps)?.rsqrt()?)?;
     if let Some(w) = weight {
@@ -134,23 +146,13 @@ pub fn rms_norm(
     weight: Option<&Tensor>,
     eps: Option<f64>,
 ) -> Result<Tensor> {
-    let k = normalized_shape.len();
-    if k == 0 || x.rank() < k || x.dims()[x.rank() - k..] != *normalized_shape {
-        bail!(
-            Shape,
-            "Given normalized_shape={:?}, expected input with shape [*, {}], but got input of size{:?}",
-            normalized_shape,
-            normalized_shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "),
-            x.dims()
-        );
-    }
+    let dims = last_dims(x, normalized_shape)?;
     let eps = eps.unwrap_or(match x.dtype() {
         DType::F64 => f64::EPSILON,
         DType::F16 => 0.000_976_562_5,
         DType::BF16 => 0.007_812_5,
         _ => f32::EPSILON as f64,
     });
-    let dims: Vec<isize> = (1..=k as isize).map(|d| -d).collect();
     let y = x.mul(&x.square()?.mean_dims(&dims, true)?.add_scalar(eps)?.rsqrt()?)?;
     match weight {
         Some(w) => y.mul(w),
@@ -221,8 +223,8 @@ pub fn instance_norm(
             let k = (x.numel() / (n * c).max(1)) as f64;
             let bm = m.detach().mean_dims(&[0], false)?.reshape([-1isize])?;
             let bv = v.detach().mul_scalar(k / (k - 1.0))?.mean_dims(&[0], false)?.reshape([-1isize])?;
-            rm.copy_(&rm.mul_scalar(1.0 - momentum)?.add(&bm.mul_scalar(momentum)?)?)?;
-            rv.copy_(&rv.mul_scalar(1.0 - momentum)?.add(&bv.mul_scalar(momentum)?)?)?;
+            move_towards(rm, &bm, momentum)?;
+            move_towards(rv, &bv, momentum)?;
         }
         x.sub(&m)?.mul(&v.add_scalar(eps)?.rsqrt()?)?
     } else {
