@@ -42,6 +42,7 @@ mod stream;
 mod strided;
 mod tensor;
 pub mod threads;
+pub mod warnings;
 pub(crate) mod view;
 
 pub use half;

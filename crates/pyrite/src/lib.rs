@@ -18,6 +18,11 @@ pub mod nn {
     pub use pyrite_nn::*;
 }
 
+/// `torch.optim`: optimizers, `lr_scheduler` and `swa_utils` (the `pyrite-optim` crate).
+pub mod optim {
+    pub use pyrite_optim::*;
+}
+
 /// The names most programs need: `use pyrite::prelude::*;`.
 pub mod prelude {
     pub use pyrite_core::{idx, DType, Device, Error, Result, Scalar, Shape, Tensor, TensorIndex};

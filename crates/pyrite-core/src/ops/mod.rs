@@ -12,6 +12,7 @@ pub mod compare;
 pub mod conv;
 pub(crate) mod derivatives;
 pub mod einsum;
+pub mod foreach;
 pub mod index;
 pub mod inplace;
 pub mod join;

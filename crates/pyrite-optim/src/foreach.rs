@@ -1,0 +1,155 @@
+//! How optimizers run their update: [`Batch`] collects, for each parameter with a gradient,
+//! its tensors (parameter, state, gradient) and its per-parameter coefficients, then runs one
+//! fused kernel over all of them with [`pyrite_core::ops::foreach::foreach_apply`], once per
+//! dtype. Kernels are written once, generic over [`Real`] (f32 and f64), and do their
+//! arithmetic in the parameter's dtype with coefficients computed in f64, as PyTorch does.
+
+use pyrite_core::ops::foreach::foreach_apply;
+use pyrite_core::{bail, DType, Element, Result, Tensor};
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+/// The element types an optimizer updates: f32 and f64.
+pub trait Real:
+    Element
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+{
+    fn c(v: f64) -> Self;
+    fn to_f64(self) -> f64;
+    fn sqrt(self) -> Self;
+    fn abs(self) -> Self;
+    fn maxv(self, o: Self) -> Self;
+    fn minv(self, o: Self) -> Self;
+    /// `torch.sign`: -1, 0 or 1 (0 for 0 and NaN stays NaN).
+    fn sign(self) -> Self;
+    const ZERO: Self;
+    const ONE: Self;
+}
+
+macro_rules! real {
+    ($t:ty) => {
+        impl Real for $t {
+            #[inline(always)]
+            fn c(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            #[inline(always)]
+            fn maxv(self, o: Self) -> Self {
+                // torch.maximum propagates NaN.
+                if self.is_nan() || o.is_nan() {
+                    <$t>::NAN
+                } else if self > o {
+                    self
+                } else {
+                    o
+                }
+            }
+            #[inline(always)]
+            fn minv(self, o: Self) -> Self {
+                if self.is_nan() || o.is_nan() {
+                    <$t>::NAN
+                } else if self < o {
+                    self
+                } else {
+                    o
+                }
+            }
+            #[inline(always)]
+            fn sign(self) -> Self {
+                if self > 0.0 {
+                    1.0
+                } else if self < 0.0 {
+                    -1.0
+                } else {
+                    self * 0.0
+                }
+            }
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+        }
+    };
+}
+real!(f32);
+real!(f64);
+
+/// `torch.lerp(a, b, w)` as ATen computes it.
+#[inline(always)]
+pub fn lerp<T: Real>(a: T, b: T, w: f64) -> T {
+    if w.abs() < 0.5 {
+        a + T::c(w) * (b - a)
+    } else {
+        b - (b - a) * T::c(1.0 - w)
+    }
+}
+
+/// The tensors and coefficients of one update, grouped by dtype.
+pub struct Batch<C> {
+    arity: usize,
+    n_write: usize,
+    f32: (Vec<Tensor>, Vec<C>),
+    f64: (Vec<Tensor>, Vec<C>),
+}
+
+impl<C: Sync> Batch<C> {
+    /// A batch whose items hold `arity` tensors, the first `n_write` updated in place.
+    pub fn new(arity: usize, n_write: usize) -> Batch<C> {
+        Batch { arity, n_write, f32: (Vec::new(), Vec::new()), f64: (Vec::new(), Vec::new()) }
+    }
+
+    /// Adds one parameter's tensors (the parameter first) and its coefficients.
+    pub fn push(&mut self, name: &str, tensors: Vec<Tensor>, coef: C) -> Result<()> {
+        debug_assert_eq!(tensors.len(), self.arity);
+        let list = match tensors[0].dtype() {
+            DType::F32 => &mut self.f32,
+            DType::F64 => &mut self.f64,
+            d => bail!(DType, "{name}: parameters of dtype {d:?} are not supported (f32 and f64 are; keep f32 master weights for mixed precision)"),
+        };
+        list.0.extend(tensors);
+        list.1.push(coef);
+        Ok(())
+    }
+
+    /// Runs the kernel over every item: `k32` for f32 parameters, `k64` for f64 ones.
+    pub fn run(
+        self,
+        k32: impl Fn(&C, &mut [&mut [f32]], &[&[f32]]) + Sync,
+        k64: impl Fn(&C, &mut [&mut [f64]], &[&[f64]]) + Sync,
+    ) -> Result<()> {
+        if !self.f32.1.is_empty() {
+            let ts: Vec<&Tensor> = self.f32.0.iter().collect();
+            let coefs = &self.f32.1;
+            foreach_apply::<f32>(&ts, self.arity, self.n_write, &|g, w, r| k32(&coefs[g], w, r))?;
+        }
+        if !self.f64.1.is_empty() {
+            let ts: Vec<&Tensor> = self.f64.0.iter().collect();
+            let coefs = &self.f64.1;
+            foreach_apply::<f64>(&ts, self.arity, self.n_write, &|g, w, r| k64(&coefs[g], w, r))?;
+        }
+        Ok(())
+    }
+}
+
+/// Rounds a scalar kept as a tensor of the default dtype in PyTorch (`step`, `mu_product`,
+/// `eta`, `mu`) as PyTorch stores it: to f32 unless the default dtype is f64.
+pub fn scalar_round(v: f64) -> f64 {
+    if pyrite_core::get_default_dtype() == DType::F64 {
+        v
+    } else {
+        v as f32 as f64
+    }
+}
