@@ -153,3 +153,12 @@ pub fn scalar_round(v: f64) -> f64 {
         v as f32 as f64
     }
 }
+
+/// `a *= b` for a scalar PyTorch keeps as a tensor of the default dtype (`mu_product`).
+pub fn scalar_mul_round(a: f64, b: f64) -> f64 {
+    if pyrite_core::get_default_dtype() == DType::F64 {
+        a * b
+    } else {
+        (a as f32 * b as f32) as f64
+    }
+}

@@ -5,15 +5,47 @@
 //! update written as one fused kernel over every parameter; the LR schedulers
 //! ([`lr_scheduler`]) and weight averaging ([`swa_utils`]).
 
+pub mod adadelta;
+pub mod adagrad;
+pub mod adam;
+pub mod adamax;
+pub mod asgd;
 pub mod foreach;
+pub mod nadam;
 pub mod optimizer;
+pub mod radam;
+pub mod rmsprop;
+pub mod rprop;
 pub mod sgd;
 
 pub use optimizer::{
     Hyper, Hypers, HookHandle, Optimizer, OptimizerBase, OptimizerStateDict, ParamGroup, ParamState, SavedGroup,
     StateValue,
 };
+pub use adadelta::{Adadelta, AdadeltaOptions};
+pub use adagrad::{Adagrad, AdagradOptions};
+pub use adam::{Adam, AdamOptions, AdamW};
+pub use adamax::{Adamax, AdamaxOptions};
+pub use asgd::{ASGDOptions, ASGD};
+pub use nadam::{NAdam, NAdamOptions};
+pub use radam::{RAdam, RAdamOptions};
+pub use rmsprop::{RMSprop, RMSpropOptions};
+pub use rprop::{Rprop, RpropOptions};
 pub use sgd::{SGDOptions, SGD};
+
+/// The two accessors every optimizer's `impl Optimizer` starts with (its `base` field).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! base_accessors {
+    () => {
+        fn base(&self) -> &$crate::OptimizerBase {
+            &self.base
+        }
+        fn base_mut(&mut self) -> &mut $crate::OptimizerBase {
+            &mut self.base
+        }
+    };
+}
 
 /// Builds a [`Hypers`] map: `hypers!["lr" => 1e-3, "betas" => (0.9, 0.999)]`.
 #[macro_export]

@@ -205,6 +205,7 @@ pub(crate) fn state_f64(s: &ParamState, key: &str) -> Result<f64> {
 }
 
 /// Reads a tensor entry.
+#[allow(dead_code)]
 pub(crate) fn state_tensor(s: &ParamState, key: &str) -> Result<Tensor> {
     match s.get(key) {
         Some(StateValue::Tensor(t)) => Ok(t.clone()),
@@ -599,4 +600,22 @@ fn register(hooks: &Arc<Mutex<HookList>>, pre: bool, hook: StepHook) -> HookHand
         h.post.push((id, hook));
     }
     HookHandle { hooks: Arc::downgrade(hooks), id }
+}
+
+/// The state tensor `key` of a parameter, made by `init` on first use; also says whether it
+/// was just made (the first step of an optimizer that starts a buffer from the gradient).
+pub(crate) fn state_tensor_or(st: &mut ParamState, key: &str, init: impl FnOnce() -> Result<Tensor>) -> Result<(Tensor, bool)> {
+    if let Some(StateValue::Tensor(t)) = st.get(key) {
+        return Ok((t.clone(), false));
+    }
+    let t = init()?;
+    st.insert(key.to_string(), StateValue::Tensor(t.clone()));
+    Ok((t, true))
+}
+
+/// Adds one to the parameter's `step` (starting at 0) and returns the new count.
+pub(crate) fn bump_step(st: &mut ParamState) -> Result<f64> {
+    let step = if st.contains_key("step") { state_f64(st, "step")? } else { 0.0 } + 1.0;
+    st.insert("step".into(), StateValue::Float(step));
+    Ok(step)
 }

@@ -1,0 +1,136 @@
+//! `torch.optim.NAdam`: Adam with Nesterov momentum and a momentum schedule.
+
+use crate::adam::check_adam_like;
+use crate::foreach::{lerp, scalar_mul_round, Batch, Real};
+use crate::optimizer::{bump_step, state_f64, state_tensor_or, Optimizer, OptimizerBase, ParamGroup, StateValue};
+use pyrite_core::{bail, Result, Tensor};
+
+/// NAdam's options, with PyTorch's defaults.
+#[derive(Clone, Debug)]
+pub struct NAdamOptions {
+    pub lr: f64,
+    pub betas: (f64, f64),
+    pub eps: f64,
+    pub weight_decay: f64,
+    pub momentum_decay: f64,
+    pub decoupled_weight_decay: bool,
+    pub maximize: bool,
+}
+
+impl Default for NAdamOptions {
+    fn default() -> Self {
+        NAdamOptions {
+            lr: 2e-3,
+            betas: (0.9, 0.999),
+            eps: 1e-8,
+            weight_decay: 0.0,
+            momentum_decay: 4e-3,
+            decoupled_weight_decay: false,
+            maximize: false,
+        }
+    }
+}
+
+/// `torch.optim.NAdam`. At step `t`, `mu_t = b1 * (1 - 0.5 * 0.96^(t * momentum_decay))`;
+/// the moments are Adam's and the parameter moves by a mix of the gradient and the momentum
+/// weighted with `mu_t`, `mu_{t+1}` and their running product.
+/// State: `step`, `mu_product`, `exp_avg`, `exp_avg_sq`.
+pub struct NAdam {
+    base: OptimizerBase,
+}
+
+impl NAdam {
+    pub fn new(params: Vec<Tensor>, options: NAdamOptions) -> Result<NAdam> {
+        NAdam::with_groups(vec![ParamGroup::new(params)], options)
+    }
+
+    pub fn with_groups(groups: Vec<ParamGroup>, o: NAdamOptions) -> Result<NAdam> {
+        check_adam_like("NAdam", o.lr, o.eps, o.betas, o.weight_decay)?;
+        if o.momentum_decay < 0.0 {
+            bail!(Value, "NAdam: Invalid momentum_decay value: {}", o.momentum_decay);
+        }
+        let defaults = crate::hypers![
+            "lr" => o.lr, "betas" => o.betas, "eps" => o.eps, "weight_decay" => o.weight_decay,
+            "momentum_decay" => o.momentum_decay, "decoupled_weight_decay" => o.decoupled_weight_decay,
+            "maximize" => o.maximize,
+        ];
+        Ok(NAdam { base: OptimizerBase::new("NAdam", defaults, groups)? })
+    }
+}
+
+struct Coef {
+    lr: f64,
+    beta1: f64,
+    beta2: f64,
+    eps: f64,
+    weight_decay: f64,
+    decoupled: bool,
+    maximize: bool,
+    bc2: f64,
+    grad_coef: f64,
+    avg_coef: f64,
+}
+
+fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
+    let g = r[0];
+    let [p, m, v] = w else { unreachable!() };
+    let (wd, decay, b2, one_m_b2) = (T::c(c.weight_decay), T::c(1.0 - c.lr * c.weight_decay), T::c(c.beta2), T::c(1.0 - c.beta2));
+    let (bc2, eps, gc, ac) = (T::c(c.bc2), T::c(c.eps), T::c(c.grad_coef), T::c(c.avg_coef));
+    for i in 0..p.len() {
+        let mut gi = if c.maximize { -g[i] } else { g[i] };
+        if c.weight_decay != 0.0 {
+            if c.decoupled {
+                p[i] = p[i] * decay;
+            } else {
+                gi = gi + wd * p[i];
+            }
+        }
+        m[i] = lerp(m[i], gi, 1.0 - c.beta1);
+        v[i] = v[i] * b2 + one_m_b2 * gi * gi;
+        let denom = (v[i] / bc2).sqrt() + eps;
+        p[i] = p[i] + gc * gi / denom;
+        p[i] = p[i] + ac * m[i] / denom;
+    }
+}
+
+impl Optimizer for NAdam {
+    crate::base_accessors!();
+
+    fn update(&mut self) -> Result<()> {
+        for (group, states) in self.base.groups_and_state() {
+            let (beta1, beta2) = group.pair("betas")?;
+            let momentum_decay = group.f64("momentum_decay")?;
+            let mut batch = Batch::new(4, 3);
+            for (p, st) in group.params.iter().zip(states.iter_mut()) {
+                let Some(g) = p.grad() else { continue };
+                if !st.contains_key("mu_product") {
+                    st.insert("mu_product".into(), StateValue::Float(1.0));
+                }
+                let (m, _) = state_tensor_or(st, "exp_avg", || p.zeros_like())?;
+                let (v, _) = state_tensor_or(st, "exp_avg_sq", || p.zeros_like())?;
+                let step = bump_step(st)?;
+                let mu = beta1 * (1.0 - 0.5 * 0.96f64.powf(step * momentum_decay));
+                let mu_next = beta1 * (1.0 - 0.5 * 0.96f64.powf((step + 1.0) * momentum_decay));
+                let mu_product = scalar_mul_round(state_f64(st, "mu_product")?, mu);
+                st.insert("mu_product".into(), StateValue::Float(mu_product));
+                let mu_product_next = mu_product * mu_next;
+                let lr = group.lr;
+                let coef = Coef {
+                    lr,
+                    beta1,
+                    beta2,
+                    eps: group.f64("eps")?,
+                    weight_decay: group.f64("weight_decay")?,
+                    decoupled: group.bool("decoupled_weight_decay")?,
+                    maximize: group.bool("maximize")?,
+                    bc2: 1.0 - beta2.powf(step),
+                    grad_coef: -lr * (1.0 - mu) / (1.0 - mu_product),
+                    avg_coef: (-lr * mu_next) / (1.0 - mu_product_next),
+                };
+                batch.push("NAdam", vec![p.clone(), m, v, g], coef)?;
+            }
+            batch.run(kernel::<f32>, kernel::<f64>)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,126 @@
+//! `torch.optim.RAdam`: Adam with the variance of the adaptive learning rate rectified.
+
+use crate::adam::check_adam_like;
+use crate::foreach::{lerp, Batch, Real};
+use crate::optimizer::{bump_step, state_tensor_or, Optimizer, OptimizerBase, ParamGroup};
+use pyrite_core::{Result, Tensor};
+
+/// RAdam's options, with PyTorch's defaults.
+#[derive(Clone, Debug)]
+pub struct RAdamOptions {
+    pub lr: f64,
+    pub betas: (f64, f64),
+    pub eps: f64,
+    pub weight_decay: f64,
+    pub decoupled_weight_decay: bool,
+    pub maximize: bool,
+}
+
+impl Default for RAdamOptions {
+    fn default() -> Self {
+        RAdamOptions { lr: 1e-3, betas: (0.9, 0.999), eps: 1e-8, weight_decay: 0.0, decoupled_weight_decay: false, maximize: false }
+    }
+}
+
+/// `torch.optim.RAdam`. While the approximated SMA length `rho_t` is at most 5 the step is
+/// SGD with momentum (`p -= lr * m / (1 - b1^t)`); after that it is Adam's step scaled by the
+/// rectification term. State: `step`, `exp_avg`, `exp_avg_sq`.
+pub struct RAdam {
+    base: OptimizerBase,
+}
+
+impl RAdam {
+    pub fn new(params: Vec<Tensor>, options: RAdamOptions) -> Result<RAdam> {
+        RAdam::with_groups(vec![ParamGroup::new(params)], options)
+    }
+
+    pub fn with_groups(groups: Vec<ParamGroup>, o: RAdamOptions) -> Result<RAdam> {
+        check_adam_like("RAdam", o.lr, o.eps, o.betas, o.weight_decay)?;
+        let defaults = crate::hypers![
+            "lr" => o.lr, "betas" => o.betas, "eps" => o.eps, "weight_decay" => o.weight_decay,
+            "decoupled_weight_decay" => o.decoupled_weight_decay, "maximize" => o.maximize,
+        ];
+        Ok(RAdam { base: OptimizerBase::new("RAdam", defaults, groups)? })
+    }
+}
+
+struct Coef {
+    lr: f64,
+    beta1: f64,
+    beta2: f64,
+    eps: f64,
+    weight_decay: f64,
+    decoupled: bool,
+    maximize: bool,
+    bc1: f64,
+    bc2_sqrt: f64,
+    /// The rectification term when `rho_t > 5`.
+    rect: Option<f64>,
+}
+
+fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
+    let g = r[0];
+    let [p, m, v] = w else { unreachable!() };
+    let (wd, decay, b2, one_m_b2) = (T::c(c.weight_decay), T::c(1.0 - c.lr * c.weight_decay), T::c(c.beta2), T::c(1.0 - c.beta2));
+    let (bc1, lr, eps, bc2_sqrt) = (T::c(c.bc1), T::c(c.lr), T::c(c.eps), T::c(c.bc2_sqrt));
+    for i in 0..p.len() {
+        let mut gi = if c.maximize { -g[i] } else { g[i] };
+        if c.weight_decay != 0.0 {
+            if c.decoupled {
+                p[i] = p[i] * decay;
+            } else {
+                gi = gi + wd * p[i];
+            }
+        }
+        m[i] = lerp(m[i], gi, 1.0 - c.beta1);
+        v[i] = v[i] * b2 + one_m_b2 * gi * gi;
+        let corrected = m[i] / bc1;
+        let delta = match c.rect {
+            Some(rect) => {
+                // `bc2_sqrt / (sqrt(v) + eps)` as PyTorch computes a scalar over a tensor.
+                let adaptive = (T::ONE / (v[i].sqrt() + eps)) * bc2_sqrt;
+                corrected * lr * adaptive * T::c(rect)
+            }
+            None => corrected * lr,
+        };
+        p[i] = p[i] + T::c(-1.0) * delta;
+    }
+}
+
+impl Optimizer for RAdam {
+    crate::base_accessors!();
+
+    fn update(&mut self) -> Result<()> {
+        for (group, states) in self.base.groups_and_state() {
+            let (beta1, beta2) = group.pair("betas")?;
+            let mut batch = Batch::new(4, 3);
+            for (p, st) in group.params.iter().zip(states.iter_mut()) {
+                let Some(g) = p.grad() else { continue };
+                let (m, _) = state_tensor_or(st, "exp_avg", || p.zeros_like())?;
+                let (v, _) = state_tensor_or(st, "exp_avg_sq", || p.zeros_like())?;
+                let step = bump_step(st)?;
+                let bc2 = 1.0 - beta2.powf(step);
+                let rho_inf = 2.0 / (1.0 - beta2) - 1.0;
+                let rho_t = rho_inf - 2.0 * step * beta2.powf(step) / bc2;
+                let rect = (rho_t > 5.0).then(|| {
+                    ((rho_t - 4.0) * (rho_t - 2.0) * rho_inf / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t)).powf(0.5)
+                });
+                let coef = Coef {
+                    lr: group.lr,
+                    beta1,
+                    beta2,
+                    eps: group.f64("eps")?,
+                    weight_decay: group.f64("weight_decay")?,
+                    decoupled: group.bool("decoupled_weight_decay")?,
+                    maximize: group.bool("maximize")?,
+                    bc1: 1.0 - beta1.powf(step),
+                    bc2_sqrt: bc2.powf(0.5),
+                    rect,
+                };
+                batch.push("RAdam", vec![p.clone(), m, v, g], coef)?;
+            }
+            batch.run(kernel::<f32>, kernel::<f64>)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,135 @@
+//! `torch.optim.RMSprop`: gradients scaled by a running root mean square, optionally
+//! centered and with momentum.
+
+use crate::foreach::{lerp, Batch, Real};
+use crate::optimizer::{bump_step, state_tensor_or, Optimizer, OptimizerBase, ParamGroup};
+use pyrite_core::{bail, Result, Tensor};
+
+/// RMSprop's options, with PyTorch's defaults.
+#[derive(Clone, Debug)]
+pub struct RMSpropOptions {
+    pub lr: f64,
+    pub alpha: f64,
+    pub eps: f64,
+    pub weight_decay: f64,
+    pub momentum: f64,
+    pub centered: bool,
+    pub maximize: bool,
+}
+
+impl Default for RMSpropOptions {
+    fn default() -> Self {
+        RMSpropOptions { lr: 1e-2, alpha: 0.99, eps: 1e-8, weight_decay: 0.0, momentum: 0.0, centered: false, maximize: false }
+    }
+}
+
+/// `torch.optim.RMSprop`. Per parameter: `s = alpha * s + (1 - alpha) * g²`; centered, the
+/// running mean of `g` is subtracted (`sqrt(s - ḡ²)`); then `p -= lr * g / (sqrt(..) + eps)`,
+/// through a momentum buffer when `momentum > 0`.
+/// State: `step`, `square_avg` (and `momentum_buffer`, `grad_avg`).
+pub struct RMSprop {
+    base: OptimizerBase,
+}
+
+impl RMSprop {
+    pub fn new(params: Vec<Tensor>, options: RMSpropOptions) -> Result<RMSprop> {
+        RMSprop::with_groups(vec![ParamGroup::new(params)], options)
+    }
+
+    pub fn with_groups(groups: Vec<ParamGroup>, o: RMSpropOptions) -> Result<RMSprop> {
+        for (what, v) in [("learning rate", o.lr), ("epsilon value", o.eps), ("momentum value", o.momentum), ("weight_decay value", o.weight_decay), ("alpha value", o.alpha)] {
+            if v < 0.0 {
+                bail!(Value, "RMSprop: Invalid {what}: {v}");
+            }
+        }
+        let defaults = crate::hypers![
+            "lr" => o.lr, "alpha" => o.alpha, "eps" => o.eps, "weight_decay" => o.weight_decay,
+            "momentum" => o.momentum, "centered" => o.centered, "maximize" => o.maximize,
+        ];
+        Ok(RMSprop { base: OptimizerBase::new("RMSprop", defaults, groups)? })
+    }
+}
+
+struct Coef {
+    lr: f64,
+    alpha: f64,
+    eps: f64,
+    weight_decay: f64,
+    momentum: f64,
+    centered: bool,
+    maximize: bool,
+}
+
+fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
+    let g = r[0];
+    let (p, rest) = w.split_first_mut().unwrap();
+    let (s, rest) = rest.split_first_mut().unwrap();
+    let (mut buf, mut gavg) = (None, None);
+    let mut rest = rest.iter_mut();
+    if c.momentum > 0.0 {
+        buf = rest.next();
+    }
+    if c.centered {
+        gavg = rest.next();
+    }
+    let (wd, alpha, one_m_alpha, eps, mom, neg_lr) =
+        (T::c(c.weight_decay), T::c(c.alpha), T::c(1.0 - c.alpha), T::c(c.eps), T::c(c.momentum), T::c(-c.lr));
+    for i in 0..p.len() {
+        let mut gi = if c.maximize { -g[i] } else { g[i] };
+        if c.weight_decay != 0.0 {
+            gi = gi + wd * p[i];
+        }
+        s[i] = s[i] * alpha + one_m_alpha * gi * gi;
+        let avg = match gavg.as_deref_mut() {
+            Some(ga) => {
+                ga[i] = lerp(ga[i], gi, 1.0 - c.alpha);
+                (s[i] + T::c(-1.0) * ga[i] * ga[i]).sqrt()
+            }
+            None => s[i].sqrt(),
+        } + eps;
+        match buf.as_deref_mut() {
+            Some(b) => {
+                b[i] = b[i] * mom + gi / avg;
+                p[i] = p[i] + neg_lr * b[i];
+            }
+            None => p[i] = p[i] + neg_lr * gi / avg,
+        }
+    }
+}
+
+impl Optimizer for RMSprop {
+    crate::base_accessors!();
+
+    fn update(&mut self) -> Result<()> {
+        for (group, states) in self.base.groups_and_state() {
+            let momentum = group.f64("momentum")?;
+            let centered = group.bool("centered")?;
+            let arity = 3 + usize::from(momentum > 0.0) + usize::from(centered);
+            let mut batch = Batch::new(arity, arity - 1);
+            for (p, st) in group.params.iter().zip(states.iter_mut()) {
+                let Some(g) = p.grad() else { continue };
+                let mut ts = vec![p.clone(), state_tensor_or(st, "square_avg", || p.zeros_like())?.0];
+                if momentum > 0.0 {
+                    ts.push(state_tensor_or(st, "momentum_buffer", || p.zeros_like())?.0);
+                }
+                if centered {
+                    ts.push(state_tensor_or(st, "grad_avg", || p.zeros_like())?.0);
+                }
+                ts.push(g);
+                bump_step(st)?;
+                let coef = Coef {
+                    lr: group.lr,
+                    alpha: group.f64("alpha")?,
+                    eps: group.f64("eps")?,
+                    weight_decay: group.f64("weight_decay")?,
+                    momentum,
+                    centered,
+                    maximize: group.bool("maximize")?,
+                };
+                batch.push("RMSprop", ts, coef)?;
+            }
+            batch.run(kernel::<f32>, kernel::<f64>)?;
+        }
+        Ok(())
+    }
+}
