@@ -92,7 +92,7 @@ impl Adam {
 ///
 /// ```
 /// use pyrite::optim::{AdamOptions, AdamW, Optimizer};
-/// let w = pyrite::Tensor::new(&[1.0f32])?.requires_grad_(true)?;
+/// let w = pyrite::Tensor::new([1.0f32])?.requires_grad_(true)?;
 /// let opt = AdamW::new(vec![w], AdamOptions { lr: 1e-2, ..AdamOptions::adamw() })?;
 /// assert_eq!(opt.param_groups()[0].f64("weight_decay")?, 1e-2);
 /// # Ok::<(), pyrite::Error>(())

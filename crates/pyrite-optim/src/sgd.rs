@@ -50,7 +50,7 @@ impl SGDOptions {
 /// ```
 /// use pyrite::optim::{Optimizer, SGD, SGDOptions};
 /// use pyrite::Tensor;
-/// let w = Tensor::new(&[1.0f64, -2.0])?.requires_grad_(true)?;
+/// let w = Tensor::new([1.0f64, -2.0])?.requires_grad_(true)?;
 /// let mut opt = SGD::new(vec![w.clone()], SGDOptions { lr: 0.5, ..Default::default() })?;
 /// w.square()?.sum()?.backward()?; // grad = 2w
 /// opt.step()?;

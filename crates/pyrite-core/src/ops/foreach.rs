@@ -9,8 +9,8 @@
 //! use pyrite::ops::foreach::foreach_apply;
 //! use pyrite::Tensor;
 //! // p -= 0.5 * g for two parameters of different sizes, in one call.
-//! let (p1, g1) = (Tensor::new(&[1.0f32, 2.0])?, Tensor::new(&[2.0f32, 2.0])?);
-//! let (p2, g2) = (Tensor::new(&[4.0f32])?, Tensor::new(&[-2.0f32])?);
+//! let (p1, g1) = (Tensor::new([1.0f32, 2.0])?, Tensor::new([2.0f32, 2.0])?);
+//! let (p2, g2) = (Tensor::new([4.0f32])?, Tensor::new([-2.0f32])?);
 //! foreach_apply::<f32>(&[&p1, &g1, &p2, &g2], 2, 1, &|_, w, r| {
 //!     for (p, g) in w[0].iter_mut().zip(r[0]) {
 //!         *p -= 0.5 * g;
