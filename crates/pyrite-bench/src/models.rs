@@ -1,56 +1,17 @@
 //! The model workloads of the reference benchmark, written with `pyrite::nn`: `mlp_digits`,
-//! `mlp_big` and `cnn`. Until `pyrite-optim` exists, their
-//! optimizer step is [`Adam`] below, a hand-written Adam (PyTorch's defaults: betas 0.9 and
-//! 0.999, eps 1e-8), which every result line says.
+//! `mlp_big` and `cnn`, each a full training step (forward, backward, `zero_grad`, and
+//! `pyrite::optim::Adam`'s step, lr 1e-3, PyTorch's other defaults), as the reference does.
 
 use crate::timing::{median, min, round, spread, timeit};
 use crate::Args;
 use pyrite::nn::functional as F;
 use pyrite::nn::{self, Conv2d, ConvOptions, Linear, Module, ModuleBase, PoolOptions, ReLU, Sequential};
+use pyrite::optim::{Adam, AdamOptions, Optimizer};
 use pyrite::{autograd, DType, Result, Tensor};
 use serde_json::{json, Map, Value};
 use std::time::Instant;
 
-pub const OPTIMIZER_NOTE: &str = "Adam lr=1e-3, hand-written in pyrite-bench until pyrite-optim lands";
-
-/// Adam over a list of parameters, with PyTorch's update (bias-corrected moments).
-pub struct Adam {
-    params: Vec<Tensor>,
-    m: Vec<Tensor>,
-    v: Vec<Tensor>,
-    step: i32,
-    lr: f64,
-}
-
-impl Adam {
-    pub fn new(params: Vec<Tensor>, lr: f64) -> Adam {
-        let m = params.iter().map(|p| p.zeros_like().unwrap()).collect();
-        let v = params.iter().map(|p| p.zeros_like().unwrap()).collect();
-        Adam { params, m, v, step: 0, lr }
-    }
-
-    pub fn zero_grad(&self) {
-        for p in &self.params {
-            p.set_grad(None).unwrap();
-        }
-    }
-
-    pub fn step(&mut self) -> Result<()> {
-        let _g = autograd::no_grad();
-        self.step += 1;
-        let (b1, b2, eps) = (0.9f64, 0.999f64, 1e-8);
-        let bc1 = 1.0 - b1.powi(self.step);
-        let bc2 = 1.0 - b2.powi(self.step);
-        for ((p, m), v) in self.params.iter().zip(&self.m).zip(&self.v) {
-            let Some(g) = p.grad() else { continue };
-            m.mul_(&Tensor::scalar(b1 as f32)?)?.add_(&g.mul_scalar(1.0 - b1)?)?;
-            v.mul_(&Tensor::scalar(b2 as f32)?)?.add_(&g.square()?.mul_scalar(1.0 - b2)?)?;
-            let denom = v.div_scalar(bc2)?.sqrt()?.add_scalar(eps)?;
-            p.sub_(&m.div(&denom)?.mul_scalar(self.lr / bc1)?)?;
-        }
-        Ok(())
-    }
-}
+pub const OPTIMIZER_NOTE: &str = "pyrite::optim::Adam lr=1e-3";
 
 fn load_digits(dir: &str) -> (Tensor, Tensor, Tensor, Tensor) {
     let csv = std::fs::read_to_string(format!("{dir}/digits.csv")).expect("digits.csv");
@@ -84,7 +45,7 @@ fn digits_mlp() -> Sequential {
 fn train_digits(xtr: &Tensor, ytr: &Tensor, epochs: usize) -> (Sequential, f64) {
     pyrite::manual_seed(0);
     let model = digits_mlp();
-    let mut opt = Adam::new(model.parameters(), 1e-3);
+    let mut opt = Adam::new(model.parameters(), AdamOptions { lr: 1e-3, ..Default::default() }).unwrap();
     let g = pyrite::Generator::new(0);
     let n = xtr.dims()[0];
     let mut t_steps = 0.0;
@@ -95,7 +56,7 @@ fn train_digits(xtr: &Tensor, ytr: &Tensor, epochs: usize) -> (Sequential, f64) 
         for i in (0..n).step_by(64) {
             let idx = perm.narrow(0, i as isize, 64.min(n - i)).unwrap();
             let (xb, yb) = (xtr.index_select(0, &idx).unwrap(), ytr.index_select(0, &idx).unwrap());
-            opt.zero_grad();
+            opt.zero_grad().unwrap();
             let loss = F::cross_entropy(&model.call(&xb).unwrap(), &yb, &ce).unwrap();
             loss.backward().unwrap();
             opt.step().unwrap();
@@ -150,13 +111,13 @@ pub fn mlp_big(args: &Args) -> Map<String, Value> {
         .append(Linear::new(1024, 1024).unwrap())
         .append(ReLU::new())
         .append(Linear::new(1024, 10).unwrap());
-    let mut opt = Adam::new(model.parameters(), 1e-3);
+    let mut opt = Adam::new(model.parameters(), AdamOptions { lr: 1e-3, ..Default::default() }).unwrap();
     let bs = 128;
     let x = Tensor::randn([bs, 784], DType::F32).unwrap();
     let y = Tensor::randint(0, 10, [bs], DType::I64).unwrap();
     let ce = Default::default();
     let mut step = || {
-        opt.zero_grad();
+        opt.zero_grad().unwrap();
         let loss = F::cross_entropy(&model.call(&x).unwrap(), &y, &ce).unwrap();
         loss.backward().unwrap();
         opt.step().unwrap();
@@ -222,13 +183,13 @@ pub fn cnn(args: &Args) -> Map<String, Value> {
         f1: Linear::new(64 * 7 * 7, 128).unwrap(),
         f2: Linear::new(128, 10).unwrap(),
     };
-    let mut opt = Adam::new(model.parameters(), 1e-3);
+    let mut opt = Adam::new(model.parameters(), AdamOptions { lr: 1e-3, ..Default::default() }).unwrap();
     let bs = 64;
     let x = Tensor::randn([bs, 1, 28, 28], DType::F32).unwrap();
     let y = Tensor::randint(0, 10, [bs], DType::I64).unwrap();
     let ce = Default::default();
     let mut step = || {
-        opt.zero_grad();
+        opt.zero_grad().unwrap();
         let loss = F::cross_entropy(&model.call(&x).unwrap(), &y, &ce).unwrap();
         loss.backward().unwrap();
         opt.step().unwrap();
