@@ -6,6 +6,7 @@
 //! ([`lr_scheduler`]) and weight averaging ([`swa_utils`]).
 
 pub mod foreach;
+pub mod lbfgs;
 pub mod optimizer;
 pub mod sgd;
 
@@ -13,6 +14,7 @@ pub use optimizer::{
     Hyper, Hypers, HookHandle, Optimizer, OptimizerBase, OptimizerStateDict, ParamGroup, ParamState, SavedGroup,
     StateValue,
 };
+pub use lbfgs::{LBFGS, LBFGSOptions};
 pub use sgd::{SGDOptions, SGD};
 
 /// Builds a [`Hypers`] map: `hypers!["lr" => 1e-3, "betas" => (0.9, 0.999)]`.
