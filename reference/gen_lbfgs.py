@@ -218,6 +218,14 @@ def main():
     cases.append(
         case("rosen10d_wolfe_maxeval", "rosenbrock", [x10], [], opts(max_iter=10, max_eval=6, line_search_fn="strong_wolfe"), 6, f64)
     )
+    line_search_corners = [
+        ("rosen2d_wolfe_small_lr", [x2], opts(lr=0.001, max_iter=3, max_eval=40, line_search_fn="strong_wolfe")),
+        ("rosen2d_wolfe_lr5", [x2], opts(lr=5.0, max_iter=3, line_search_fn="strong_wolfe")),
+        ("rosen10d_wolfe_lr5", [x10], opts(lr=5.0, max_iter=3, line_search_fn="strong_wolfe")),
+        ("rosen2d_wolfe_max_ls", [x2], opts(lr=0.01, max_iter=3, line_search_fn="strong_wolfe")),
+    ]
+    for name, p0, o in line_search_corners:
+        cases.append(case(name, "rosenbrock", p0, [], o, 10, f64))
     z = torch.tensor([[0.25, -0.5], [1.0, 2.0]], dtype=torch.float64)
     cases.append(
         case("rosen2d_unused_param_wolfe", "rosenbrock", [x2, z], [], opts(max_iter=3, line_search_fn="strong_wolfe"), 8, f64)

@@ -49,7 +49,7 @@ impl Default for LBFGSOptions {
 
 impl LBFGSOptions {
     fn hypers(&self) -> Result<Hypers> {
-        if !(0.0 <= self.lr) {
+        if self.lr.is_nan() || self.lr < 0.0 {
             bail!(Value, "LBFGS: Invalid learning rate: {}", self.lr);
         }
         let max_eval = self.max_eval.unwrap_or(self.max_iter * 5 / 4);
@@ -227,13 +227,13 @@ impl Num {
         let (a, b) = self.cmp_vals(o);
         a >= b
     }
+}
 
-    /// A 0-d tensor for state (a float is kept as f64).
-    fn to_state(self) -> Result<StateValue> {
-        Ok(match self {
-            Py(v) => StateValue::Float(v),
-            T(v, dt) => StateValue::Tensor(Tensor::scalar(v)?.to_dtype(dt)?),
-        })
+/// A 0-d tensor holding `n` (of its dtype; f64 for a Python float).
+fn scalar_tensor(n: Num) -> Result<Tensor> {
+    match n {
+        Py(v) => Tensor::scalar(v),
+        T(v, dt) => Tensor::scalar(v)?.to_dtype(dt),
     }
 }
 
@@ -320,7 +320,15 @@ fn set_params(params: &[Tensor], data: &[Tensor]) -> Result<()> {
 /// `_cubic_interpolate`: the minimizer of the cubic through two points with their values and
 /// derivatives, clamped to `bounds` (by default the interval between them); the midpoint when
 /// the cubic has no minimizer.
-fn cubic_interpolate(x1: Num, f1: f64, g1: Num, x2: Num, f2: f64, g2: Num, bounds: Option<(Num, Num)>) -> Result<Num> {
+fn cubic_interpolate(
+    x1: Num,
+    f1: f64,
+    g1: Num,
+    x2: Num,
+    f2: f64,
+    g2: Num,
+    bounds: Option<(Num, Num)>,
+) -> Result<Num> {
     let (lo, hi) = match bounds {
         Some(b) => b,
         None if x1.le(x2) => (x1, x2),
@@ -437,7 +445,15 @@ fn strong_wolfe(
         if bracket[1].sub(bracket[0]).abs().mul(d_norm).lt(Py(tolerance_change)) {
             break;
         }
-        t = cubic_interpolate(bracket[0], bracket_f[0], bracket_gtd[0], bracket[1], bracket_f[1], bracket_gtd[1], None)?;
+        t = cubic_interpolate(
+            bracket[0],
+            bracket_f[0],
+            bracket_gtd[0],
+            bracket[1],
+            bracket_f[1],
+            bracket_gtd[1],
+            None,
+        )?;
         let b_max = py_max(bracket[0], bracket[1]);
         let b_min = py_min(bracket[0], bracket[1]);
         let eps = Py(0.1).mul(b_max.sub(b_min));
@@ -477,7 +493,10 @@ fn strong_wolfe(
             bracket_gtd[low] = gtd_new;
         }
     }
-    Ok(LineSearch { loss: bracket_f[low], flat_grad: bracket_g[low].clone(), t: bracket[low], evals })
+    match (bracket.get(low), bracket_f.get(low), bracket_g.get(low)) {
+        (Some(&t), Some(&loss), Some(g)) => Ok(LineSearch { loss, flat_grad: g.clone(), t, evals }),
+        _ => bail!(Index, "LBFGS: strong_wolfe: list index out of range (the loss is NaN?)"),
+    }
 }
 
 fn state_int(st: &ParamState, key: &str) -> Result<Option<i64>> {
@@ -518,7 +537,9 @@ fn state_list(st: &ParamState, key: &str) -> Result<Option<Vec<Tensor>>> {
 fn missing(key: &str) -> pyrite_core::Error {
     pyrite_core::Error::new(
         pyrite_core::ErrorKind::Value,
-        format!("LBFGS: the optimizer state has no '{key}' to continue from (an earlier step failed part way?)"),
+        format!(
+            "LBFGS: the optimizer state has no '{key}' to continue from (an earlier step failed part way?)"
+        ),
     )
 }
 
@@ -572,40 +593,39 @@ impl Memory {
     /// Writes `func_evals`, `n_iter` and `al` (PyTorch updates them in place as it goes) and,
     /// when the step ran to its end, every other entry.
     fn write(&self, st: &mut ParamState, finished: bool) -> Result<()> {
+        let tensors = |v: &mut dyn Iterator<Item = Num>| -> Result<StateValue> {
+            Ok(StateValue::TensorList(v.map(scalar_tensor).collect::<Result<_>>()?))
+        };
         st.insert("func_evals".into(), StateValue::Int(self.func_evals));
         st.insert("n_iter".into(), StateValue::Int(self.n_iter));
         if let Some(al) = &self.al {
-            let set = al.iter().map_while(|a| *a).map(|a| a.to_state()).collect::<Result<Vec<_>>>()?;
-            let list = set.into_iter().filter_map(|v| if let StateValue::Tensor(t) = v { Some(t) } else { None });
-            st.insert("al".into(), StateValue::TensorList(list.collect()));
+            st.insert("al".into(), tensors(&mut al.iter().map_while(|a| *a))?);
         }
         if !finished {
             return Ok(());
         }
         let opt = |v: &Option<Tensor>| v.clone().map_or(StateValue::None, StateValue::Tensor);
         let list = |v: &Option<Vec<Tensor>>| v.clone().map_or(StateValue::None, StateValue::TensorList);
-        st.insert("d".into(), opt(&self.d));
-        st.insert("t".into(), self.t.map_or(Ok(StateValue::None), Num::to_state)?);
-        st.insert("old_dirs".into(), list(&self.old_dirs));
-        st.insert("old_stps".into(), list(&self.old_stps));
+        let t = match self.t {
+            None => StateValue::None,
+            Some(Py(v)) => StateValue::Float(v),
+            Some(t) => StateValue::Tensor(scalar_tensor(t)?),
+        };
         let ro = match &self.ro {
             None => StateValue::None,
-            Some(ro) => StateValue::TensorList(
-                ro.iter()
-                    .map(|r| match r {
-                        T(v, dt) => Tensor::scalar(*v)?.to_dtype(*dt),
-                        Py(v) => Tensor::scalar(*v),
-                    })
-                    .collect::<Result<_>>()?,
-            ),
+            Some(ro) => tensors(&mut ro.iter().copied())?,
         };
-        st.insert("ro".into(), ro);
-        let h = match self.h_diag {
+        let h_diag = match self.h_diag {
             None => StateValue::None,
             Some(Py(v)) => StateValue::Int(v as i64),
-            Some(h) => h.to_state()?,
+            Some(h) => StateValue::Tensor(scalar_tensor(h)?),
         };
-        st.insert("H_diag".into(), h);
+        st.insert("d".into(), opt(&self.d));
+        st.insert("t".into(), t);
+        st.insert("old_dirs".into(), list(&self.old_dirs));
+        st.insert("old_stps".into(), list(&self.old_stps));
+        st.insert("ro".into(), ro);
+        st.insert("H_diag".into(), h_diag);
         st.insert("prev_flat_grad".into(), opt(&self.prev_flat_grad));
         st.insert("prev_loss".into(), self.prev_loss.map_or(StateValue::None, StateValue::Float));
         Ok(())
@@ -651,11 +671,23 @@ fn iterate(
             let old_dirs = m.old_dirs.as_mut().ok_or_else(|| missing("old_dirs"))?;
             let old_stps = m.old_stps.as_mut().ok_or_else(|| missing("old_stps"))?;
             let ro = m.ro.as_mut().ok_or_else(|| missing("ro"))?;
+            if old_stps.len() != old_dirs.len() || ro.len() != old_dirs.len() {
+                bail!(
+                    Value,
+                    "LBFGS: inconsistent state: {} old_dirs, {} old_stps and {} ro",
+                    old_dirs.len(),
+                    old_stps.len(),
+                    ro.len()
+                );
+            }
             let y = flat_grad.sub(prev)?;
             let st = d_old.mul_scalar(t_old.v())?;
             let ys = tnum(&y.dot(&st)?)?;
             if ys.gt(Py(1e-10)) {
                 if old_dirs.len() as i64 == s.history_size {
+                    if old_dirs.is_empty() {
+                        bail!(Index, "LBFGS: pop from empty list (history_size is 0)");
+                    }
                     old_dirs.remove(0);
                     old_stps.remove(0);
                     ro.remove(0);
@@ -726,7 +758,16 @@ fn iterate(
                     set_params(params, &x_init)?;
                     Ok((if s.maximize { -l } else { l }, g))
                 };
-                let ls = strong_wolfe(&mut obj, t, &d, loss, &flat_grad, gtd, s.tolerance_change, s.max_eval - current_evals)?;
+                let ls = strong_wolfe(
+                    &mut obj,
+                    t,
+                    &d,
+                    loss,
+                    &flat_grad,
+                    gtd,
+                    s.tolerance_change,
+                    s.max_eval - current_evals,
+                )?;
                 loss = ls.loss;
                 flat_grad = ls.flat_grad;
                 t = ls.t;

@@ -13,7 +13,8 @@ fn reference() -> &'static Value {
     static DATA: OnceLock<Value> = OnceLock::new();
     DATA.get_or_init(|| {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../reference/data/lbfgs.json");
-        let text = std::fs::read_to_string(path).expect("reference/data/lbfgs.json (run reference/gen_lbfgs.py)");
+        let text =
+            std::fs::read_to_string(path).expect("reference/data/lbfgs.json (run reference/gen_lbfgs.py)");
         serde_json::from_str(&text).expect("lbfgs.json parses")
     })
 }
@@ -37,8 +38,10 @@ fn dtype(c: &Value) -> DType {
 
 /// A tensor stored as the bit patterns of f64 values, cast to `dt`.
 fn from_bits(spec: &Value, dt: DType) -> Tensor {
-    let vals: Vec<f64> = spec["bits"].as_array().unwrap().iter().map(|b| f64::from_bits(b.as_u64().unwrap())).collect();
-    let shape: Vec<usize> = spec["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
+    let vals: Vec<f64> =
+        spec["bits"].as_array().unwrap().iter().map(|b| f64::from_bits(b.as_u64().unwrap())).collect();
+    let shape: Vec<usize> =
+        spec["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
     Tensor::from_vec(vals, shape).unwrap().to_dtype(dt).unwrap()
 }
 
@@ -175,7 +178,11 @@ fn check_step(name: &str, i: usize, got: &Step, want: &Value, tol: f64) {
     match (got.t, want["t_kind"].as_str().unwrap()) {
         (None, "none") => {}
         (Some((t, is_tensor)), kind) => {
-            assert_eq!(if is_tensor { "tensor" } else { "float" }, kind, "{ctx}: state t is a float or a 0-d tensor as in PyTorch");
+            assert_eq!(
+                if is_tensor { "tensor" } else { "float" },
+                kind,
+                "{ctx}: state t is a float or a 0-d tensor as in PyTorch"
+            );
             let wt = want["t"].as_f64().unwrap();
             assert!(close(t, wt, tol), "{ctx}: t = {t} vs PyTorch {wt}");
         }
@@ -184,11 +191,17 @@ fn check_step(name: &str, i: usize, got: &Step, want: &Value, tol: f64) {
 }
 
 fn check_case(name: &str, tol: f64) {
+    check_case_strict_prefix(name, tol, 0);
+}
+
+/// Like `check_case`, with the first `strict` steps to 1e-12 (PyTorch's values exactly, but
+/// for the last bit of the JSON decimals).
+fn check_case_strict_prefix(name: &str, tol: f64, strict: usize) {
     let c = case(name);
     let mut run = setup(c);
     for (i, want) in c["steps"].as_array().unwrap().iter().enumerate() {
         let got = step(&mut run, c);
-        check_step(name, i, &got, want, tol);
+        check_step(name, i, &got, want, if i < strict { 1e-12 } else { tol });
     }
 }
 
@@ -211,6 +224,17 @@ fn rosenbrock_10d() {
     check_case("rosen10d_wolfe_maxeval", 1e-9);
 }
 
+/// Settings that reach the line search's rarer branches: many extrapolations and cubics
+/// without a minimizer (tiny lr), steps near the bracket's ends and swapped brackets (lr 5),
+/// an exhausted evaluation budget.
+#[test]
+fn strong_wolfe_branches() {
+    check_case("rosen2d_wolfe_small_lr", 1e-9);
+    check_case("rosen2d_wolfe_lr5", 1e-9);
+    check_case("rosen10d_wolfe_lr5", 1e-9);
+    check_case("rosen2d_wolfe_max_ls", 1e-9);
+}
+
 #[test]
 fn rosenbrock_maximize() {
     check_case("rosen10d_wolfe_maximize", 1e-9);
@@ -221,10 +245,13 @@ fn parameter_without_gradient() {
     check_case("rosen2d_unused_param_wolfe", 1e-9);
 }
 
+/// In f32 the first steps are PyTorch's to the bit: the step lengths and tests round where
+/// PyTorch's mix of Python floats and 0-d f32 tensors rounds (doing that arithmetic in f64
+/// moves the iterates by 1e-8 from the fifth step of the line-search case on).
 #[test]
 fn rosenbrock_f32() {
-    check_case("rosen2d_f32_wolfe", 1e-4);
-    check_case("rosen2d_f32_none", 1e-4);
+    check_case_strict_prefix("rosen2d_f32_wolfe", 1e-4, 6);
+    check_case_strict_prefix("rosen2d_f32_none", 1e-4, 12);
 }
 
 #[test]
@@ -257,7 +284,11 @@ fn check_resume(name: &str, tol: f64) {
         step(&mut first, c);
     }
     let sd = first.opt.state_dict().deep_clone().unwrap();
-    assert_eq!(sd.state.keys().copied().collect::<Vec<_>>(), vec![0], "{name}: the state lives on parameter 0");
+    assert_eq!(
+        sd.state.keys().copied().collect::<Vec<_>>(),
+        vec![0],
+        "{name}: the state lives on parameter 0"
+    );
     let saved = &sd.state[&0];
     let want_state = c["resume_state"].as_object().unwrap();
     let mut keys: Vec<&String> = saved.keys().collect();
@@ -268,9 +299,15 @@ fn check_resume(name: &str, tol: f64) {
     for (k, w) in want_state {
         match (&saved[k], w["kind"].as_str().unwrap()) {
             (StateValue::Int(v), "int") => assert_eq!(*v, w["value"].as_i64().unwrap(), "{name}: state {k}"),
-            (StateValue::Float(v), "float") => assert!(close(*v, w["value"].as_f64().unwrap(), tol), "{name}: state {k}"),
-            (StateValue::Tensor(t), "tensor") => assert_eq!(t.numel() as u64, w["numel"].as_u64().unwrap(), "{name}: state {k}"),
-            (StateValue::TensorList(l), "list") => assert_eq!(l.len() as u64, w["len"].as_u64().unwrap(), "{name}: state {k}"),
+            (StateValue::Float(v), "float") => {
+                assert!(close(*v, w["value"].as_f64().unwrap(), tol), "{name}: state {k}")
+            }
+            (StateValue::Tensor(t), "tensor") => {
+                assert_eq!(t.numel() as u64, w["numel"].as_u64().unwrap(), "{name}: state {k}")
+            }
+            (StateValue::TensorList(l), "list") => {
+                assert_eq!(l.len() as u64, w["len"].as_u64().unwrap(), "{name}: state {k}")
+            }
             (v, kind) => panic!("{name}: state {k} is {v:?}, PyTorch has a {kind}"),
         }
     }
@@ -347,7 +384,10 @@ fn unknown_line_search_is_an_error_at_step() {
 #[test]
 fn invalid_options_and_losses() {
     let x = Tensor::new([1.0f64, 2.0]).unwrap().requires_grad_(true).unwrap();
-    let err = LBFGS::new(vec![x.clone()], LBFGSOptions { lr: -1.0, ..Default::default() }).err().unwrap().to_string();
+    let err = LBFGS::new(vec![x.clone()], LBFGSOptions { lr: -1.0, ..Default::default() })
+        .err()
+        .unwrap()
+        .to_string();
     assert!(err.contains("Invalid learning rate: -1"), "{err}");
 
     let mut opt = LBFGS::new(vec![x.clone()], LBFGSOptions::default()).unwrap();
@@ -364,6 +404,25 @@ fn invalid_options_and_losses() {
 
     let err = opt.step_with_closure(&mut || pyrite::bail!(Value, "closure failed")).unwrap_err().to_string();
     assert!(err.contains("closure failed"), "{err}");
+
+    // history_size 0 fails where PyTorch's `old_dirs.pop(0)` raises IndexError, without a panic.
+    let mut opt =
+        LBFGS::new(vec![x.clone()], LBFGSOptions { history_size: 0, ..Default::default() }).unwrap();
+    let err = opt
+        .step_with_closure(&mut || {
+            x.set_grad(None)?;
+            let l = x.square()?.sum()?.add(&x.prod()?)?;
+            l.backward()?;
+            Ok(l)
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("pop from empty list"), "{err}");
+    let st = opt.state(&x).unwrap();
+    assert!(
+        matches!(st.get("func_evals"), Some(StateValue::Int(2)))
+            && matches!(st.get("n_iter"), Some(StateValue::Int(2)))
+    );
 }
 
 #[test]
