@@ -438,11 +438,12 @@ impl OptimizerBase {
         Ok(())
     }
 
-    fn run_hooks(&self, pre: bool, groups: &mut [ParamGroup]) {
+    /// Runs the step pre hooks (`pre`) or post hooks on the groups.
+    pub(crate) fn run_step_hooks(&mut self, pre: bool) {
         let mut h = self.hooks.lock().unwrap_or_else(|e| e.into_inner());
         let list = if pre { &mut h.pre } else { &mut h.post };
         for (_, f) in list.iter_mut() {
-            f(groups);
+            f(&mut self.groups);
         }
     }
 }
@@ -495,16 +496,12 @@ pub trait Optimizer: Send {
 
     /// `step()`: runs the pre hooks, the update (without recording autograd) and the post hooks.
     fn step(&mut self) -> Result<()> {
-        let mut groups = std::mem::take(&mut self.base_mut().groups);
-        self.base().run_hooks(true, &mut groups);
-        self.base_mut().groups = groups;
+        self.base_mut().run_step_hooks(true);
         {
             let _ng = autograd::no_grad();
             self.update()?;
         }
-        let mut groups = std::mem::take(&mut self.base_mut().groups);
-        self.base().run_hooks(false, &mut groups);
-        self.base_mut().groups = groups;
+        self.base_mut().run_step_hooks(false);
         Ok(())
     }
 
