@@ -6,8 +6,10 @@
 //! ([`lr_scheduler`]) and weight averaging ([`swa_utils`]).
 
 pub mod foreach;
+pub mod lr_scheduler;
 pub mod optimizer;
 pub mod sgd;
+pub mod swa_utils_lr;
 
 pub use optimizer::{
     Hyper, Hypers, HookHandle, Optimizer, OptimizerBase, OptimizerStateDict, ParamGroup, ParamState, SavedGroup,
