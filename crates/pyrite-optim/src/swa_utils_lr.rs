@@ -75,17 +75,6 @@ impl SWALR {
     }
 }
 
-/// `max(0, min(1, x))`.
-fn clamp01(x: f64) -> f64 {
-    if x >= 1.0 {
-        1.0
-    } else if x <= 0.0 {
-        0.0
-    } else {
-        x
-    }
-}
-
 impl LRScheduler for SWALR {
     fn base(&self) -> &SchedulerBase {
         &self.base
@@ -102,8 +91,8 @@ impl LRScheduler for SWALR {
             step = step.max(1);
         }
         let span = self.anneal_epochs.max(1) as f64;
-        let prev_alpha = self.anneal(clamp01((step - 1) as f64 / span));
-        let alpha = self.anneal(clamp01(step as f64 / span));
+        let prev_alpha = self.anneal(((step - 1) as f64 / span).clamp(0.0, 1.0));
+        let alpha = self.anneal((step as f64 / span).clamp(0.0, 1.0));
         let mut lrs = Vec::with_capacity(groups.len());
         for g in groups.iter() {
             let swa_lr = g.f64("swa_lr")?;
