@@ -566,7 +566,12 @@ fn schedules_match_pytorch() {
     // every value must be bit-exact (this is what tells a recursive form from a closed one);
     // with another libm, the last bit may differ and 1e-12 is what is checked.
     if cfg!(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64")) {
-        assert_eq!(stats.exact, stats.compared, "not bit-exact, first at {}", stats.first_inexact.unwrap_or_default());
+        assert_eq!(
+            stats.exact,
+            stats.compared,
+            "not bit-exact, first at {}",
+            stats.first_inexact.unwrap_or_default()
+        );
     }
 }
 

@@ -141,6 +141,7 @@ fn wrong_type(key: &str, want: &str, got: &SchedulerValue) -> pyrite_core::Error
     )
 }
 
+/// Reads `sd[key]` as a float into `field`.
 pub fn load_f64(sd: &SchedulerStateDict, key: &str, field: &mut f64) -> Result<()> {
     if let Some(v) = sd.get(key) {
         *field = v.as_f64().ok_or_else(|| wrong_type(key, "a float", v))?;
@@ -148,6 +149,7 @@ pub fn load_f64(sd: &SchedulerStateDict, key: &str, field: &mut f64) -> Result<(
     Ok(())
 }
 
+/// Reads `sd[key]` as an integer into `field`.
 pub fn load_i64(sd: &SchedulerStateDict, key: &str, field: &mut i64) -> Result<()> {
     if let Some(v) = sd.get(key) {
         *field = v.as_i64().ok_or_else(|| wrong_type(key, "an integer", v))?;
@@ -155,6 +157,7 @@ pub fn load_i64(sd: &SchedulerStateDict, key: &str, field: &mut i64) -> Result<(
     Ok(())
 }
 
+/// Reads `sd[key]` as a bool into `field`.
 pub fn load_bool(sd: &SchedulerStateDict, key: &str, field: &mut bool) -> Result<()> {
     match sd.get(key) {
         Some(SchedulerValue::Bool(b)) => *field = *b,
@@ -164,6 +167,7 @@ pub fn load_bool(sd: &SchedulerStateDict, key: &str, field: &mut bool) -> Result
     Ok(())
 }
 
+/// `sd[key]` as a string, if present.
 pub fn load_str<'a>(sd: &'a SchedulerStateDict, key: &str) -> Result<Option<&'a str>> {
     match sd.get(key) {
         Some(SchedulerValue::Str(s)) => Ok(Some(s)),
@@ -172,6 +176,7 @@ pub fn load_str<'a>(sd: &'a SchedulerStateDict, key: &str) -> Result<Option<&'a 
     }
 }
 
+/// Reads `sd[key]` as a list of floats into `field`.
 pub fn load_f64_list(sd: &SchedulerStateDict, key: &str, field: &mut Vec<f64>) -> Result<()> {
     match sd.get(key) {
         Some(SchedulerValue::List(l)) => {
