@@ -12,12 +12,14 @@ pub mod adamax;
 pub mod asgd;
 pub mod foreach;
 pub mod lbfgs;
+pub mod lr_scheduler;
 pub mod nadam;
 pub mod optimizer;
 pub mod radam;
 pub mod rmsprop;
 pub mod rprop;
 pub mod sgd;
+pub mod swa_utils_lr;
 
 pub use optimizer::{
     Hyper, Hypers, HookHandle, Optimizer, OptimizerBase, OptimizerStateDict, ParamGroup, ParamState, SavedGroup,

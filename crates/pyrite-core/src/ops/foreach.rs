@@ -62,7 +62,7 @@ pub fn foreach_apply<T: Element>(
     n_write: usize,
     kernel: &ForeachKernel<'_, T>,
 ) -> Result<()> {
-    if arity == 0 || n_write > arity || tensors.len() % arity != 0 {
+    if arity == 0 || n_write > arity || !tensors.len().is_multiple_of(arity) {
         bail!(Value, "foreach: {} tensors cannot be split into groups of {arity} with {n_write} written", tensors.len());
     }
     let groups = tensors.len() / arity;
