@@ -70,9 +70,8 @@ fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
         } else {
             (T::ONE, false)
         };
-        // clamp(min, max) as torch.clamp_: NaN stays NaN.
-        let v = size[i] * factor;
-        size[i] = if v != v { v } else { v.maxv(smin).minv(smax) };
+        // clamp(min, max) as torch.clamp_: NaN stays NaN (maxv and minv propagate it).
+        size[i] = (size[i] * factor).maxv(smin).minv(smax);
         if flipped {
             gi = T::ZERO;
         }

@@ -202,7 +202,7 @@ impl Problem {
         let h = self.x.matmul(&p["W1"].t().unwrap()).unwrap().add(&p["b1"]).unwrap().tanh().unwrap();
         let y = h.matmul(&p["W2"].t().unwrap()).unwrap().add(&p["b2"]).unwrap();
         let mse = y.sub(&self.y).unwrap().square().unwrap().mean().unwrap();
-        let idx = self.idx.narrow(0, step as isize, 1).unwrap().reshape(&[3]).unwrap();
+        let idx = self.idx.narrow(0, step as isize, 1).unwrap().reshape([3]).unwrap();
         let rows = p["E"].index_select(0, &idx).unwrap();
         let pred = rows.mul(&self.u).unwrap().sum_dims(&[1], false).unwrap();
         let emb = pred.sub(&self.t.index_select(0, &idx).unwrap()).unwrap().square().unwrap().mean().unwrap();
