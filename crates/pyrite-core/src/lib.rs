@@ -42,8 +42,8 @@ mod stream;
 mod strided;
 mod tensor;
 pub mod threads;
-pub mod warnings;
 pub(crate) mod view;
+pub mod warnings;
 
 pub use half;
 

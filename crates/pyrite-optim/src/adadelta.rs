@@ -63,7 +63,8 @@ struct Coef {
 fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     let g = r[0];
     let [p, s, a] = w else { unreachable!() };
-    let (wd, rho, one_m_rho, eps, neg_lr) = (T::c(c.weight_decay), T::c(c.rho), T::c(1.0 - c.rho), T::c(c.eps), T::c(-c.lr));
+    let (wd, rho, one_m_rho, eps, neg_lr) =
+        (T::c(c.weight_decay), T::c(c.rho), T::c(1.0 - c.rho), T::c(c.eps), T::c(-c.lr));
     for i in 0..p.len() {
         let mut gi = if c.maximize { -g[i] } else { g[i] };
         if c.weight_decay != 0.0 {

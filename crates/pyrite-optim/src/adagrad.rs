@@ -17,7 +17,14 @@ pub struct AdagradOptions {
 
 impl Default for AdagradOptions {
     fn default() -> Self {
-        AdagradOptions { lr: 1e-2, lr_decay: 0.0, weight_decay: 0.0, initial_accumulator_value: 0.0, eps: 1e-10, maximize: false }
+        AdagradOptions {
+            lr: 1e-2,
+            lr_decay: 0.0,
+            weight_decay: 0.0,
+            initial_accumulator_value: 0.0,
+            eps: 1e-10,
+            maximize: false,
+        }
     }
 }
 
@@ -34,7 +41,13 @@ impl Adagrad {
     }
 
     pub fn with_groups(groups: Vec<ParamGroup>, o: AdagradOptions) -> Result<Adagrad> {
-        for (what, v) in [("learning rate", o.lr), ("lr_decay value", o.lr_decay), ("weight_decay value", o.weight_decay), ("initial_accumulator_value value", o.initial_accumulator_value), ("epsilon value", o.eps)] {
+        for (what, v) in [
+            ("learning rate", o.lr),
+            ("lr_decay value", o.lr_decay),
+            ("weight_decay value", o.weight_decay),
+            ("initial_accumulator_value value", o.initial_accumulator_value),
+            ("epsilon value", o.eps),
+        ] {
             if v < 0.0 {
                 bail!(Value, "Adagrad: Invalid {what}: {v}");
             }

@@ -50,7 +50,13 @@ impl AdamOptions {
 }
 
 /// PyTorch's checks of the options shared by the Adam family.
-pub(crate) fn check_adam_like(name: &str, lr: f64, eps: f64, betas: (f64, f64), weight_decay: f64) -> Result<()> {
+pub(crate) fn check_adam_like(
+    name: &str,
+    lr: f64,
+    eps: f64,
+    betas: (f64, f64),
+    weight_decay: f64,
+) -> Result<()> {
     if lr < 0.0 {
         bail!(Value, "{name}: Invalid learning rate: {lr}");
     }

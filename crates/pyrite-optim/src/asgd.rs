@@ -1,7 +1,9 @@
 //! `torch.optim.ASGD`: averaged stochastic gradient descent.
 
 use crate::foreach::{scalar_round, Batch, Real};
-use crate::optimizer::{bump_step, state_f64, state_tensor_or, Optimizer, OptimizerBase, ParamGroup, StateValue};
+use crate::optimizer::{
+    bump_step, state_f64, state_tensor_or, Optimizer, OptimizerBase, ParamGroup, StateValue,
+};
 use pyrite_core::{bail, Result, Tensor};
 
 /// ASGD's options, with PyTorch's defaults.
@@ -59,7 +61,8 @@ struct Coef {
 fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     let g = r[0];
     let [p, ax] = w else { unreachable!() };
-    let (wd, decay, neg_eta, mu) = (T::c(c.weight_decay), T::c(1.0 - c.lambd * c.eta), T::c(-c.eta), T::c(c.mu));
+    let (wd, decay, neg_eta, mu) =
+        (T::c(c.weight_decay), T::c(1.0 - c.lambd * c.eta), T::c(-c.eta), T::c(c.mu));
     for i in 0..p.len() {
         let mut gi = if c.maximize { -g[i] } else { g[i] };
         if c.weight_decay != 0.0 {
@@ -80,7 +83,8 @@ impl Optimizer for ASGD {
 
     fn update(&mut self) -> Result<()> {
         for (group, states) in self.base.groups_and_state() {
-            let (lr, lambd, alpha, t0) = (group.lr, group.f64("lambd")?, group.f64("alpha")?, group.f64("t0")?);
+            let (lr, lambd, alpha, t0) =
+                (group.lr, group.f64("lambd")?, group.f64("alpha")?, group.f64("t0")?);
             let mut batch = Batch::new(3, 2);
             for (p, st) in group.params.iter().zip(states.iter_mut()) {
                 let Some(g) = p.grad() else { continue };
@@ -97,7 +101,10 @@ impl Optimizer for ASGD {
                     weight_decay: group.f64("weight_decay")?,
                     maximize: group.bool("maximize")?,
                 };
-                st.insert("eta".into(), StateValue::Float(scalar_round(lr / (1.0 + lambd * lr * step).powf(alpha))));
+                st.insert(
+                    "eta".into(),
+                    StateValue::Float(scalar_round(lr / (1.0 + lambd * lr * step).powf(alpha))),
+                );
                 st.insert("mu".into(), StateValue::Float(scalar_round(1.0 / f64::max(1.0, step - t0))));
                 batch.push("ASGD", vec![p.clone(), ax, g], coef)?;
             }

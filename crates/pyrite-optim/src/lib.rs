@@ -21,10 +21,6 @@ pub mod rprop;
 pub mod sgd;
 pub mod swa_utils_lr;
 
-pub use optimizer::{
-    Hyper, Hypers, HookHandle, Optimizer, OptimizerBase, OptimizerStateDict, ParamGroup, ParamState, SavedGroup,
-    StateValue,
-};
 pub use adadelta::{Adadelta, AdadeltaOptions};
 pub use adagrad::{Adagrad, AdagradOptions};
 pub use adam::{Adam, AdamOptions, AdamW};
@@ -32,6 +28,10 @@ pub use adamax::{Adamax, AdamaxOptions};
 pub use asgd::{ASGDOptions, ASGD};
 pub use lbfgs::{LBFGSOptions, LBFGS};
 pub use nadam::{NAdam, NAdamOptions};
+pub use optimizer::{
+    HookHandle, Hyper, Hypers, Optimizer, OptimizerBase, OptimizerStateDict, ParamGroup, ParamState,
+    SavedGroup, StateValue,
+};
 pub use radam::{RAdam, RAdamOptions};
 pub use rmsprop::{RMSprop, RMSpropOptions};
 pub use rprop::{Rprop, RpropOptions};

@@ -2,7 +2,9 @@
 
 use crate::adam::check_adam_like;
 use crate::foreach::{lerp, scalar_mul_round, Batch, Real};
-use crate::optimizer::{bump_step, state_f64, state_tensor_or, Optimizer, OptimizerBase, ParamGroup, StateValue};
+use crate::optimizer::{
+    bump_step, state_f64, state_tensor_or, Optimizer, OptimizerBase, ParamGroup, StateValue,
+};
 use pyrite_core::{bail, Result, Tensor};
 
 /// NAdam's options, with PyTorch's defaults.
@@ -74,7 +76,8 @@ struct Coef {
 fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     let g = r[0];
     let [p, m, v] = w else { unreachable!() };
-    let (wd, decay, b2, one_m_b2) = (T::c(c.weight_decay), T::c(1.0 - c.lr * c.weight_decay), T::c(c.beta2), T::c(1.0 - c.beta2));
+    let (wd, decay, b2, one_m_b2) =
+        (T::c(c.weight_decay), T::c(1.0 - c.lr * c.weight_decay), T::c(c.beta2), T::c(1.0 - c.beta2));
     let (bc2, eps, gc, ac) = (T::c(c.bc2), T::c(c.eps), T::c(c.grad_coef), T::c(c.avg_coef));
     for i in 0..p.len() {
         let mut gi = if c.maximize { -g[i] } else { g[i] };

@@ -199,7 +199,9 @@ pub(crate) fn state_f64(s: &ParamState, key: &str) -> Result<f64> {
     match s.get(key) {
         Some(StateValue::Float(v)) => Ok(*v),
         Some(StateValue::Int(v)) => Ok(*v as f64),
-        Some(StateValue::Tensor(t)) if t.numel() == 1 => t.to_dtype(pyrite_core::DType::F64)?.reshape(&[] as &[isize])?.item::<f64>(),
+        Some(StateValue::Tensor(t)) if t.numel() == 1 => {
+            t.to_dtype(pyrite_core::DType::F64)?.reshape(&[] as &[isize])?.item::<f64>()
+        }
         other => bail!(Value, "optimizer state '{key}' should be a number, got {other:?}"),
     }
 }
@@ -295,7 +297,13 @@ impl OptimizerBase {
         if groups.iter().all(|g| g.params.is_empty()) && groups.len() <= 1 {
             bail!(Value, "{name}: optimizer got an empty parameter list");
         }
-        let mut base = OptimizerBase { name, defaults, groups: Vec::new(), state: Vec::new(), hooks: Default::default() };
+        let mut base = OptimizerBase {
+            name,
+            defaults,
+            groups: Vec::new(),
+            state: Vec::new(),
+            hooks: Default::default(),
+        };
         for g in groups {
             base.add_param_group(g)?;
         }
@@ -345,7 +353,11 @@ impl OptimizerBase {
                 bail!(Value, "{name}: can't optimize a non-leaf Tensor");
             }
             if !p.dtype().is_floating_point() {
-                bail!(DType, "{name}: can only optimize floating-point tensors, got a {:?} parameter", p.dtype());
+                bail!(
+                    DType,
+                    "{name}: can only optimize floating-point tensors, got a {:?} parameter",
+                    p.dtype()
+                );
             }
         }
         for (i, p) in group.params.iter().enumerate() {
@@ -371,7 +383,10 @@ impl OptimizerBase {
             }
         }
         if group.lr.is_nan() {
-            bail!(Value, "{name}: parameter group didn't specify a value of required optimization parameter lr");
+            bail!(
+                Value,
+                "{name}: parameter group didn't specify a value of required optimization parameter lr"
+            );
         }
         self.state.push(vec![ParamState::new(); group.params.len()]);
         self.groups.push(group);
@@ -601,7 +616,11 @@ fn register(hooks: &Arc<Mutex<HookList>>, pre: bool, hook: StepHook) -> HookHand
 
 /// The state tensor `key` of a parameter, made by `init` on first use; also says whether it
 /// was just made (the first step of an optimizer that starts a buffer from the gradient).
-pub(crate) fn state_tensor_or(st: &mut ParamState, key: &str, init: impl FnOnce() -> Result<Tensor>) -> Result<(Tensor, bool)> {
+pub(crate) fn state_tensor_or(
+    st: &mut ParamState,
+    key: &str,
+    init: impl FnOnce() -> Result<Tensor>,
+) -> Result<(Tensor, bool)> {
     if let Some(StateValue::Tensor(t)) = st.get(key) {
         return Ok((t.clone(), false));
     }

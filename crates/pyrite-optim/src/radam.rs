@@ -18,7 +18,14 @@ pub struct RAdamOptions {
 
 impl Default for RAdamOptions {
     fn default() -> Self {
-        RAdamOptions { lr: 1e-3, betas: (0.9, 0.999), eps: 1e-8, weight_decay: 0.0, decoupled_weight_decay: false, maximize: false }
+        RAdamOptions {
+            lr: 1e-3,
+            betas: (0.9, 0.999),
+            eps: 1e-8,
+            weight_decay: 0.0,
+            decoupled_weight_decay: false,
+            maximize: false,
+        }
     }
 }
 
@@ -61,7 +68,8 @@ struct Coef {
 fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     let g = r[0];
     let [p, m, v] = w else { unreachable!() };
-    let (wd, decay, b2, one_m_b2) = (T::c(c.weight_decay), T::c(1.0 - c.lr * c.weight_decay), T::c(c.beta2), T::c(1.0 - c.beta2));
+    let (wd, decay, b2, one_m_b2) =
+        (T::c(c.weight_decay), T::c(1.0 - c.lr * c.weight_decay), T::c(c.beta2), T::c(1.0 - c.beta2));
     let (bc1, lr, eps, bc2_sqrt) = (T::c(c.bc1), T::c(c.lr), T::c(c.eps), T::c(c.bc2_sqrt));
     for i in 0..p.len() {
         let mut gi = if c.maximize { -g[i] } else { g[i] };
@@ -103,7 +111,8 @@ impl Optimizer for RAdam {
                 let rho_inf = 2.0 / (1.0 - beta2) - 1.0;
                 let rho_t = rho_inf - 2.0 * step * beta2.powf(step) / bc2;
                 let rect = (rho_t > 5.0).then(|| {
-                    ((rho_t - 4.0) * (rho_t - 2.0) * rho_inf / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t)).powf(0.5)
+                    ((rho_t - 4.0) * (rho_t - 2.0) * rho_inf / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t))
+                        .powf(0.5)
                 });
                 let coef = Coef {
                     lr: group.lr,

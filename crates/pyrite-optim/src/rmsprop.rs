@@ -19,7 +19,15 @@ pub struct RMSpropOptions {
 
 impl Default for RMSpropOptions {
     fn default() -> Self {
-        RMSpropOptions { lr: 1e-2, alpha: 0.99, eps: 1e-8, weight_decay: 0.0, momentum: 0.0, centered: false, maximize: false }
+        RMSpropOptions {
+            lr: 1e-2,
+            alpha: 0.99,
+            eps: 1e-8,
+            weight_decay: 0.0,
+            momentum: 0.0,
+            centered: false,
+            maximize: false,
+        }
     }
 }
 
@@ -37,7 +45,13 @@ impl RMSprop {
     }
 
     pub fn with_groups(groups: Vec<ParamGroup>, o: RMSpropOptions) -> Result<RMSprop> {
-        for (what, v) in [("learning rate", o.lr), ("epsilon value", o.eps), ("momentum value", o.momentum), ("weight_decay value", o.weight_decay), ("alpha value", o.alpha)] {
+        for (what, v) in [
+            ("learning rate", o.lr),
+            ("epsilon value", o.eps),
+            ("momentum value", o.momentum),
+            ("weight_decay value", o.weight_decay),
+            ("alpha value", o.alpha),
+        ] {
             if v < 0.0 {
                 bail!(Value, "RMSprop: Invalid {what}: {v}");
             }
@@ -72,8 +86,14 @@ fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     if c.centered {
         gavg = rest.next();
     }
-    let (wd, alpha, one_m_alpha, eps, mom, neg_lr) =
-        (T::c(c.weight_decay), T::c(c.alpha), T::c(1.0 - c.alpha), T::c(c.eps), T::c(c.momentum), T::c(-c.lr));
+    let (wd, alpha, one_m_alpha, eps, mom, neg_lr) = (
+        T::c(c.weight_decay),
+        T::c(c.alpha),
+        T::c(1.0 - c.alpha),
+        T::c(c.eps),
+        T::c(c.momentum),
+        T::c(-c.lr),
+    );
     for i in 0..p.len() {
         let mut gi = if c.maximize { -g[i] } else { g[i] };
         if c.weight_decay != 0.0 {

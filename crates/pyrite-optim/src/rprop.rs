@@ -92,7 +92,11 @@ impl Optimizer for Rprop {
                 let (prev, _) = state_tensor_or(st, "prev", || p.zeros_like())?;
                 let (size, _) = state_tensor_or(st, "step_size", || p.full_like(lr))?;
                 bump_step(st)?;
-                let coef = Coef { etas: group.pair("etas")?, step_sizes: group.pair("step_sizes")?, maximize: group.bool("maximize")? };
+                let coef = Coef {
+                    etas: group.pair("etas")?,
+                    step_sizes: group.pair("step_sizes")?,
+                    maximize: group.bool("maximize")?,
+                };
                 batch.push("Rprop", vec![p.clone(), prev, size, g], coef)?;
             }
             batch.run(kernel::<f32>, kernel::<f64>)?;

@@ -18,7 +18,14 @@ pub struct SGDOptions {
 
 impl Default for SGDOptions {
     fn default() -> Self {
-        SGDOptions { lr: 1e-3, momentum: 0.0, dampening: 0.0, weight_decay: 0.0, nesterov: false, maximize: false }
+        SGDOptions {
+            lr: 1e-3,
+            momentum: 0.0,
+            dampening: 0.0,
+            weight_decay: 0.0,
+            nesterov: false,
+            maximize: false,
+        }
     }
 }
 

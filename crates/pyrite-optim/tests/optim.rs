@@ -213,7 +213,18 @@ impl Problem {
 fn params_from(r: &Ref, prefix: &str, dt: DType) -> HashMap<&'static str, Tensor> {
     NAMES
         .iter()
-        .map(|&n| (n, r.t[&format!("{prefix}/{n}")].to_dtype(dt).unwrap().deep_clone().unwrap().requires_grad_(true).unwrap()))
+        .map(|&n| {
+            (
+                n,
+                r.t[&format!("{prefix}/{n}")]
+                    .to_dtype(dt)
+                    .unwrap()
+                    .deep_clone()
+                    .unwrap()
+                    .requires_grad_(true)
+                    .unwrap(),
+            )
+        })
         .collect()
 }
 
@@ -233,7 +244,8 @@ fn groups(p: &HashMap<&str, Tensor>, case: &J) -> Vec<ParamGroup> {
 /// with the tensor's scale as the floor for values near zero.
 fn check(r: &Ref, case: &str, step: usize, p: &HashMap<&str, Tensor>, rtol: f64) -> Result<(), String> {
     for n in NAMES {
-        let want = r.t[&format!("{case}/step{step}/{n}")].to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
+        let want =
+            r.t[&format!("{case}/step{step}/{n}")].to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
         let got = p[n].to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
         let scale = want.iter().fold(0f64, |m, v| m.max(v.abs()));
         for (i, (a, w)) in got.iter().zip(&want).enumerate() {
@@ -245,7 +257,14 @@ fn check(r: &Ref, case: &str, step: usize, p: &HashMap<&str, Tensor>, rtol: f64)
     Ok(())
 }
 
-fn train(prob: &Problem, p: &HashMap<&str, Tensor>, opt: &mut dyn Optimizer, steps: std::ops::Range<usize>, sign: f64, mut each: impl FnMut(usize) -> Result<(), String>) -> Result<(), String> {
+fn train(
+    prob: &Problem,
+    p: &HashMap<&str, Tensor>,
+    opt: &mut dyn Optimizer,
+    steps: std::ops::Range<usize>,
+    sign: f64,
+    mut each: impl FnMut(usize) -> Result<(), String>,
+) -> Result<(), String> {
     for step in steps {
         opt.zero_grad().unwrap();
         let loss = prob.loss(p, step);
@@ -276,12 +295,21 @@ fn every_optimizer_follows_pytorchs_trajectory() {
         let (dt, rtol) = if case["dtype"] == "f64" { (DType::F64, 1e-6) } else { (DType::F32, 1e-5) };
         let prob = Problem::new(&r, dt);
         let p = params_from(&r, "init", dt);
-        let mut opt = make(case["optimizer"].as_str().unwrap(), groups(&p, case), case["options"].as_object().unwrap());
-        if let Err(e) = train(&prob, &p, opt.as_mut(), 0..200, sign_of(case), |s| check(&r, name, s, &p, rtol)) {
+        let mut opt =
+            make(case["optimizer"].as_str().unwrap(), groups(&p, case), case["options"].as_object().unwrap());
+        if let Err(e) =
+            train(&prob, &p, opt.as_mut(), 0..200, sign_of(case), |s| check(&r, name, s, &p, rtol))
+        {
             failures.push(e);
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases left PyTorch's path:\n{}", failures.len(), r.cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases left PyTorch's path:\n{}",
+        failures.len(),
+        r.cases.len(),
+        failures.join("\n")
+    );
 }
 
 /// PyTorch's saved state for a case, as our state_dict structure.
@@ -293,7 +321,9 @@ fn pytorch_state_dict(r: &Ref, case: &J) -> OptimizerStateDict {
         let mut st = ParamState::new();
         for (k, v) in keys.as_object().unwrap() {
             let val = match v {
-                J::String(s) if s == "tensor" => StateValue::Tensor(r.t[&format!("{name}/state/{idx}/{k}")].clone()),
+                J::String(s) if s == "tensor" => {
+                    StateValue::Tensor(r.t[&format!("{name}/state/{idx}/{k}")].clone())
+                }
                 J::Number(n) => StateValue::Float(n.as_f64().unwrap()),
                 other => panic!("{other}"),
             };
@@ -332,8 +362,10 @@ fn resuming_from_a_state_dict_continues_on_the_same_path() {
         let mut opt = make(opt_name, groups(&p, case), opts);
         train(&prob, &p, opt.as_mut(), 0..100, sign, |_| Ok(())).unwrap();
         let saved = opt.state_dict().deep_clone().unwrap();
-        let p2: HashMap<&str, Tensor> =
-            p.iter().map(|(k, v)| (*k, v.detach().deep_clone().unwrap().requires_grad_(true).unwrap())).collect();
+        let p2: HashMap<&str, Tensor> = p
+            .iter()
+            .map(|(k, v)| (*k, v.detach().deep_clone().unwrap().requires_grad_(true).unwrap()))
+            .collect();
         drop(opt);
         let mut opt2 = make(opt_name, groups(&p2, case), opts);
         opt2.load_state_dict(&saved).unwrap();
@@ -349,5 +381,10 @@ fn resuming_from_a_state_dict_continues_on_the_same_path() {
             failures.push(format!("PyTorch's state_dict: {e}"));
         }
     }
-    assert!(failures.is_empty(), "{} resumed runs left PyTorch's path:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} resumed runs left PyTorch's path:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -45,12 +45,18 @@ fn pytorchs_checks_are_errors_with_pytorchs_messages() {
     let non_leaf = a.mul_scalar(2.0).unwrap();
     assert!(err(SGD::new(vec![non_leaf], SGDOptions::default())).contains("can't optimize a non-leaf Tensor"));
     assert!(err(SGD::new(vec![], SGDOptions::default())).contains("optimizer got an empty parameter list"));
-    let two = SGD::with_groups(vec![ParamGroup::new(vec![a.clone()]), ParamGroup::new(vec![a.clone()])], SGDOptions::default());
+    let two = SGD::with_groups(
+        vec![ParamGroup::new(vec![a.clone()]), ParamGroup::new(vec![a.clone()])],
+        SGDOptions::default(),
+    );
     assert!(err(two).contains("some parameters appear in more than one parameter group"));
     assert!(err(SGD::new(vec![a.clone(), a.clone()], SGDOptions::default())).contains("same parameter twice"));
-    assert!(err(SGD::new(vec![a.clone()], SGDOptions { lr: -1.0, ..Default::default() })).contains("Invalid learning rate: -1"));
-    assert!(err(SGD::new(vec![a.clone()], SGDOptions { nesterov: true, ..Default::default() })).contains("Nesterov"));
-    assert!(err(Adam::new(vec![a.clone()], AdamOptions { betas: (1.0, 0.9), ..Default::default() })).contains("Invalid beta parameter at index 0: 1"));
+    assert!(err(SGD::new(vec![a.clone()], SGDOptions { lr: -1.0, ..Default::default() }))
+        .contains("Invalid learning rate: -1"));
+    assert!(err(SGD::new(vec![a.clone()], SGDOptions { nesterov: true, ..Default::default() }))
+        .contains("Nesterov"));
+    assert!(err(Adam::new(vec![a.clone()], AdamOptions { betas: (1.0, 0.9), ..Default::default() }))
+        .contains("Invalid beta parameter at index 0: 1"));
     let ints = Tensor::new([1i64, 2]).unwrap();
     assert!(err(SGD::new(vec![ints], SGDOptions::default())).contains("floating-point"));
     // f16 parameters are refused when stepping, with the reason.
@@ -63,7 +69,8 @@ fn pytorchs_checks_are_errors_with_pytorchs_messages() {
 #[test]
 fn parameters_without_a_gradient_are_skipped() {
     let (a, b) = (leaf([1.0]), leaf([5.0]));
-    let mut opt = Adam::new(vec![a.clone(), b.clone()], AdamOptions { lr: 0.1, ..Default::default() }).unwrap();
+    let mut opt =
+        Adam::new(vec![a.clone(), b.clone()], AdamOptions { lr: 0.1, ..Default::default() }).unwrap();
     a.square().unwrap().sum().unwrap().backward().unwrap();
     opt.step().unwrap();
     assert_eq!(b.to_vec::<f64>().unwrap(), [5.0]);
@@ -71,7 +78,9 @@ fn parameters_without_a_gradient_are_skipped() {
     assert!((a.to_vec::<f64>().unwrap()[0] - 0.9).abs() < 1e-8); // lr * g / (|g| + eps)
     let st = opt.state(&a).unwrap();
     assert!(matches!(st["step"], StateValue::Float(s) if s == 1.0));
-    assert!(st.contains_key("exp_avg") && st.contains_key("exp_avg_sq") && !st.contains_key("max_exp_avg_sq"));
+    assert!(
+        st.contains_key("exp_avg") && st.contains_key("exp_avg_sq") && !st.contains_key("max_exp_avg_sq")
+    );
 }
 
 #[test]
@@ -181,7 +190,11 @@ fn state_dict_has_pytorchs_structure_and_load_checks_it() {
 #[test]
 fn adagrad_has_state_from_construction_as_in_pytorch() {
     let a = leaf([1.0, 2.0]);
-    let opt = Adagrad::new(vec![a.clone()], AdagradOptions { initial_accumulator_value: 0.5, ..Default::default() }).unwrap();
+    let opt = Adagrad::new(
+        vec![a.clone()],
+        AdagradOptions { initial_accumulator_value: 0.5, ..Default::default() },
+    )
+    .unwrap();
     let st = opt.state(&a).unwrap();
     assert!(matches!(st["step"], StateValue::Float(s) if s == 0.0));
     match &st["sum"] {
@@ -195,7 +208,8 @@ fn large_parameters_update_in_parallel_chunks_like_small_ones() {
     // 100k elements is split across tasks; the result equals the formula everywhere.
     let n = 100_003;
     let p = Tensor::ones([n], DType::F32).unwrap().requires_grad_(true).unwrap();
-    let mut opt = SGD::new(vec![p.clone()], SGDOptions { lr: 0.5, momentum: 0.5, ..Default::default() }).unwrap();
+    let mut opt =
+        SGD::new(vec![p.clone()], SGDOptions { lr: 0.5, momentum: 0.5, ..Default::default() }).unwrap();
     for _ in 0..2 {
         p.set_grad(Some(Tensor::arange(0.0, n as f64, 1.0, DType::F32).unwrap())).unwrap();
         opt.step().unwrap();

@@ -63,7 +63,11 @@ pub fn foreach_apply<T: Element>(
     kernel: &ForeachKernel<'_, T>,
 ) -> Result<()> {
     if arity == 0 || n_write > arity || !tensors.len().is_multiple_of(arity) {
-        bail!(Value, "foreach: {} tensors cannot be split into groups of {arity} with {n_write} written", tensors.len());
+        bail!(
+            Value,
+            "foreach: {} tensors cannot be split into groups of {arity} with {n_write} written",
+            tensors.len()
+        );
     }
     let groups = tensors.len() / arity;
     // Read tensors that are not contiguous are copied; the copies live until the end.
@@ -73,7 +77,12 @@ pub fn foreach_apply<T: Element>(
         let (g, slot) = (i / arity, i % arity);
         let first = tensors[g * arity];
         if t.dtype() != T::DTYPE {
-            bail!(DType, "foreach: expected every tensor to be {:?}, got {:?} (group {g}, tensor {slot})", T::DTYPE, t.dtype());
+            bail!(
+                DType,
+                "foreach: expected every tensor to be {:?}, got {:?} (group {g}, tensor {slot})",
+                T::DTYPE,
+                t.dtype()
+            );
         }
         if t.device() != Device::Cpu {
             bail!(Device, "foreach: expected CPU tensors, got {:?} (group {g}, tensor {slot})", t.device());
@@ -118,7 +127,10 @@ pub fn foreach_apply<T: Element>(
         match unique.last() {
             Some((prev, pw)) if Arc::ptr_eq(prev, c) => {
                 if *pw || w {
-                    bail!(Value, "foreach: a tensor updated in place shares memory with another tensor of the call");
+                    bail!(
+                        Value,
+                        "foreach: a tensor updated in place shares memory with another tensor of the call"
+                    );
                 }
             }
             _ => unique.push((c, w)),
@@ -163,10 +175,14 @@ pub fn foreach_apply<T: Element>(
         // SAFETY: the storages are locked above (written ones exclusively, and no written
         // storage is shared with another tensor), every pointer covers `numel` elements, and
         // tasks cover disjoint ranges of each group.
-        let mut w: SmallVec<[&mut [T]; 4]> =
-            ps[..n_write].iter().map(|p| unsafe { std::slice::from_raw_parts_mut(p.0.add(s), e - s) }).collect();
-        let r: SmallVec<[&[T]; 4]> =
-            ps[n_write..].iter().map(|p| unsafe { std::slice::from_raw_parts(p.0.add(s) as *const T, e - s) }).collect();
+        let mut w: SmallVec<[&mut [T]; 4]> = ps[..n_write]
+            .iter()
+            .map(|p| unsafe { std::slice::from_raw_parts_mut(p.0.add(s), e - s) })
+            .collect();
+        let r: SmallVec<[&[T]; 4]> = ps[n_write..]
+            .iter()
+            .map(|p| unsafe { std::slice::from_raw_parts(p.0.add(s) as *const T, e - s) })
+            .collect();
         kernel(g, &mut w, &r);
     };
     if total < PARALLEL_MIN || tasks.len() == 1 {
