@@ -4,7 +4,7 @@
 //! for programs that want to handle them.
 //!
 //! ```
-//! use pyrite::warnings::{catch_warnings, warn};
+//! use pyrite_core::warnings::{catch_warnings, warn};
 //! let (_, seen) = catch_warnings(|| warn("lr_scheduler", "stepped too early"));
 //! assert_eq!(seen, ["lr_scheduler: stepped too early"]);
 //! ```

@@ -6,8 +6,8 @@
 //! sees plain slices.
 //!
 //! ```
-//! use pyrite::ops::foreach::foreach_apply;
-//! use pyrite::Tensor;
+//! use pyrite_core::ops::foreach::foreach_apply;
+//! use pyrite_core::Tensor;
 //! // p -= 0.5 * g for two parameters of different sizes, in one call.
 //! let (p1, g1) = (Tensor::new([1.0f32, 2.0])?, Tensor::new([2.0f32, 2.0])?);
 //! let (p2, g2) = (Tensor::new([4.0f32])?, Tensor::new([-2.0f32])?);
@@ -18,7 +18,7 @@
 //! })?;
 //! assert_eq!(p1.to_vec::<f32>()?, [0.0, 1.0]);
 //! assert_eq!(p2.to_vec::<f32>()?, [5.0]);
-//! # Ok::<(), pyrite::Error>(())
+//! # Ok::<(), pyrite_core::Error>(())
 //! ```
 
 use crate::dtype::Element;
