@@ -8,6 +8,7 @@
 pub mod foreach;
 pub mod optimizer;
 pub mod sgd;
+pub mod swa_utils;
 
 pub use optimizer::{
     Hyper, Hypers, HookHandle, Optimizer, OptimizerBase, OptimizerStateDict, ParamGroup, ParamState, SavedGroup,
