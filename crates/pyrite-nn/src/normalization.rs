@@ -167,10 +167,10 @@ macro_rules! batch_norm_layer {
                 self.momentum_override.get().unwrap_or(self.config.opts.momentum)
             }
 
-            /// `module.momentum = momentum` through a shared reference (`Some(None)` is the
-            /// cumulative average), until cleared with `None`; what `swa_utils::update_bn` does
-            /// to the layers of a model it borrows.
-            /// Returns the previous override.
+            /// `module.momentum = momentum` through a shared reference, until cleared with
+            /// `None`: `Some(None)` is the cumulative average, `Some(Some(m))` momentum `m`.
+            /// Returns the previous override. `swa_utils::update_bn` uses it on the layers of a
+            /// model it borrows.
             pub fn set_momentum_override(&self, momentum: Option<Option<f64>>) -> Option<Option<f64>> {
                 self.momentum_override.replace(momentum)
             }
