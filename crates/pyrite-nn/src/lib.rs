@@ -33,6 +33,7 @@ pub mod sparse;
 pub mod state_dict;
 pub mod summary;
 pub mod upsampling;
+pub mod utils;
 pub mod value;
 
 pub use activation::*;

@@ -106,6 +106,19 @@ fn reset_running_stats(rm: Option<&Buffer>, rv: Option<&Buffer>, nbt: Option<&Bu
     Ok(())
 }
 
+/// A batch norm's momentum set through `&self` (`set_momentum_override`); `None` while unset.
+#[derive(Default)]
+struct MomentumOverride(std::sync::Mutex<Option<Option<f64>>>);
+
+impl MomentumOverride {
+    fn get(&self) -> Option<Option<f64>> {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    fn replace(&self, m: Option<Option<f64>>) -> Option<Option<f64>> {
+        std::mem::replace(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()), m)
+    }
+}
+
 macro_rules! batch_norm_layer {
     ($($name:ident, $ranks:expr, $desc:literal;)*) => {$(
         #[doc = concat!("`nn.", stringify!($name), "(num_features)`: batch normalisation of ", $desc, " input; in training it normalises with the batch statistics and updates the running ones, in evaluation it uses the running ones.")]
@@ -119,6 +132,8 @@ macro_rules! batch_norm_layer {
             pub running_mean: Option<Buffer>,
             pub running_var: Option<Buffer>,
             pub num_batches_tracked: Option<Buffer>,
+            #[module(skip)]
+            momentum_override: MomentumOverride,
         }
 
         impl $name {
@@ -130,12 +145,40 @@ macro_rules! batch_norm_layer {
             pub fn with_options(num_features: usize, opts: NormOptions) -> Result<$name> {
                 let config = NormConfig { num_features, opts };
                 let (weight, bias, running_mean, running_var, num_batches_tracked) = config.members()?;
-                Ok($name { base: ModuleBase::new(), config, weight, bias, running_mean, running_var, num_batches_tracked })
+                Ok($name {
+                    base: ModuleBase::new(),
+                    config,
+                    weight,
+                    bias,
+                    running_mean,
+                    running_var,
+                    num_batches_tracked,
+                    momentum_override: MomentumOverride::default(),
+                })
             }
 
             /// `reset_running_stats()`.
             pub fn reset_running_stats(&self) -> Result<()> {
                 reset_running_stats(self.running_mean.as_ref(), self.running_var.as_ref(), self.num_batches_tracked.as_ref())
+            }
+
+            /// The momentum in effect: the override while one is set, else `config.opts.momentum`.
+            pub fn momentum(&self) -> Option<f64> {
+                self.momentum_override.get().unwrap_or(self.config.opts.momentum)
+            }
+
+            /// `module.momentum = momentum` through a shared reference, until cleared with
+            /// `None`: `Some(None)` is the cumulative average, `Some(Some(m))` momentum `m`.
+            /// Returns the previous override. `swa_utils::update_bn` uses it on the layers of a
+            /// model it borrows.
+            pub fn set_momentum_override(&self, momentum: Option<Option<f64>>) -> Option<Option<f64>> {
+                self.momentum_override.replace(momentum)
+            }
+
+            fn effective_config(&self) -> NormConfig {
+                let mut c = self.config;
+                c.opts.momentum = self.momentum();
+                c
             }
         }
 
@@ -146,8 +189,9 @@ macro_rules! batch_norm_layer {
                     bail!(Shape, "expected {} input (got {}D input)", want.join(" or "), x.rank());
                 }
                 let training = self.is_training();
-                let opts = &self.config.opts;
-                let factor = self.config.average_factor(training, self.num_batches_tracked.as_ref())?;
+                let config = self.effective_config();
+                let opts = &config.opts;
+                let factor = config.average_factor(training, self.num_batches_tracked.as_ref())?;
                 let use_running = !training || opts.track_running_stats;
                 let (rm, rv) = if use_running {
                     (self.running_mean.as_deref(), self.running_var.as_deref())
@@ -159,7 +203,7 @@ macro_rules! batch_norm_layer {
             }
 
             fn extra_repr(&self) -> String {
-                self.config.repr()
+                self.effective_config().repr()
             }
         }
     )*};

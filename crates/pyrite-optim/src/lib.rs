@@ -19,7 +19,8 @@ pub mod radam;
 pub mod rmsprop;
 pub mod rprop;
 pub mod sgd;
-pub mod swa_utils_lr;
+pub mod swa_utils;
+mod swa_utils_lr;
 
 pub use adadelta::{Adadelta, AdadeltaOptions};
 pub use adagrad::{Adagrad, AdagradOptions};

@@ -28,7 +28,7 @@ impl Default for SWALROptions {
 ///
 /// ```
 /// use pyrite::optim::lr_scheduler::LRScheduler;
-/// use pyrite::optim::swa_utils_lr::{SWALR, SWALROptions};
+/// use pyrite::optim::swa_utils::{SWALR, SWALROptions};
 /// use pyrite::optim::{Optimizer, SGD, SGDOptions};
 /// let w = pyrite::Tensor::new([1.0f64])?.requires_grad_(true)?;
 /// let mut opt = SGD::new(vec![w], SGDOptions { lr: 0.1, ..Default::default() })?;

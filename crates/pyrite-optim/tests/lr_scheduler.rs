@@ -8,7 +8,7 @@
 use pyrite_core::warnings::catch_warnings;
 use pyrite_core::{DType, Result, Tensor};
 use pyrite_optim::lr_scheduler::*;
-use pyrite_optim::swa_utils_lr::{SWALROptions, SWALR};
+use pyrite_optim::swa_utils::{SWALROptions, SWALR};
 use pyrite_optim::{hypers, Hyper, Optimizer, OptimizerBase, ParamGroup, SGDOptions, SGD};
 use serde_json::{Map, Value};
 use std::sync::Arc;

@@ -34,7 +34,7 @@
 //! Files: the schedulers with a simple rule (`basic.rs`), the cosine ones (`cosine.rs`),
 //! [`CyclicLR`] and [`OneCycleLR`] (`cyclic.rs`), [`ReduceLROnPlateau`] (`plateau.rs`) and the
 //! combinators [`SequentialLR`] and [`ChainedScheduler`] (`compose.rs`). `SWALR` is in
-//! [`crate::swa_utils_lr`].
+//! [`crate::swa_utils`].
 
 mod basic;
 mod compose;
