@@ -207,7 +207,6 @@ pub(crate) fn state_f64(s: &ParamState, key: &str) -> Result<f64> {
 }
 
 /// Reads a tensor entry.
-#[allow(dead_code)]
 pub(crate) fn state_tensor(s: &ParamState, key: &str) -> Result<Tensor> {
     match s.get(key) {
         Some(StateValue::Tensor(t)) => Ok(t.clone()),
