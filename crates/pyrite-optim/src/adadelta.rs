@@ -1,6 +1,6 @@
 //! `torch.optim.Adadelta`: steps scaled by the ratio of running RMS of updates and gradients.
 
-use crate::foreach::{Batch, Real};
+use crate::foreach::{Batch, GradDecay, Real};
 use crate::optimizer::{bump_step, state_tensor_or, Optimizer, OptimizerBase, ParamGroup};
 use pyrite_core::{bail, Result, Tensor};
 
@@ -63,13 +63,10 @@ struct Coef {
 fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     let g = r[0];
     let [p, s, a] = w else { unreachable!() };
-    let (wd, rho, one_m_rho, eps, neg_lr) =
-        (T::c(c.weight_decay), T::c(c.rho), T::c(1.0 - c.rho), T::c(c.eps), T::c(-c.lr));
+    let (rho, one_m_rho, eps, neg_lr) = (T::c(c.rho), T::c(1.0 - c.rho), T::c(c.eps), T::c(-c.lr));
+    let gd = GradDecay::l2(c.maximize, c.weight_decay);
     for i in 0..p.len() {
-        let mut gi = if c.maximize { -g[i] } else { g[i] };
-        if c.weight_decay != 0.0 {
-            gi = gi + wd * p[i];
-        }
+        let gi = gd.apply(g[i], &mut p[i]);
         s[i] = s[i] * rho + one_m_rho * gi * gi;
         let std = (s[i] + eps).sqrt();
         let delta = (a[i] + eps).sqrt() / std * gi;

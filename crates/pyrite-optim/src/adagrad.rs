@@ -1,6 +1,6 @@
 //! `torch.optim.Adagrad`: per-element learning rates from the sum of squared gradients.
 
-use crate::foreach::{Batch, Real};
+use crate::foreach::{Batch, GradDecay, Real};
 use crate::optimizer::{bump_step, state_tensor_or, Optimizer, OptimizerBase, ParamGroup, StateValue};
 use pyrite_core::{bail, Result, Tensor};
 
@@ -86,12 +86,10 @@ struct Coef {
 fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     let g = r[0];
     let [p, s] = w else { unreachable!() };
-    let (wd, eps, neg_clr) = (T::c(c.weight_decay), T::c(c.eps), T::c(-c.clr));
+    let (eps, neg_clr) = (T::c(c.eps), T::c(-c.clr));
+    let gd = GradDecay::l2(c.maximize, c.weight_decay);
     for i in 0..p.len() {
-        let mut gi = if c.maximize { -g[i] } else { g[i] };
-        if c.weight_decay != 0.0 {
-            gi = gi + wd * p[i];
-        }
+        let gi = gd.apply(g[i], &mut p[i]);
         s[i] = s[i] + T::ONE * gi * gi;
         let std = s[i].sqrt() + eps;
         p[i] = p[i] + neg_clr * gi / std;

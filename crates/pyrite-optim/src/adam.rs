@@ -1,7 +1,7 @@
 //! `torch.optim.Adam` and `torch.optim.AdamW`: one algorithm; AdamW is Adam with decoupled
 //! weight decay (`decoupled_weight_decay=True`) and a default `weight_decay` of 1e-2.
 
-use crate::foreach::{lerp, Batch, Real};
+use crate::foreach::{adam_moments, Batch, GradDecay, Real};
 use crate::optimizer::{bump_step, state_tensor_or, Hypers, Optimizer, OptimizerBase, ParamGroup};
 use pyrite_core::{bail, Result, Tensor};
 
@@ -120,13 +120,10 @@ impl AdamW {
 }
 
 struct Coef {
-    lr: f64,
+    decay: GradDecay,
     beta1: f64,
     beta2: f64,
     eps: f64,
-    weight_decay: f64,
-    decoupled: bool,
-    maximize: bool,
     amsgrad: bool,
     step_size: f64,
     bc2_sqrt: f64,
@@ -138,20 +135,10 @@ fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     let (m, rest) = rest.split_first_mut().unwrap();
     let (v, rest) = rest.split_first_mut().unwrap();
     let mut vmax = rest.first_mut();
-    let decay = T::c(1.0 - c.lr * c.weight_decay);
-    let (wd, one_m_b2, b2) = (T::c(c.weight_decay), T::c(1.0 - c.beta2), T::c(c.beta2));
     let (bc2_sqrt, eps, neg_step) = (T::c(c.bc2_sqrt), T::c(c.eps), T::c(-c.step_size));
     for i in 0..p.len() {
-        let mut gi = if c.maximize { -g[i] } else { g[i] };
-        if c.weight_decay != 0.0 {
-            if c.decoupled {
-                p[i] = p[i] * decay;
-            } else {
-                gi = gi + wd * p[i];
-            }
-        }
-        m[i] = lerp(m[i], gi, 1.0 - c.beta1);
-        v[i] = v[i] * b2 + one_m_b2 * gi * gi;
+        let gi = c.decay.apply(g[i], &mut p[i]);
+        adam_moments(&mut m[i], &mut v[i], gi, c.beta1, c.beta2);
         let vi = match vmax.as_deref_mut() {
             Some(vm) if c.amsgrad => {
                 vm[i] = vm[i].maxv(v[i]);
@@ -183,13 +170,15 @@ fn adam_update(base: &mut OptimizerBase) -> Result<()> {
             ts.push(g);
             let step = bump_step(st)?;
             let coef = Coef {
-                lr: group.lr,
+                decay: GradDecay {
+                    maximize: group.bool("maximize")?,
+                    weight_decay: group.f64("weight_decay")?,
+                    decoupled: group.bool("decoupled_weight_decay")?,
+                    lr: group.lr,
+                },
                 beta1,
                 beta2,
                 eps: group.f64("eps")?,
-                weight_decay: group.f64("weight_decay")?,
-                decoupled: group.bool("decoupled_weight_decay")?,
-                maximize: group.bool("maximize")?,
                 amsgrad,
                 step_size: group.lr / (1.0 - beta1.powf(step)),
                 bc2_sqrt: (1.0 - beta2.powf(step)).sqrt(),

@@ -1,7 +1,7 @@
 //! `torch.optim.Adamax`: Adam with the infinity norm in place of the second moment.
 
 use crate::adam::check_adam_like;
-use crate::foreach::{lerp, Batch, Real};
+use crate::foreach::{lerp, Batch, GradDecay, Real};
 use crate::optimizer::{bump_step, state_tensor_or, Optimizer, OptimizerBase, ParamGroup};
 use pyrite_core::{Result, Tensor};
 
@@ -54,12 +54,10 @@ struct Coef {
 fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     let g = r[0];
     let [p, m, u] = w else { unreachable!() };
-    let (wd, b2, eps, neg_clr) = (T::c(c.weight_decay), T::c(c.beta2), T::c(c.eps), T::c(-c.clr));
+    let (b2, eps, neg_clr) = (T::c(c.beta2), T::c(c.eps), T::c(-c.clr));
+    let gd = GradDecay::l2(c.maximize, c.weight_decay);
     for i in 0..p.len() {
-        let mut gi = if c.maximize { -g[i] } else { g[i] };
-        if c.weight_decay != 0.0 {
-            gi = gi + wd * p[i];
-        }
+        let gi = gd.apply(g[i], &mut p[i]);
         m[i] = lerp(m[i], gi, 1.0 - c.beta1);
         u[i] = (u[i] * b2).maxv(gi.abs() + eps);
         p[i] = p[i] + neg_clr * m[i] / u[i];

@@ -1,6 +1,6 @@
 //! `torch.optim.ASGD`: averaged stochastic gradient descent.
 
-use crate::foreach::{scalar_round, Batch, Real};
+use crate::foreach::{scalar_round, Batch, GradDecay, Real};
 use crate::optimizer::{
     bump_step, state_f64, state_tensor_or, Optimizer, OptimizerBase, ParamGroup, StateValue,
 };
@@ -61,13 +61,10 @@ struct Coef {
 fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     let g = r[0];
     let [p, ax] = w else { unreachable!() };
-    let (wd, decay, neg_eta, mu) =
-        (T::c(c.weight_decay), T::c(1.0 - c.lambd * c.eta), T::c(-c.eta), T::c(c.mu));
+    let (decay, neg_eta, mu) = (T::c(1.0 - c.lambd * c.eta), T::c(-c.eta), T::c(c.mu));
+    let gd = GradDecay::l2(c.maximize, c.weight_decay);
     for i in 0..p.len() {
-        let mut gi = if c.maximize { -g[i] } else { g[i] };
-        if c.weight_decay != 0.0 {
-            gi = gi + wd * p[i];
-        }
+        let gi = gd.apply(g[i], &mut p[i]);
         p[i] = p[i] * decay;
         p[i] = p[i] + neg_eta * gi;
         if c.mu != 1.0 {

@@ -162,3 +162,43 @@ pub fn scalar_mul_round(a: f64, b: f64) -> f64 {
         (a as f32 * b as f32) as f64
     }
 }
+
+/// The first lines of most updates: the gradient negated under `maximize`, then weight decay,
+/// either L2 (`g + weight_decay * p`) or decoupled (the parameter shrinks by
+/// `1 - lr * weight_decay` and the gradient is left alone, AdamW's rule).
+#[derive(Clone, Copy, Debug)]
+pub struct GradDecay {
+    pub maximize: bool,
+    pub weight_decay: f64,
+    pub decoupled: bool,
+    pub lr: f64,
+}
+
+impl GradDecay {
+    /// L2 weight decay (added to the gradient), as most optimizers apply it.
+    pub fn l2(maximize: bool, weight_decay: f64) -> GradDecay {
+        GradDecay { maximize, weight_decay, decoupled: false, lr: 0.0 }
+    }
+
+    /// The gradient for element `p` (which a decoupled decay shrinks in place).
+    #[inline(always)]
+    pub fn apply<T: Real>(&self, g: T, p: &mut T) -> T {
+        let g = if self.maximize { -g } else { g };
+        if self.weight_decay == 0.0 {
+            g
+        } else if self.decoupled {
+            *p = *p * T::c(1.0 - self.lr * self.weight_decay);
+            g
+        } else {
+            g + T::c(self.weight_decay) * *p
+        }
+    }
+}
+
+/// Adam's moment updates, shared by Adam, NAdam and RAdam:
+/// `m = lerp(m, g, 1 - beta1)`, `v = beta2 * v + (1 - beta2) * g²`.
+#[inline(always)]
+pub fn adam_moments<T: Real>(m: &mut T, v: &mut T, g: T, beta1: f64, beta2: f64) {
+    *m = lerp(*m, g, 1.0 - beta1);
+    *v = *v * T::c(beta2) + T::c(1.0 - beta2) * g * g;
+}

@@ -1,7 +1,7 @@
 //! `torch.optim.NAdam`: Adam with Nesterov momentum and a momentum schedule.
 
 use crate::adam::check_adam_like;
-use crate::foreach::{lerp, scalar_mul_round, Batch, Real};
+use crate::foreach::{adam_moments, scalar_mul_round, Batch, GradDecay, Real};
 use crate::optimizer::{
     bump_step, state_f64, state_tensor_or, Optimizer, OptimizerBase, ParamGroup, StateValue,
 };
@@ -61,13 +61,10 @@ impl NAdam {
 }
 
 struct Coef {
-    lr: f64,
+    decay: GradDecay,
     beta1: f64,
     beta2: f64,
     eps: f64,
-    weight_decay: f64,
-    decoupled: bool,
-    maximize: bool,
     bc2: f64,
     grad_coef: f64,
     avg_coef: f64,
@@ -76,20 +73,10 @@ struct Coef {
 fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     let g = r[0];
     let [p, m, v] = w else { unreachable!() };
-    let (wd, decay, b2, one_m_b2) =
-        (T::c(c.weight_decay), T::c(1.0 - c.lr * c.weight_decay), T::c(c.beta2), T::c(1.0 - c.beta2));
     let (bc2, eps, gc, ac) = (T::c(c.bc2), T::c(c.eps), T::c(c.grad_coef), T::c(c.avg_coef));
     for i in 0..p.len() {
-        let mut gi = if c.maximize { -g[i] } else { g[i] };
-        if c.weight_decay != 0.0 {
-            if c.decoupled {
-                p[i] = p[i] * decay;
-            } else {
-                gi = gi + wd * p[i];
-            }
-        }
-        m[i] = lerp(m[i], gi, 1.0 - c.beta1);
-        v[i] = v[i] * b2 + one_m_b2 * gi * gi;
+        let gi = c.decay.apply(g[i], &mut p[i]);
+        adam_moments(&mut m[i], &mut v[i], gi, c.beta1, c.beta2);
         let denom = (v[i] / bc2).sqrt() + eps;
         p[i] = p[i] + gc * gi / denom;
         p[i] = p[i] + ac * m[i] / denom;
@@ -119,13 +106,15 @@ impl Optimizer for NAdam {
                 let mu_product_next = mu_product * mu_next;
                 let lr = group.lr;
                 let coef = Coef {
-                    lr,
+                    decay: GradDecay {
+                        maximize: group.bool("maximize")?,
+                        weight_decay: group.f64("weight_decay")?,
+                        decoupled: group.bool("decoupled_weight_decay")?,
+                        lr,
+                    },
                     beta1,
                     beta2,
                     eps: group.f64("eps")?,
-                    weight_decay: group.f64("weight_decay")?,
-                    decoupled: group.bool("decoupled_weight_decay")?,
-                    maximize: group.bool("maximize")?,
                     bc2: 1.0 - beta2.powf(step),
                     grad_coef: -lr * (1.0 - mu) / (1.0 - mu_product),
                     avg_coef: (-lr * mu_next) / (1.0 - mu_product_next),

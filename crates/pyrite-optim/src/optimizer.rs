@@ -206,14 +206,6 @@ pub(crate) fn state_f64(s: &ParamState, key: &str) -> Result<f64> {
     }
 }
 
-/// Reads a tensor entry.
-pub(crate) fn state_tensor(s: &ParamState, key: &str) -> Result<Tensor> {
-    match s.get(key) {
-        Some(StateValue::Tensor(t)) => Ok(t.clone()),
-        other => bail!(Value, "optimizer state '{key}' should be a tensor, got {other:?}"),
-    }
-}
-
 /// `optimizer.state_dict()` in PyTorch's structure: `state` keyed by the parameter's index in
 /// the order of the groups, and `param_groups` with `params` as those indices and every
 /// hyperparameter (`lr` included).

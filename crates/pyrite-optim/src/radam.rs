@@ -1,7 +1,7 @@
 //! `torch.optim.RAdam`: Adam with the variance of the adaptive learning rate rectified.
 
 use crate::adam::check_adam_like;
-use crate::foreach::{lerp, Batch, Real};
+use crate::foreach::{adam_moments, Batch, GradDecay, Real};
 use crate::optimizer::{bump_step, state_tensor_or, Optimizer, OptimizerBase, ParamGroup};
 use pyrite_core::{Result, Tensor};
 
@@ -52,13 +52,11 @@ impl RAdam {
 }
 
 struct Coef {
+    decay: GradDecay,
     lr: f64,
     beta1: f64,
     beta2: f64,
     eps: f64,
-    weight_decay: f64,
-    decoupled: bool,
-    maximize: bool,
     bc1: f64,
     bc2_sqrt: f64,
     /// The rectification term when `rho_t > 5`.
@@ -68,20 +66,10 @@ struct Coef {
 fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     let g = r[0];
     let [p, m, v] = w else { unreachable!() };
-    let (wd, decay, b2, one_m_b2) =
-        (T::c(c.weight_decay), T::c(1.0 - c.lr * c.weight_decay), T::c(c.beta2), T::c(1.0 - c.beta2));
     let (bc1, lr, eps, bc2_sqrt) = (T::c(c.bc1), T::c(c.lr), T::c(c.eps), T::c(c.bc2_sqrt));
     for i in 0..p.len() {
-        let mut gi = if c.maximize { -g[i] } else { g[i] };
-        if c.weight_decay != 0.0 {
-            if c.decoupled {
-                p[i] = p[i] * decay;
-            } else {
-                gi = gi + wd * p[i];
-            }
-        }
-        m[i] = lerp(m[i], gi, 1.0 - c.beta1);
-        v[i] = v[i] * b2 + one_m_b2 * gi * gi;
+        let gi = c.decay.apply(g[i], &mut p[i]);
+        adam_moments(&mut m[i], &mut v[i], gi, c.beta1, c.beta2);
         let corrected = m[i] / bc1;
         let delta = match c.rect {
             Some(rect) => {
@@ -115,13 +103,16 @@ impl Optimizer for RAdam {
                         .powf(0.5)
                 });
                 let coef = Coef {
+                    decay: GradDecay {
+                        maximize: group.bool("maximize")?,
+                        weight_decay: group.f64("weight_decay")?,
+                        decoupled: group.bool("decoupled_weight_decay")?,
+                        lr: group.lr,
+                    },
                     lr: group.lr,
                     beta1,
                     beta2,
                     eps: group.f64("eps")?,
-                    weight_decay: group.f64("weight_decay")?,
-                    decoupled: group.bool("decoupled_weight_decay")?,
-                    maximize: group.bool("maximize")?,
                     bc1: 1.0 - beta1.powf(step),
                     bc2_sqrt: bc2.powf(0.5),
                     rect,

@@ -1,7 +1,7 @@
 //! `torch.optim.RMSprop`: gradients scaled by a running root mean square, optionally
 //! centered and with momentum.
 
-use crate::foreach::{lerp, Batch, Real};
+use crate::foreach::{lerp, Batch, GradDecay, Real};
 use crate::optimizer::{bump_step, state_tensor_or, Optimizer, OptimizerBase, ParamGroup};
 use pyrite_core::{bail, Result, Tensor};
 
@@ -86,19 +86,11 @@ fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     if c.centered {
         gavg = rest.next();
     }
-    let (wd, alpha, one_m_alpha, eps, mom, neg_lr) = (
-        T::c(c.weight_decay),
-        T::c(c.alpha),
-        T::c(1.0 - c.alpha),
-        T::c(c.eps),
-        T::c(c.momentum),
-        T::c(-c.lr),
-    );
+    let (alpha, one_m_alpha, eps, mom, neg_lr) =
+        (T::c(c.alpha), T::c(1.0 - c.alpha), T::c(c.eps), T::c(c.momentum), T::c(-c.lr));
+    let gd = GradDecay::l2(c.maximize, c.weight_decay);
     for i in 0..p.len() {
-        let mut gi = if c.maximize { -g[i] } else { g[i] };
-        if c.weight_decay != 0.0 {
-            gi = gi + wd * p[i];
-        }
+        let gi = gd.apply(g[i], &mut p[i]);
         s[i] = s[i] * alpha + one_m_alpha * gi * gi;
         let avg = match gavg.as_deref_mut() {
             Some(ga) => {
