@@ -23,6 +23,12 @@ pub mod optim {
     pub use pyrite_optim::*;
 }
 
+/// `torch.utils.data`: samples, datasets, samplers and `default_collate` (the `pyrite-data`
+/// crate).
+pub mod data {
+    pub use pyrite_data::*;
+}
+
 /// The names most programs need: `use pyrite::prelude::*;`.
 pub mod prelude {
     pub use pyrite_core::{idx, DType, Device, Error, Result, Scalar, Shape, Tensor, TensorIndex};
