@@ -367,6 +367,17 @@ fn isclose(a: f64, b: f64) -> bool {
 /// the first split, as PyTorch 2.x does. Otherwise the lengths are counts and must sum to the
 /// dataset's length. The order is one `randperm(len, generator)`; `None` draws from the
 /// global generator.
+///
+/// ```
+/// use std::sync::Arc;
+/// use pyrite::data::{random_split, Dataset, FnDataset, Sample, SplitLength};
+/// use pyrite::Generator;
+/// let ds = Arc::new(FnDataset::new(11, |i| Ok(Sample::from(i))));
+/// let g = Generator::new(42);
+/// let parts = random_split(ds, &[SplitLength::Fraction(0.5), SplitLength::Fraction(0.5)], Some(&g))?;
+/// assert_eq!((parts[0].len(), parts[1].len()), (6, 5));
+/// # Ok::<(), pyrite::Error>(())
+/// ```
 pub fn random_split(
     dataset: Arc<dyn Dataset>,
     lengths: &[SplitLength],

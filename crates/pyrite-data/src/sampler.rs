@@ -354,6 +354,19 @@ impl Default for DistributedSamplerOptions {
 /// without shuffling) is padded by wrapping around to `num_replicas * num_samples` indices, or
 /// truncated to it with `drop_last`; rank `r` takes every `num_replicas`-th index from `r`.
 /// Call [`DistributedSampler::set_epoch`] before each epoch for a new order.
+///
+/// ```
+/// use pyrite::data::{DistributedSampler, DistributedSamplerOptions, Sampler};
+/// // 10 samples over 3 ranks, in order: padded to 12 by wrapping around.
+/// let o = DistributedSamplerOptions { num_replicas: 3, rank: 1, shuffle: false, ..Default::default() };
+/// let s = DistributedSampler::with_options(10, o)?;
+/// assert_eq!(s.indices()?, vec![1, 4, 7, 0]);
+/// // Shuffled: each epoch its own order, the same on every rank.
+/// let s = DistributedSampler::new(10, 3, 1)?;
+/// s.set_epoch(1);
+/// assert_eq!(s.len(), 4);
+/// # Ok::<(), pyrite::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct DistributedSampler {
     data_len: usize,
