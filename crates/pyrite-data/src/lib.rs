@@ -35,11 +35,15 @@
 //! ```
 
 pub mod collate;
+pub mod dataloader;
 pub mod dataset;
 pub mod sample;
 pub mod sampler;
 
 pub use collate::default_collate;
+pub use dataloader::{
+    sample_generator, CollateFn, DataLoader, DataLoaderIter, DataLoaderOptions, WorkerInitFn,
+};
 pub use dataset::{
     get_worker_info, random_split, set_worker_info, ChainDataset, ConcatDataset, Dataset, FnDataset,
     IterableDataset, SplitLength, StackDataset, Subset, TensorDataset, WorkerInfo,

@@ -1,0 +1,500 @@
+//! [`DataLoader`] (`torch.utils.data.DataLoader`): batches of a map-style [`Dataset`] in the
+//! order of a sampler, collated, fetched on the calling thread (`num_workers = 0`) or by worker
+//! threads.
+//!
+//! Workers are threads, not processes: the dataset is shared by reference (an `Arc`), nothing is
+//! pickled or copied. Batch `i` of an epoch goes to worker `i % num_workers`, as in PyTorch;
+//! each worker has at most `prefetch_factor` batches in flight, so at most
+//! `num_workers * prefetch_factor` batches are fetched ahead of the consumer. With `in_order`
+//! (the default) batches come out in sampler order, otherwise as they are ready.
+//!
+//! Random augmentation is reproducible beyond PyTorch: before fetching sample `index`, the
+//! fetching thread's [`sample_generator`] is seeded from the epoch's base seed and `index`, so
+//! a transform that draws from it gives the same result for any `num_workers`. The base seed
+//! comes from the loader's `generator` (or the global one), once per epoch, as PyTorch draws its
+//! `_base_seed`; [`get_worker_info`] gives each worker PyTorch's `base_seed + id`.
+//!
+//! An error in a worker reaches the consumer as an error naming the worker and the sample
+//! index; a panic in user code becomes such an error; `timeout` bounds each wait. Dropping the
+//! iterator mid-epoch stops its workers (they check between samples) and joins them.
+//!
+//! ```
+//! use pyrite::data::{DataLoader, DataLoaderOptions, Dataset, TensorDataset};
+//! use pyrite::{DType, Tensor};
+//! use std::sync::Arc;
+//! let x = Tensor::arange(0.0, 10.0, 1.0, DType::F32)?.reshape([10, 1])?;
+//! let y = Tensor::arange(0.0, 10.0, 1.0, DType::I64)?;
+//! let ds = Arc::new(TensorDataset::new(vec![x, y])?);
+//! let loader = DataLoader::new(ds, DataLoaderOptions { batch_size: Some(4), num_workers: 2, ..Default::default() })?;
+//! assert_eq!(loader.len(), 3);
+//! let mut sizes = vec![];
+//! for batch in loader.iter()? {
+//!     let batch = batch?;
+//!     let (xb, yb) = (batch.item(0)?.as_tensor()?, batch.item(1)?.as_tensor()?);
+//!     sizes.push(xb.dims()[0]);
+//!     assert_eq!(yb.dtype(), DType::I64);
+//! }
+//! assert_eq!(sizes, [4, 4, 2]);
+//! # Ok::<(), pyrite::Error>(())
+//! ```
+
+use crate::collate::default_collate;
+use crate::dataset::{set_worker_info, Dataset, WorkerInfo};
+use crate::sample::Sample;
+use crate::sampler::{
+    BatchSampler, BatchSampling, RandomSampler, RandomSamplerOptions, Sampler, SequentialSampler,
+};
+use pyrite_core::{bail, DType, Generator, Result, Tensor};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// A `collate_fn`: turns the samples of one batch into the batch.
+pub type CollateFn = Arc<dyn Fn(Vec<Sample>) -> Result<Sample> + Send + Sync>;
+/// A `worker_init_fn`: called with the worker id in each worker before it fetches.
+pub type WorkerInitFn = Arc<dyn Fn(usize) + Send + Sync>;
+
+/// `DataLoader`'s keyword arguments, with PyTorch's defaults.
+#[derive(Clone)]
+pub struct DataLoaderOptions {
+    /// Samples per batch; `None` turns batching off (each item is one sample, converted but not stacked).
+    pub batch_size: Option<usize>,
+    pub shuffle: bool,
+    pub sampler: Option<Arc<dyn Sampler>>,
+    pub batch_sampler: Option<Arc<dyn BatchSampling>>,
+    /// Worker threads; 0 fetches on the calling thread.
+    pub num_workers: usize,
+    /// Defaults to [`default_collate`].
+    pub collate_fn: Option<CollateFn>,
+    /// Accepted for PyTorch compatibility; a no-op until a CUDA backend exists.
+    pub pin_memory: bool,
+    pub drop_last: bool,
+    /// How long to wait for a batch from the workers; `None` waits for ever.
+    pub timeout: Option<Duration>,
+    pub worker_init_fn: Option<WorkerInitFn>,
+    /// Draws the shuffle order and each epoch's base seed.
+    pub generator: Option<Arc<Generator>>,
+    /// Batches in flight per worker (PyTorch's default: 2); only with `num_workers > 0`.
+    pub prefetch_factor: Option<usize>,
+    /// Keep the workers between epochs.
+    pub persistent_workers: bool,
+    /// Yield batches in sampler order (true) or as they are ready.
+    pub in_order: bool,
+}
+
+impl Default for DataLoaderOptions {
+    fn default() -> Self {
+        DataLoaderOptions {
+            batch_size: Some(1),
+            shuffle: false,
+            sampler: None,
+            batch_sampler: None,
+            num_workers: 0,
+            collate_fn: None,
+            pin_memory: false,
+            drop_last: false,
+            timeout: None,
+            worker_init_fn: None,
+            generator: None,
+            prefetch_factor: None,
+            persistent_workers: false,
+            in_order: true,
+        }
+    }
+}
+
+thread_local! {
+    static SAMPLE_GEN: RefCell<Option<Arc<Generator>>> = const { RefCell::new(None) };
+}
+
+/// The generator of the sample being fetched on this thread: seeded from the epoch's base seed
+/// and the sample's index, so random transforms that draw from it are reproducible for any
+/// number of workers. Outside a loader it is `None` (draw from the global generator then).
+pub fn sample_generator() -> Option<Arc<Generator>> {
+    SAMPLE_GEN.with(|g| g.borrow().clone())
+}
+
+fn sample_seed(base_seed: u64, index: usize) -> u64 {
+    // splitmix64 of the pair: distinct, well-mixed seeds per (epoch seed, index).
+    let mut z = base_seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// What a loader fetches: the dataset, how to collate, whether batching is on.
+struct Fetcher {
+    dataset: Arc<dyn Dataset>,
+    collate: Option<CollateFn>,
+    batching: bool,
+}
+
+impl Fetcher {
+    /// Fetches and collates the samples `indices` (one batch), each with its own generator.
+    fn fetch(&self, indices: &[usize], base_seed: u64, stop: Option<&AtomicBool>) -> Result<Sample> {
+        let mut samples = Vec::with_capacity(indices.len());
+        for &i in indices {
+            if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                bail!(Value, "DataLoader: stopped");
+            }
+            let g = Arc::new(Generator::new(sample_seed(base_seed, i)));
+            SAMPLE_GEN.with(|s| *s.borrow_mut() = Some(g));
+            let r = self.dataset.get(i);
+            SAMPLE_GEN.with(|s| *s.borrow_mut() = None);
+            match r {
+                Ok(s) => samples.push(s),
+                Err(e) => bail!(Value, "DataLoader: fetching sample {i} failed: {e}"),
+            }
+        }
+        if !self.batching {
+            let s = samples.pop().expect("one index per item without batching");
+            return match &self.collate {
+                Some(f) => f(vec![s]),
+                None => Ok(s),
+            };
+        }
+        match &self.collate {
+            Some(f) => f(samples),
+            None => default_collate(samples),
+        }
+    }
+}
+
+/// `torch.utils.data.DataLoader` over a map-style dataset.
+pub struct DataLoader {
+    fetcher: Arc<Fetcher>,
+    batches: Arc<dyn BatchSampling>,
+    options: DataLoaderOptions,
+    pool: std::sync::Mutex<Option<WorkerPool>>,
+}
+
+impl DataLoader {
+    /// A loader with PyTorch's checks of which options go together.
+    pub fn new(dataset: Arc<dyn Dataset>, options: DataLoaderOptions) -> Result<DataLoader> {
+        let o = &options;
+        if o.num_workers == 0 && o.prefetch_factor.is_some() {
+            bail!(Value, "DataLoader: prefetch_factor option could only be specified in multiprocessing. let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.");
+        }
+        if o.prefetch_factor == Some(0) {
+            bail!(Value, "DataLoader: prefetch_factor should be at least 1");
+        }
+        if o.persistent_workers && o.num_workers == 0 {
+            bail!(Value, "DataLoader: persistent_workers option needs num_workers > 0");
+        }
+        if o.sampler.is_some() && o.shuffle {
+            bail!(Value, "DataLoader: sampler option is mutually exclusive with shuffle");
+        }
+        if o.batch_sampler.is_some()
+            && (o.batch_size != Some(1) || o.shuffle || o.sampler.is_some() || o.drop_last)
+        {
+            bail!(Value, "DataLoader: batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last");
+        }
+        if o.batch_size.is_none() && o.drop_last {
+            bail!(Value, "DataLoader: batch_size=None option disables auto-batching and is mutually exclusive with drop_last");
+        }
+        if o.batch_size == Some(0) {
+            bail!(Value, "DataLoader: batch_size should be a positive integer value, but got batch_size=0");
+        }
+        let n = dataset.len();
+        let sampler: Arc<dyn Sampler> = match (&o.sampler, o.shuffle) {
+            (Some(s), _) => s.clone(),
+            (None, true) => {
+                // The shuffle order comes from its own generator, seeded from the loader's.
+                let generator = match &o.generator {
+                    Some(g) => Some(Generator::new(draw_seed(Some(g))?)),
+                    None => None,
+                };
+                Arc::new(RandomSampler::with_options(
+                    n,
+                    RandomSamplerOptions { generator, ..Default::default() },
+                )?)
+            }
+            (None, false) => Arc::new(SequentialSampler::new(n)),
+        };
+        let batches: Arc<dyn BatchSampling> = match (&o.batch_sampler, o.batch_size) {
+            (Some(b), _) => b.clone(),
+            (None, Some(bs)) => Arc::new(BatchSampler::new(sampler, bs, o.drop_last)?),
+            (None, None) => Arc::new(BatchSampler::new(sampler, 1, false)?),
+        };
+        let batching = o.batch_size.is_some() || o.batch_sampler.is_some();
+        let fetcher = Arc::new(Fetcher { dataset, collate: o.collate_fn.clone(), batching });
+        Ok(DataLoader { fetcher, batches, options, pool: std::sync::Mutex::new(None) })
+    }
+
+    /// The number of batches per epoch (`len(loader)`).
+    pub fn len(&self) -> usize {
+        self.batches.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// One epoch: draws the order and the base seed, then yields the batches.
+    pub fn iter(&self) -> Result<DataLoaderIter<'_>> {
+        let base_seed = draw_seed(self.options.generator.as_deref())?;
+        let batches = self.batches.batches()?;
+        let mut it = DataLoaderIter {
+            loader: self,
+            batches,
+            base_seed,
+            next_send: 0,
+            next_yield: 0,
+            received: BTreeMap::new(),
+            in_flight: 0,
+            pool: None,
+        };
+        if self.options.num_workers > 0 {
+            let persistent = self.options.persistent_workers;
+            let pool =
+                if persistent { self.pool.lock().unwrap_or_else(|e| e.into_inner()).take() } else { None };
+            it.pool = Some(match pool {
+                Some(p) => p,
+                None => WorkerPool::start(self.fetcher.clone(), &self.options)?,
+            });
+            it.pool.as_mut().unwrap().epoch += 1;
+            it.fill()?;
+        }
+        Ok(it)
+    }
+}
+
+/// Draws a base seed from `g` (or the global generator), as PyTorch draws `_base_seed`.
+fn draw_seed(g: Option<&Generator>) -> Result<u64> {
+    let t = Tensor::randint_with(0, i64::MAX, [1], DType::I64, g)?;
+    Ok(t.to_vec::<i64>()?[0] as u64)
+}
+
+struct Task {
+    epoch: u64,
+    batch: usize,
+    indices: Vec<usize>,
+    base_seed: u64,
+}
+
+struct Done {
+    epoch: u64,
+    batch: usize,
+    worker: usize,
+    result: Result<Sample>,
+}
+
+/// The worker threads of a loader: one task channel each, one shared result channel.
+struct WorkerPool {
+    tasks: Vec<Sender<Task>>,
+    results: Receiver<Done>,
+    threads: Vec<JoinHandle<()>>,
+    stop: Arc<AtomicBool>,
+    /// Tasks whose results have not been received (across epochs: a persistent pool drains
+    /// the previous epoch's leftovers by this tag).
+    epoch: u64,
+    pending: usize,
+    prefetch: usize,
+}
+
+impl WorkerPool {
+    fn start(fetcher: Arc<Fetcher>, o: &DataLoaderOptions) -> Result<WorkerPool> {
+        let (done_tx, results) = channel::<Done>();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut tasks = Vec::new();
+        let mut threads = Vec::new();
+        let worker_seed = draw_seed(o.generator.as_deref())?;
+        for id in 0..o.num_workers {
+            let (tx, rx) = channel::<Task>();
+            let (fetcher, done_tx, stop) = (fetcher.clone(), done_tx.clone(), stop.clone());
+            let init = o.worker_init_fn.clone();
+            let n = o.num_workers;
+            let h = std::thread::Builder::new()
+                .name(format!("pyrite-dataloader-{id}"))
+                .spawn(move || {
+                    set_worker_info(Some(WorkerInfo {
+                        id,
+                        num_workers: n,
+                        seed: worker_seed.wrapping_add(id as u64),
+                    }));
+                    if let Some(f) = &init {
+                        if catch_unwind(AssertUnwindSafe(|| f(id))).is_err() {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    while let Ok(task) = rx.recv() {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let r = catch_unwind(AssertUnwindSafe(|| {
+                            fetcher.fetch(&task.indices, task.base_seed, Some(&stop))
+                        }));
+                        let result = match r {
+                            Ok(r) => r,
+                            Err(p) => {
+                                let msg = p
+                                    .downcast_ref::<&str>()
+                                    .map(|s| s.to_string())
+                                    .or_else(|| p.downcast_ref::<String>().cloned())
+                                    .unwrap_or_else(|| "a panic".into());
+                                Err(pyrite_core::err!(
+                                    Value,
+                                    "DataLoader: a panic while fetching batch {} (indices {:?}): {msg}",
+                                    task.batch,
+                                    task.indices
+                                ))
+                            }
+                        };
+                        if done_tx
+                            .send(Done { epoch: task.epoch, batch: task.batch, worker: id, result })
+                            .is_err()
+                        {
+                            break;
+                        }
+                    }
+                })
+                .map_err(|e| pyrite_core::err!(Value, "DataLoader: could not start worker {id}: {e}"))?;
+            tasks.push(tx);
+            threads.push(h);
+        }
+        Ok(WorkerPool {
+            tasks,
+            results,
+            threads,
+            stop,
+            epoch: 0,
+            pending: 0,
+            prefetch: o.prefetch_factor.unwrap_or(2),
+        })
+    }
+}
+
+impl Drop for WorkerPool {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.tasks.clear(); // closes the task channels: idle workers return
+        for h in self.threads.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+/// One epoch of a [`DataLoader`]: an iterator of `Result<batch>`.
+pub struct DataLoaderIter<'a> {
+    loader: &'a DataLoader,
+    batches: Vec<Vec<usize>>,
+    base_seed: u64,
+    next_send: usize,
+    next_yield: usize,
+    received: BTreeMap<usize, (usize, Result<Sample>)>,
+    in_flight: usize,
+    pool: Option<WorkerPool>,
+}
+
+impl DataLoaderIter<'_> {
+    /// Sends batches to their workers until each has `prefetch_factor` in flight.
+    fn fill(&mut self) -> Result<()> {
+        let Some(pool) = self.pool.as_mut() else { return Ok(()) };
+        let workers = pool.tasks.len();
+        while self.next_send < self.batches.len() && self.in_flight < workers * pool.prefetch {
+            let b = self.next_send;
+            let task = Task {
+                epoch: pool.epoch,
+                batch: b,
+                indices: self.batches[b].clone(),
+                base_seed: self.base_seed,
+            };
+            if pool.tasks[b % workers].send(task).is_err() {
+                bail!(Value, "DataLoader: worker {} exited unexpectedly", b % workers);
+            }
+            self.next_send += 1;
+            self.in_flight += 1;
+            pool.pending += 1;
+        }
+        Ok(())
+    }
+
+    /// Yields a received batch: it stops counting as in flight (a batch waiting in the
+    /// reorder buffer still counts, as in PyTorch), and the next batch is sent.
+    fn hand_out(&mut self, worker: usize, r: Result<Sample>) -> Result<Sample> {
+        self.next_yield += 1;
+        self.in_flight -= 1;
+        self.fill()?;
+        r.map_err(|e| pyrite_core::err!(Value, "DataLoader worker {worker}: {e}"))
+    }
+
+    fn next_from_workers(&mut self) -> Option<Result<Sample>> {
+        let in_order = self.loader.options.in_order;
+        loop {
+            if in_order {
+                if let Some((w, r)) = self.received.remove(&self.next_yield) {
+                    return Some(self.hand_out(w, r));
+                }
+            }
+            if self.next_yield >= self.batches.len() {
+                return None;
+            }
+            let pool = self.pool.as_mut()?;
+            let got = match self.loader.options.timeout {
+                Some(t) => pool.results.recv_timeout(t).map_err(|e| match e {
+                    RecvTimeoutError::Timeout => {
+                        pyrite_core::err!(Value, "DataLoader timed out after {} seconds", t.as_secs_f64())
+                    }
+                    RecvTimeoutError::Disconnected => {
+                        pyrite_core::err!(Value, "DataLoader: the workers exited unexpectedly")
+                    }
+                }),
+                None => pool
+                    .results
+                    .recv()
+                    .map_err(|_| pyrite_core::err!(Value, "DataLoader: the workers exited unexpectedly")),
+            };
+            let done = match got {
+                Ok(d) => d,
+                Err(e) => {
+                    self.next_yield = self.batches.len(); // the epoch ends with this error
+                    return Some(Err(e));
+                }
+            };
+            pool.pending -= 1;
+            if done.epoch != pool.epoch {
+                continue; // a leftover of an earlier epoch of a persistent pool
+            }
+            if in_order {
+                self.received.insert(done.batch, (done.worker, done.result));
+            } else {
+                return Some(self.hand_out(done.worker, done.result));
+            }
+        }
+    }
+}
+
+impl Iterator for DataLoaderIter<'_> {
+    type Item = Result<Sample>;
+
+    fn next(&mut self) -> Option<Result<Sample>> {
+        if self.pool.is_some() {
+            return self.next_from_workers();
+        }
+        let b = self.batches.get(self.next_yield)?;
+        self.next_yield += 1;
+        Some(self.loader.fetcher.fetch(b, self.base_seed, None))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.batches.len() - self.next_yield;
+        (left, Some(left))
+    }
+}
+
+impl Drop for DataLoaderIter<'_> {
+    fn drop(&mut self) {
+        let Some(pool) = self.pool.take() else { return };
+        if self.loader.options.persistent_workers && pool.pending == 0 {
+            // Keep the workers for the next epoch.
+            *self.loader.pool.lock().unwrap_or_else(|e| e.into_inner()) = Some(pool);
+        }
+        // Otherwise the pool's drop stops and joins the workers (a persistent loader whose
+        // epoch was cut short starts fresh workers next epoch).
+    }
+}
