@@ -17,6 +17,7 @@ pub fn all() -> Vec<(&'static str, Workload)> {
         ("cnn", crate::models::cnn),
         ("overhead", overhead),
         ("autograd", autograd),
+        ("dataloader", crate::data::dataloader),
     ]
 }
 
