@@ -119,7 +119,11 @@ pub fn sample_generator() -> Option<Arc<Generator>> {
     SAMPLE_GEN.with(|g| g.borrow().clone())
 }
 
-fn sample_seed(base_seed: u64, index: usize) -> u64 {
+pub(crate) fn set_sample_generator(g: Option<Arc<Generator>>) {
+    SAMPLE_GEN.with(|s| *s.borrow_mut() = g);
+}
+
+pub(crate) fn sample_seed(base_seed: u64, index: usize) -> u64 {
     // splitmix64 of the pair: distinct, well-mixed seeds per (epoch seed, index).
     let mut z = base_seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -142,10 +146,9 @@ impl Fetcher {
             if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
                 bail!(Value, "DataLoader: stopped");
             }
-            let g = Arc::new(Generator::new(sample_seed(base_seed, i)));
-            SAMPLE_GEN.with(|s| *s.borrow_mut() = Some(g));
+            set_sample_generator(Some(Arc::new(Generator::new(sample_seed(base_seed, i)))));
             let r = self.dataset.get(i);
-            SAMPLE_GEN.with(|s| *s.borrow_mut() = None);
+            set_sample_generator(None);
             match r {
                 Ok(s) => samples.push(s),
                 Err(e) => bail!(Value, "DataLoader: fetching sample {i} failed: {e}"),
@@ -177,15 +180,7 @@ impl DataLoader {
     /// A loader with PyTorch's checks of which options go together.
     pub fn new(dataset: Arc<dyn Dataset>, options: DataLoaderOptions) -> Result<DataLoader> {
         let o = &options;
-        if o.num_workers == 0 && o.prefetch_factor.is_some() {
-            bail!(Value, "DataLoader: prefetch_factor option could only be specified in multiprocessing. let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.");
-        }
-        if o.prefetch_factor == Some(0) {
-            bail!(Value, "DataLoader: prefetch_factor should be at least 1");
-        }
-        if o.persistent_workers && o.num_workers == 0 {
-            bail!(Value, "DataLoader: persistent_workers option needs num_workers > 0");
-        }
+        check_common(o)?;
         if o.sampler.is_some() && o.shuffle {
             bail!(Value, "DataLoader: sampler option is mutually exclusive with shuffle");
         }
@@ -193,12 +188,6 @@ impl DataLoader {
             && (o.batch_size != Some(1) || o.shuffle || o.sampler.is_some() || o.drop_last)
         {
             bail!(Value, "DataLoader: batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last");
-        }
-        if o.batch_size.is_none() && o.drop_last {
-            bail!(Value, "DataLoader: batch_size=None option disables auto-batching and is mutually exclusive with drop_last");
-        }
-        if o.batch_size == Some(0) {
-            bail!(Value, "DataLoader: batch_size should be a positive integer value, but got batch_size=0");
         }
         let n = dataset.len();
         let sampler: Arc<dyn Sampler> = match (&o.sampler, o.shuffle) {
@@ -264,8 +253,28 @@ impl DataLoader {
     }
 }
 
+/// The checks shared by map-style and iterable loaders.
+pub(crate) fn check_common(o: &DataLoaderOptions) -> Result<()> {
+    if o.num_workers == 0 && o.prefetch_factor.is_some() {
+        bail!(Value, "DataLoader: prefetch_factor option could only be specified in multiprocessing. let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.");
+    }
+    if o.prefetch_factor == Some(0) {
+        bail!(Value, "DataLoader: prefetch_factor should be at least 1");
+    }
+    if o.persistent_workers && o.num_workers == 0 {
+        bail!(Value, "DataLoader: persistent_workers option needs num_workers > 0");
+    }
+    if o.batch_size.is_none() && o.drop_last {
+        bail!(Value, "DataLoader: batch_size=None option disables auto-batching and is mutually exclusive with drop_last");
+    }
+    if o.batch_size == Some(0) {
+        bail!(Value, "DataLoader: batch_size should be a positive integer value, but got batch_size=0");
+    }
+    Ok(())
+}
+
 /// Draws a base seed from `g` (or the global generator), as PyTorch draws `_base_seed`.
-fn draw_seed(g: Option<&Generator>) -> Result<u64> {
+pub(crate) fn draw_seed(g: Option<&Generator>) -> Result<u64> {
     let t = Tensor::randint_with(0, i64::MAX, [1], DType::I64, g)?;
     Ok(t.to_vec::<i64>()?[0] as u64)
 }

@@ -37,6 +37,7 @@
 pub mod collate;
 pub mod dataloader;
 pub mod dataset;
+pub mod iterable_loader;
 pub mod sample;
 pub mod sampler;
 
@@ -48,6 +49,7 @@ pub use dataset::{
     get_worker_info, random_split, set_worker_info, ChainDataset, ConcatDataset, Dataset, FnDataset,
     IterableDataset, SplitLength, StackDataset, Subset, TensorDataset, WorkerInfo,
 };
+pub use iterable_loader::{IterableDataLoader, IterableLoaderIter};
 pub use sample::Sample;
 pub use sampler::{
     BatchSampler, BatchSampling, DistributedSampler, DistributedSamplerOptions, RandomSampler,
