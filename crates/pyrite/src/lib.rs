@@ -29,6 +29,11 @@ pub mod data {
     pub use pyrite_data::*;
 }
 
+/// torchvision's `datasets` and `transforms` (the `pyrite-vision` crate).
+pub mod vision {
+    pub use pyrite_vision::*;
+}
+
 /// The names most programs need: `use pyrite::prelude::*;`.
 pub mod prelude {
     pub use pyrite_core::{idx, DType, Device, Error, Result, Scalar, Shape, Tensor, TensorIndex};
