@@ -77,7 +77,9 @@ impl CsvDataset {
             }
             line_no += 1;
             let content = trim_eol(&line);
-            if !(line_no == 1 && options.has_header) && !content.iter().all(u8::is_ascii_whitespace) {
+            let is_header = line_no == 1 && options.has_header;
+            let is_blank = content.iter().all(u8::is_ascii_whitespace);
+            if !is_header && !is_blank {
                 if first.is_none() {
                     first = Some(content.split(|&b| b == options.delimiter).count());
                 }

@@ -116,7 +116,7 @@ fn npy_pair_returns_inputs_and_targets() {
 /// A version 1.0 `.npy` with the given header dict and data bytes.
 fn raw_npy(dict: &str, data: &[u8]) -> Vec<u8> {
     let mut h = dict.to_string();
-    while (10 + h.len() + 1) % 64 != 0 {
+    while !(10 + h.len() + 1).is_multiple_of(64) {
         h.push(' ');
     }
     h.push('\n');

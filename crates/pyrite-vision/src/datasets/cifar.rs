@@ -53,7 +53,7 @@ impl CIFAR10 {
                 File::open(&path).map_err(|e| err!(Io, "CIFAR10: cannot open {}: {e}", path.display()))?;
             let size =
                 file.metadata().map_err(|e| err!(Io, "CIFAR10: cannot stat {}: {e}", path.display()))?.len();
-            if size == 0 || size % RECORD != 0 {
+            if size == 0 || !size.is_multiple_of(RECORD) {
                 bail!(
                     Io,
                     "CIFAR10: {} has {size} bytes, expected a positive multiple of {RECORD} (1 label byte + 3072 pixel bytes per record)",

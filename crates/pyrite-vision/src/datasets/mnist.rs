@@ -20,7 +20,7 @@ const LABELS_MAGIC: u32 = 2049;
 
 /// Where the image bytes are.
 enum Pixels {
-    /// An open raw file and the offset of the first image.
+    /// An open raw file (images start at byte 16).
     File { file: Mutex<File>, path: PathBuf },
     /// The decompressed file (header included).
     Memory(Vec<u8>),
