@@ -35,13 +35,16 @@
 //! ```
 
 pub mod collate;
+pub mod csv_dataset;
 pub mod dataloader;
 pub mod dataset;
 pub mod iterable_loader;
+pub mod npy_dataset;
 pub mod sample;
 pub mod sampler;
 
 pub use collate::default_collate;
+pub use csv_dataset::{CsvDataset, CsvOptions};
 pub use dataloader::{
     sample_generator, CollateFn, DataLoader, DataLoaderIter, DataLoaderOptions, WorkerInitFn,
 };
@@ -50,6 +53,7 @@ pub use dataset::{
     IterableDataset, SplitLength, StackDataset, Subset, TensorDataset, WorkerInfo,
 };
 pub use iterable_loader::{IterableDataLoader, IterableLoaderIter};
+pub use npy_dataset::NpyDataset;
 pub use sample::Sample;
 pub use sampler::{
     BatchSampler, BatchSampling, DistributedSampler, DistributedSamplerOptions, RandomSampler,
