@@ -205,7 +205,7 @@ impl Transform for RandomChoice {
             bail!(Value, "RandomChoice: needs at least one transform");
         }
         let p = self.p.clone().unwrap_or_else(|| vec![1.0; n]);
-        if p.len() != n || p.iter().any(|&x| !(x >= 0.0)) || p.iter().sum::<f64>() <= 0.0 {
+        if p.len() != n || p.iter().any(|&x| x.is_nan() || x < 0.0) || p.iter().sum::<f64>() <= 0.0 {
             bail!(Value, "RandomChoice: p must be {n} non-negative weights with a positive sum, got {p:?}");
         }
         let total: f64 = p.iter().sum();
