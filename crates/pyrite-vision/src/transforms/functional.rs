@@ -185,7 +185,7 @@ pub fn center_crop(img: &Tensor, size: impl Into<Size>) -> Result<Tensor> {
     if ch > h || cw > w {
         // torchvision pads by ((cw - w) // 2, (ch - h) // 2, ...) then crops at the rounded centre
         let (pl, pt) = (if cw > w { (cw - w) / 2 } else { 0 }, if ch > h { (ch - h) / 2 } else { 0 });
-        let (ph, pw) = (h + if ch > h { ch - h } else { 0 }, w + if cw > w { cw - w } else { 0 });
+        let (ph, pw) = (h + ch.saturating_sub(h), w + cw.saturating_sub(w));
         top -= pt as i64;
         left -= pl as i64;
         top += round_even((ph as f64 - ch as f64) / 2.0) as i64;

@@ -145,7 +145,10 @@ impl Transform for GaussianBlur {
 /// let img = pyrite::Tensor::ones([1, 1, 1], pyrite::DType::F32).unwrap();
 /// assert_eq!(t.apply(&img).unwrap().to_vec::<f32>().unwrap(), vec![2.0]);
 /// ```
-pub struct Lambda(pub Box<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>);
+pub struct Lambda(pub Box<LambdaFn>);
+
+/// The function a [`Lambda`] holds.
+pub type LambdaFn = dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync;
 
 impl Lambda {
     pub fn new(f: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static) -> Lambda {
