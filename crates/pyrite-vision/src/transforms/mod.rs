@@ -35,3 +35,17 @@ impl Transform for Compose {
         Ok(x)
     }
 }
+
+pub mod functional;
+mod geometry;
+mod misc;
+mod random;
+
+pub use functional::{InterpolationMode, PaddingMode, Size};
+pub use geometry::{
+    CenterCrop, Pad, RandomCrop, RandomCropOptions, RandomHorizontalFlip, RandomResizedCrop,
+    RandomResizedCropOptions, RandomVerticalFlip, Resize, ResizeOptions,
+};
+pub use misc::{
+    ConvertImageDtype, GaussianBlur, Grayscale, Lambda, Normalize, RandomApply, RandomChoice, ToTensor,
+};

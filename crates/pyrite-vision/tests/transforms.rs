@@ -1,0 +1,286 @@
+//! `pyrite::vision::transforms` against torchvision's tensor kernels
+//! (`reference/gen_transforms.py` -> `reference/data/transforms.safetensors`), and the
+//! semantics of the random transforms.
+
+use pyrite::data::{DataLoader, DataLoaderOptions, Dataset, FnDataset, Sample};
+use pyrite::vision::transforms::functional as F;
+use pyrite::vision::transforms::*;
+use pyrite::{DType, Generator, Tensor};
+use serde_json::Value as J;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+fn load() -> (HashMap<String, Tensor>, HashMap<String, String>) {
+    let path = format!("{}/../../reference/data/transforms.safetensors", env!("CARGO_MANIFEST_DIR"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let mut out = HashMap::new();
+    for (k, v) in st.tensors() {
+        let d = match v.dtype() {
+            safetensors::Dtype::F32 => DType::F32,
+            safetensors::Dtype::F64 => DType::F64,
+            safetensors::Dtype::U8 => DType::U8,
+            other => panic!("unsupported dtype {other:?}"),
+        };
+        out.insert(k, Tensor::from_raw_bytes(v.data(), v.shape(), d).unwrap());
+    }
+    (out, meta.metadata().clone().unwrap_or_default())
+}
+
+fn usizes(v: &J) -> Vec<usize> {
+    v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as usize).collect()
+}
+fn f64s(v: &J) -> Vec<f64> {
+    v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+}
+fn size(v: &J) -> Size {
+    match usizes(v)[..] {
+        [n] => Size::Int(n),
+        [h, w] => Size::Exact(h, w),
+        _ => panic!("size {v}"),
+    }
+}
+fn mode(v: &J) -> InterpolationMode {
+    match v.as_str().unwrap() {
+        "nearest" => InterpolationMode::Nearest,
+        _ => InterpolationMode::Bilinear,
+    }
+}
+
+fn run(c: &J, img: &Tensor) -> pyrite::Result<Tensor> {
+    let i = |k: &str| c[k].as_i64().unwrap();
+    let u = |k: &str| c[k].as_u64().unwrap() as usize;
+    match c["op"].as_str().unwrap() {
+        "resize" => {
+            let opts = ResizeOptions {
+                interpolation: mode(&c["mode"]),
+                max_size: c.get("max_size").and_then(|m| m.as_u64()).map(|m| m as usize),
+                antialias: c["antialias"].as_bool().unwrap(),
+            };
+            Resize::with_options(size(&c["size"]), opts).apply(img)
+        }
+        "center_crop" => CenterCrop::new(size(&c["size"])).apply(img),
+        "crop" => F::crop(img, i("top"), i("left"), u("height"), u("width")),
+        "resized_crop" => F::resized_crop(
+            img,
+            i("top"),
+            i("left"),
+            u("height"),
+            u("width"),
+            size(&c["size"]),
+            mode(&c["mode"]),
+            c["antialias"].as_bool().unwrap(),
+        ),
+        "pad" => {
+            let padding_mode = match c["mode"].as_str().unwrap() {
+                "constant" => PaddingMode::Constant,
+                "edge" => PaddingMode::Edge,
+                "reflect" => PaddingMode::Reflect,
+                _ => PaddingMode::Symmetric,
+            };
+            Pad { padding: usizes(&c["padding"]), fill: c["fill"].as_f64().unwrap(), padding_mode }.apply(img)
+        }
+        "normalize" => Normalize { mean: f64s(&c["mean"]), std: f64s(&c["std"]), inplace: false }.apply(img),
+        "grayscale" => Grayscale { num_output_channels: u("n") }.apply(img),
+        "hflip" => RandomHorizontalFlip(1.0).apply(img),
+        "vflip" => RandomVerticalFlip(1.0).apply(img),
+        "convert" => {
+            let d = match c["dtype"].as_str().unwrap() {
+                "uint8" => DType::U8,
+                "float32" => DType::F32,
+                _ => DType::F64,
+            };
+            ConvertImageDtype(d).apply(img)
+        }
+        "to_tensor" => ToTensor.apply(img),
+        "blur" => {
+            let k = usizes(&c["kernel"]);
+            let s = f64s(&c["sigma"]);
+            F::gaussian_blur(img, (k[1], k[0]), (s[1], s[0]))
+        }
+        op => panic!("unknown op {op}"),
+    }
+}
+
+#[test]
+fn deterministic_transforms_match_torchvision() {
+    let (t, meta) = load();
+    let mut n = 0;
+    let mut failures = vec![];
+    for (name, desc) in &meta {
+        if name == "torch" || name == "torchvision" {
+            continue;
+        }
+        let c: J = serde_json::from_str(desc).unwrap();
+        let img = &t[&format!("img.{}", c["img"].as_str().unwrap())];
+        let want = &t[&format!("out.{name}")];
+        let got = match run(&c, img) {
+            Ok(g) => g,
+            Err(e) => {
+                failures.push(format!("{name}: error {e}"));
+                continue;
+            }
+        };
+        n += 1;
+        if got.dims() != want.dims() || got.dtype() != want.dtype() {
+            failures.push(format!(
+                "{name}: got {:?} {:?}, want {:?} {:?}",
+                got.dims(),
+                got.dtype(),
+                want.dims(),
+                want.dtype()
+            ));
+            continue;
+        }
+        // u8 bilinear: torch's native u8 kernel uses fixed-point weights (off by at most 1)
+        let u8_resample = want.dtype() == DType::U8 && (desc.contains("\"bilinear\"") || c["op"] == "blur");
+        let tol = if want.dtype() == DType::U8 {
+            if u8_resample {
+                1.0
+            } else {
+                0.0
+            }
+        } else {
+            1e-5
+        };
+        let g = got.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
+        let w = want.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
+        if let Some((i, (a, b))) = g.iter().zip(&w).enumerate().find(|(_, (a, b))| (*a - *b).abs() > tol) {
+            failures.push(format!("{name}: element {i}: got {a}, want {b}"));
+        }
+    }
+    assert!(n > 200, "only {n} cases ran");
+    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// `[1, 4, 6]` with value `6 y + x`.
+fn image() -> Tensor {
+    Tensor::from_vec((0..24).map(|x| x as f32).collect::<Vec<_>>(), [1, 4, 6]).unwrap()
+}
+
+#[test]
+fn flips_with_p_zero_never_and_p_one_always() {
+    let img = image();
+    for _ in 0..20 {
+        assert_eq!(
+            RandomHorizontalFlip(0.0).apply(&img).unwrap().to_vec::<f32>().unwrap(),
+            img.to_vec::<f32>().unwrap()
+        );
+        assert_eq!(
+            RandomHorizontalFlip(1.0).apply(&img).unwrap().to_vec::<f32>().unwrap(),
+            img.flip(&[-1]).unwrap().to_vec::<f32>().unwrap()
+        );
+        assert_eq!(
+            RandomVerticalFlip(1.0).apply(&img).unwrap().to_vec::<f32>().unwrap(),
+            img.flip(&[-2]).unwrap().to_vec::<f32>().unwrap()
+        );
+    }
+    assert!(RandomHorizontalFlip(1.5).apply(&img).is_err());
+}
+
+#[test]
+fn random_crop_is_a_window_of_the_image() {
+    let img = image(); // [1, 4, 6], value = 6 y + x
+    for _ in 0..20 {
+        let out = RandomCrop::new((2, 3)).apply(&img).unwrap();
+        assert_eq!(out.dims(), &[1, 2, 3]);
+        let v = out.to_vec::<f32>().unwrap();
+        let (y, x) = ((v[0] as usize) / 6, (v[0] as usize) % 6);
+        assert!(y <= 2 && x <= 3);
+        assert_eq!(v[5], v[0] + 6.0 + 2.0);
+    }
+    let err = RandomCrop::new(5).apply(&img).unwrap_err().to_string();
+    assert!(err.contains("Required crop size (5, 5) is larger than input image size (4, 6)"), "{err}");
+    let padded = RandomCrop::with_options(5, RandomCropOptions { pad_if_needed: true, ..Default::default() });
+    assert_eq!(padded.apply(&img).unwrap().dims(), &[1, 5, 5]);
+}
+
+#[test]
+fn random_resized_crop_gives_the_requested_size_and_a_valid_window() {
+    let img = Tensor::rand([3, 20, 30], DType::F32).unwrap();
+    let t = RandomResizedCrop::new((7, 9));
+    for _ in 0..20 {
+        assert_eq!(t.apply(&img).unwrap().dims(), &[3, 7, 9]);
+        let (top, left, h, w) = t.get_params((20, 30)).unwrap();
+        assert!(top >= 0 && left >= 0 && top as usize + h <= 20 && left as usize + w <= 30 && h > 0 && w > 0);
+    }
+    // impossible scale: every attempt fails, the fallback is the centre crop clamped to the ratio
+    let t = RandomResizedCrop::with_options(
+        4,
+        RandomResizedCropOptions { scale: (2.0, 3.0), ratio: (1.0, 1.0), ..Default::default() },
+    );
+    assert_eq!(t.get_params((20, 30)).unwrap(), (0, 5, 20, 20));
+}
+
+#[test]
+fn same_seeded_generator_gives_the_same_augmentation() {
+    let img = Tensor::rand([3, 16, 16], DType::F32).unwrap();
+    let aug = || {
+        let ts: Vec<Box<dyn Transform>> = vec![
+            Box::new(RandomResizedCrop::new(8)),
+            Box::new(RandomHorizontalFlip(0.5)),
+            Box::new(RandomCrop::with_options(
+                8,
+                RandomCropOptions { padding: Some(vec![2]), ..Default::default() },
+            )),
+        ];
+        Compose(ts)
+    };
+    let run = |seed| {
+        let ds = {
+            let img = img.clone();
+            let t = aug();
+            FnDataset::new(6, move |_| Ok(Sample::Tensor(t.apply(&img)?)))
+        };
+        let ds: Arc<dyn Dataset> = Arc::new(ds);
+        let mut outs = vec![];
+        for workers in [0, 2] {
+            let opts = DataLoaderOptions {
+                batch_size: Some(3),
+                num_workers: workers,
+                generator: Some(Arc::new(Generator::new(seed))),
+                ..Default::default()
+            };
+            let batches: Vec<Vec<f32>> = DataLoader::new(ds.clone(), opts)
+                .unwrap()
+                .iter()
+                .unwrap()
+                .map(|b| b.unwrap().into_tensor().unwrap().to_vec::<f32>().unwrap())
+                .collect();
+            outs.push(batches);
+        }
+        assert_eq!(outs[0], outs[1], "0 and 2 workers must augment identically");
+        outs.remove(0)
+    };
+    assert_eq!(run(7), run(7));
+    assert_ne!(run(7), run(8));
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let img = Tensor::rand([3, 4, 4], DType::F32).unwrap();
+    assert!(Resize::new(4).apply(&Tensor::rand([4, 4], DType::F32).unwrap()).is_err());
+    assert!(Normalize { mean: vec![0.0; 2], std: vec![1.0; 2], ..Default::default() }.apply(&img).is_err());
+    assert!(Normalize { mean: vec![0.0], std: vec![0.0], ..Default::default() }.apply(&img).is_err());
+    assert!(Grayscale::default().apply(&Tensor::rand([2, 4, 4], DType::F32).unwrap()).is_err());
+    assert!(Pad { padding: vec![4], padding_mode: PaddingMode::Reflect, ..Default::default() }
+        .apply(&img)
+        .is_err());
+    let u8img = Tensor::zeros([3, 4, 4], DType::U8).unwrap();
+    assert!(Normalize { mean: vec![0.0], std: vec![1.0], ..Default::default() }.apply(&u8img).is_err());
+}
+
+#[test]
+fn random_apply_and_choice() {
+    let img = image();
+    let twice = || -> Vec<Box<dyn Transform>> { vec![Box::new(Lambda::new(|x: &Tensor| x.mul_scalar(2.0)))] };
+    let v = |t: &dyn Transform| t.apply(&img).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(v(&RandomApply::new(twice(), 0.0)), img.to_vec::<f32>().unwrap());
+    assert_eq!(v(&RandomApply::new(twice(), 1.0))[1], 2.0);
+    let choice = RandomChoice {
+        transforms: vec![twice().remove(0), Box::new(RandomVerticalFlip(1.0))],
+        p: Some(vec![0.0, 1.0]),
+    };
+    assert_eq!(v(&choice), img.flip(&[-2]).unwrap().to_vec::<f32>().unwrap());
+}
