@@ -244,7 +244,7 @@ impl DataLoader {
                 if persistent { self.pool.lock().unwrap_or_else(|e| e.into_inner()).take() } else { None };
             it.pool = Some(match pool {
                 Some(p) => p,
-                None => WorkerPool::start(self.fetcher.clone(), &self.options)?,
+                None => WorkerPool::start(self.fetcher.clone(), &self.options, base_seed)?,
             });
             it.pool.as_mut().unwrap().epoch += 1;
             it.fill()?;
@@ -307,12 +307,14 @@ struct WorkerPool {
 }
 
 impl WorkerPool {
-    fn start(fetcher: Arc<Fetcher>, o: &DataLoaderOptions) -> Result<WorkerPool> {
+    /// Starts the workers; worker `id` gets PyTorch's seed `base_seed + id` in its
+    /// `WorkerInfo` (no extra draw: the loader's generator advances the same with or without
+    /// workers, so a seed gives the same epochs for any `num_workers`).
+    fn start(fetcher: Arc<Fetcher>, o: &DataLoaderOptions, worker_seed: u64) -> Result<WorkerPool> {
         let (done_tx, results) = channel::<Done>();
         let stop = Arc::new(AtomicBool::new(false));
         let mut tasks = Vec::new();
         let mut threads = Vec::new();
-        let worker_seed = draw_seed(o.generator.as_deref())?;
         for id in 0..o.num_workers {
             let (tx, rx) = channel::<Task>();
             let (fetcher, done_tx, stop) = (fetcher.clone(), done_tx.clone(), stop.clone());

@@ -130,6 +130,7 @@ fn augmented(n: usize) -> Arc<dyn Dataset> {
 
 #[test]
 fn random_augmentation_is_the_same_for_any_number_of_workers() {
+    // three epochs each: the loader's generator must advance the same way for every worker count
     let run = |workers: usize| -> Vec<(i64, f64)> {
         let loader = DataLoader::new(
             augmented(12),
@@ -143,10 +144,12 @@ fn random_augmentation_is_the_same_for_any_number_of_workers() {
         )
         .unwrap();
         let mut out = vec![];
-        for b in loader.iter().unwrap() {
-            let b = b.unwrap();
-            let noise = b.item(0).unwrap().as_tensor().unwrap().to_vec2::<f64>().unwrap();
-            out.extend(labels(&b).into_iter().zip(noise.into_iter().map(|r| r[0])));
+        for _epoch in 0..3 {
+            for b in loader.iter().unwrap() {
+                let b = b.unwrap();
+                let noise = b.item(0).unwrap().as_tensor().unwrap().to_vec2::<f64>().unwrap();
+                out.extend(labels(&b).into_iter().zip(noise.into_iter().map(|r| r[0])));
+            }
         }
         out
     };
@@ -154,7 +157,7 @@ fn random_augmentation_is_the_same_for_any_number_of_workers() {
     assert_eq!(run(1), zero);
     assert_eq!(run(3), zero);
     let distinct: BTreeSet<u64> = zero.iter().map(|(_, v)| v.to_bits()).collect();
-    assert_eq!(distinct.len(), 12, "every sample gets its own numbers");
+    assert_eq!(distinct.len(), 36, "every sample of every epoch gets its own numbers");
 }
 
 #[test]

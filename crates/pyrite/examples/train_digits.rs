@@ -13,7 +13,6 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 use pyrite::data::{random_split, DataLoader, DataLoaderOptions, Dataset, Sample, SplitLength};
-use pyrite::nn::functional::PadMode;
 use pyrite::nn::{
     self, save_safetensors, Conv2d, ConvOptions, Dropout, Linear, Module, ModuleBase, PoolOptions,
 };
@@ -21,7 +20,7 @@ use pyrite::optim::lr_scheduler::{LRScheduler, OneCycleLR, OneCycleLROptions};
 use pyrite::optim::{Adam, AdamOptions, Optimizer};
 use pyrite::prelude::*;
 use pyrite::vision::datasets::{Digits, DigitsSplit};
-use pyrite::vision::transforms::transform_generator;
+use pyrite::vision::transforms::{RandomCrop, RandomCropOptions};
 use pyrite::Generator;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -102,15 +101,6 @@ impl Module for Net {
     }
 }
 
-/// Random augmentation: shifts the image by up to one pixel each way (pad by 1, crop 8x8 at a
-/// random offset), drawing from the sample's generator so every worker count agrees.
-fn random_shift(img: &Tensor) -> Result<Tensor> {
-    let g = transform_generator();
-    let off = Tensor::randint_with(0, 3, [2], DType::I64, g.as_deref())?.to_vec::<i64>()?;
-    let padded = F::pad(img, &[1, 1, 1, 1], PadMode::Constant, 0.0)?;
-    padded.narrow(1, off[0] as isize, 8)?.narrow(2, off[1] as isize, 8)?.contiguous()
-}
-
 /// Loss and accuracy of `model` over a loader, without gradients.
 fn evaluate(model: &Net, loader: &DataLoader) -> Result<(f64, f64)> {
     model.eval();
@@ -136,8 +126,11 @@ fn run(args: &Args) -> Result<()> {
     let start = Instant::now();
     pyrite::manual_seed(args.seed);
     let split_gen = Generator::new(args.seed);
-    let full_train: Arc<dyn Dataset> =
-        Arc::new(Digits::new(DigitsSplit::Train)?.with_transform(random_shift));
+    // Random augmentation: shift by up to one pixel each way (torchvision's RandomCrop(8,
+    // padding=1)); it draws from the sample's generator, so every worker count agrees.
+    let shift =
+        RandomCrop::with_options(8, RandomCropOptions { padding: Some(vec![1]), ..Default::default() });
+    let full_train: Arc<dyn Dataset> = Arc::new(Digits::new(DigitsSplit::Train)?.with_transform(shift));
     let plain_train: Arc<dyn Dataset> = Arc::new(Digits::new(DigitsSplit::Train)?);
     // 90% to train on (augmented), 10% to validate on (not augmented): the same indices.
     let parts = random_split(
