@@ -222,8 +222,11 @@ impl Parser<'_> {
     }
 }
 
-/// Parses the header dict: (descr, fortran_order, shape).
-fn parse_header(h: &[u8]) -> Result<(String, bool, Vec<u64>)> {
+/// Parses a `.npy` header dict (the text after the magic and the header length, e.g.
+/// `{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), }`) into
+/// `(descr, fortran_order, shape)`. Readers of `.npy` files other than `Tensor::load_npy` use it too
+/// (`pyrite::data::NpyDataset` memory-maps the data that follows).
+pub fn parse_header(h: &[u8]) -> Result<(String, bool, Vec<u64>)> {
     let mut p = Parser { s: h, i: 0 };
     p.expect(b'{')?;
     let (mut descr, mut fortran, mut shape) = (None, None, None);

@@ -38,41 +38,11 @@ struct NpyArray {
     stride: usize,
 }
 
-/// The `(descr, fortran_order, shape)` of a `.npy` header dict, e.g.
-/// `{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), }`.
+/// The `(descr, fortran_order, shape)` of a `.npy` header dict, by pyrite-core's parser.
 fn parse_header(path: &Path, h: &str) -> Result<(String, bool, Vec<usize>)> {
-    let bad =
-        |what: &str| err!(Value, "NpyDataset: {}: malformed header ({what}): {}", path.display(), h.trim());
-    let value_after = |key: &str| -> Result<&str> {
-        let at = ["'", "\""]
-            .iter()
-            .find_map(|q| h.find(&format!("{q}{key}{q}")).map(|i| i + key.len() + 2))
-            .ok_or_else(|| bad(&format!("no '{key}'")))?;
-        let rest = h[at..].trim_start();
-        rest.strip_prefix(':').map(str::trim_start).ok_or_else(|| bad(&format!("no ':' after '{key}'")))
-    };
-    let d = value_after("descr")?;
-    let q =
-        d.chars().next().filter(|c| *c == '\'' || *c == '"').ok_or_else(|| bad("descr is not a string"))?;
-    let descr = d[1..].split(q).next().ok_or_else(|| bad("unterminated descr"))?.to_string();
-    let f = value_after("fortran_order")?;
-    let fortran = if f.starts_with("True") {
-        true
-    } else if f.starts_with("False") {
-        false
-    } else {
-        return Err(bad("fortran_order is not True or False"));
-    };
-    let s = value_after("shape")?;
-    let inner =
-        s.strip_prefix('(').and_then(|s| s.split(')').next()).ok_or_else(|| bad("shape is not a tuple"))?;
-    let shape = inner
-        .split(',')
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .map(|t| t.trim_end_matches('L').parse::<usize>().map_err(|_| bad("shape holds a non-integer")))
-        .collect::<Result<Vec<_>>>()?;
-    Ok((descr, fortran, shape))
+    let (descr, fortran, shape) = pyrite_core::npy::parse_header(h.as_bytes())
+        .map_err(|e| err!(Value, "NpyDataset: {}: {e}", path.display()))?;
+    Ok((descr, fortran, shape.into_iter().map(|d| d as usize).collect()))
 }
 
 impl NpyArray {
