@@ -248,6 +248,16 @@ fn same_seeded_generator_gives_the_same_augmentation() {
                 8,
                 RandomCropOptions { padding: Some(vec![2]), ..Default::default() },
             )),
+            Box::new(RandomRotation::new(20.0).unwrap()),
+            Box::new(
+                RandomAffine::with_options(
+                    5.0,
+                    RandomAffineOptions { translate: Some((0.2, 0.2)), ..Default::default() },
+                )
+                .unwrap(),
+            ),
+            Box::new(ColorJitter::new(0.3, 0.3, 0.3, 0.1).unwrap()),
+            Box::new(RandomErasing { value: ErasingValue::Random, ..Default::default() }),
         ];
         Compose(ts)
     };
@@ -293,6 +303,26 @@ fn bad_inputs_are_errors() {
         .is_err());
     let u8img = Tensor::zeros([3, 4, 4], DType::U8).unwrap();
     assert!(Normalize { mean: vec![0.0], std: vec![1.0], ..Default::default() }.apply(&u8img).is_err());
+    // rotations and affine maps on tensors: nearest or bilinear, one fill value or one per channel
+    let nearest = InterpolationMode::Nearest;
+    let err = F::rotate(&img, 10.0, InterpolationMode::Bicubic, false, None, None).unwrap_err().to_string();
+    assert!(err.contains("interpolation mode 'bicubic' is unsupported with tensor input"), "{err}");
+    let err = F::rotate(&img, 10.0, nearest, false, None, Some(&[0.0, 1.0])).unwrap_err().to_string();
+    assert!(err.contains("cannot broadcast to match the number of channels of the image (2 != 3)"), "{err}");
+    assert!(F::affine(&img, 0.0, (0.0, 0.0), 0.0, (0.0, 0.0), nearest, None, None).is_err());
+    assert!(F::rotate(&Tensor::rand([4, 4], DType::F32).unwrap(), 10.0, nearest, false, None, None).is_err());
+    // colour: non-negative factors, hue within half a turn, 1 or 3 channels
+    assert!(F::adjust_brightness(&img, -0.5).is_err());
+    assert!(F::adjust_contrast(&img, -0.5).is_err());
+    assert!(F::adjust_saturation(&img, -0.5).is_err());
+    let err = F::adjust_hue(&img, 0.75).unwrap_err().to_string();
+    assert!(err.contains("hue_factor (0.75) is not in [-0.5, 0.5]"), "{err}");
+    let two = Tensor::rand([2, 4, 4], DType::F32).unwrap();
+    let err = F::adjust_contrast(&two, 1.0).unwrap_err().to_string();
+    assert!(err.contains("permitted channel values are 1 or 3, but found 2"), "{err}");
+    // erase: the value must broadcast to the region
+    let v = Tensor::zeros([2, 1, 1], DType::F32).unwrap();
+    assert!(F::erase(&img, 0, 0, 2, 2, &v, false).is_err());
 }
 
 #[test]

@@ -186,7 +186,7 @@ fn warp(
 /// let r = F::rotate(&img, 90.0, InterpolationMode::Nearest, false, None, None).unwrap();
 /// assert_eq!(r.to_vec::<f32>().unwrap(), vec![2., 4., 1., 3.]);
 /// let e = F::rotate(&img, 45.0, InterpolationMode::Bilinear, true, None, Some(&[0.5])).unwrap();
-/// assert_eq!(e.dims(), &[1, 3, 3]);
+/// assert_eq!(e.dims(), &[1, 4, 4]); // as torchvision: the corners span -0.41..2.41, rounded outwards
 /// ```
 pub fn rotate(
     img: &Tensor,
