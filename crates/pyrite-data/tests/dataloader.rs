@@ -348,7 +348,11 @@ fn worker_init_fn_runs_in_each_worker_before_it_fetches() {
         .unwrap();
         for _ in 0..2 {
             // sample k is fetched by worker k % 3, which worker_init_fn initialized as k % 3
-            let ids: Vec<i64> = loader.iter().unwrap().map(|b| b.unwrap().as_tensor().unwrap().to_vec::<i64>().unwrap()[0]).collect();
+            let ids: Vec<i64> = loader
+                .iter()
+                .unwrap()
+                .map(|b| b.unwrap().as_tensor().unwrap().to_vec::<i64>().unwrap()[0])
+                .collect();
             assert_eq!(ids, [0, 1, 2, 0, 1, 2]);
         }
         let calls = calls.lock().unwrap();

@@ -30,7 +30,12 @@ fn augment(t: Arc<dyn Transform>, img: &Tensor, seed: u64, workers: usize) -> Ve
         generator: Some(Arc::new(Generator::new(seed))),
         ..Default::default()
     };
-    DataLoader::new(ds, opts).unwrap().iter().unwrap().map(|s| values(&s.unwrap().into_tensor().unwrap())).collect()
+    DataLoader::new(ds, opts)
+        .unwrap()
+        .iter()
+        .unwrap()
+        .map(|s| values(&s.unwrap().into_tensor().unwrap()))
+        .collect()
 }
 
 fn reproducible(t: Arc<dyn Transform>) {
@@ -59,13 +64,17 @@ fn random_rotation_draws_the_angle_from_degrees() {
         fill: Some(vec![0.1, 0.2, 0.3]),
     };
     let fixed = RandomRotation::with_options((37.0, 37.0), opts).unwrap();
-    let want = F::rotate(&img, 37.0, InterpolationMode::Bilinear, true, None, Some(&[0.1, 0.2, 0.3])).unwrap();
+    let want =
+        F::rotate(&img, 37.0, InterpolationMode::Bilinear, true, None, Some(&[0.1, 0.2, 0.3])).unwrap();
     let got = fixed.apply(&img).unwrap();
     assert_eq!(got.dims(), want.dims());
     assert_eq!(values(&got), values(&want));
     // torchvision's defaults: nearest, no expansion, fill 0
     let d = RandomRotationOptions::default();
-    assert_eq!((d.interpolation, d.expand, d.center, d.fill), (InterpolationMode::Nearest, false, None, Some(vec![0.0])));
+    assert_eq!(
+        (d.interpolation, d.expand, d.center, d.fill),
+        (InterpolationMode::Nearest, false, None, Some(vec![0.0]))
+    );
     reproducible(Arc::new(t));
 }
 
@@ -75,7 +84,8 @@ fn random_rotation_refuses_bad_options() {
     assert!(RandomRotation::new((20.0, 10.0)).is_err());
     assert!(RandomRotation::new(f64::NAN).is_err());
     let bad_fill = RandomRotationOptions { fill: Some(vec![0.0, 1.0]), ..Default::default() };
-    let err = RandomRotation::with_options(10.0, bad_fill).unwrap().apply(&picture()).unwrap_err().to_string();
+    let err =
+        RandomRotation::with_options(10.0, bad_fill).unwrap().apply(&picture()).unwrap_err().to_string();
     assert!(err.contains("fill"), "{err}");
     let bicubic = RandomRotationOptions { interpolation: InterpolationMode::Bicubic, ..Default::default() };
     let err = RandomRotation::with_options(10.0, bicubic).unwrap().apply(&picture()).unwrap_err().to_string();
@@ -104,7 +114,8 @@ fn random_affine_draws_each_parameter_from_its_range() {
     }
     assert!(tx_seen.len() >= 7 && ty_seen.len() >= 9, "{tx_seen:?} {ty_seen:?}");
     // one shear number s: x shear in (-s, s), no y shear; nothing set: identity parameters
-    let one = RandomAffine::with_options(0.0, RandomAffineOptions { shear: Some(vec![8.0]), ..Default::default() });
+    let one =
+        RandomAffine::with_options(0.0, RandomAffineOptions { shear: Some(vec![8.0]), ..Default::default() });
     let (_, _, _, (sx, sy)) = one.unwrap().get_params((10, 10)).unwrap();
     assert!(sx.abs() < 8.0 && sy == 0.0);
     let plain = RandomAffine::new((0.0, 0.0)).unwrap();
@@ -125,7 +136,16 @@ fn random_affine_applies_the_drawn_map() {
         ..Default::default()
     };
     let t = RandomAffine::with_options((10.0, 10.0), opts).unwrap();
-    let want = F::affine(&img, 10.0, (0.0, 0.0), 1.25, (5.0, -3.0), InterpolationMode::Bilinear, Some(&[0.5]), Some((4.0, 3.0)));
+    let want = F::affine(
+        &img,
+        10.0,
+        (0.0, 0.0),
+        1.25,
+        (5.0, -3.0),
+        InterpolationMode::Bilinear,
+        Some(&[0.5]),
+        Some((4.0, 3.0)),
+    );
     assert_eq!(values(&t.apply(&img).unwrap()), values(&want.unwrap()));
 }
 
@@ -190,6 +210,8 @@ fn color_jitter_ranges_follow_torchvision() {
         let q = ColorJitter { brightness: None, ..t.clone() }.get_params().unwrap();
         assert_eq!(q.brightness, None);
     }
+    let u8_img = Tensor::full([3, 4, 4], 100.0, DType::U8).unwrap();
+    assert_eq!(t.apply(&u8_img).unwrap().dtype(), DType::U8);
     reproducible(Arc::new(t));
 }
 
@@ -257,7 +279,11 @@ fn random_erasing_blanks_a_rectangle_of_the_drawn_size() {
         assert_eq!(out.iter().filter(|&&x| x == 0.0).count(), 3 * bh * bw);
     }
     // per-channel values and noise
-    let t = RandomErasing { p: 1.0, value: ErasingValue::PerChannel(vec![0.25, 0.5, 0.75]), ..Default::default() };
+    let t = RandomErasing {
+        p: 1.0,
+        value: ErasingValue::PerChannel(vec![0.25, 0.5, 0.75]),
+        ..Default::default()
+    };
     let out = values(&t.apply(&ones).unwrap());
     for (c, v) in [0.25, 0.5, 0.75].iter().enumerate() {
         let plane = &out[c * 2000..(c + 1) * 2000];
@@ -293,18 +319,25 @@ fn random_erasing_p_inplace_and_the_ten_attempts() {
     assert_eq!(values(&full.apply(&square).unwrap()), values(&square));
     // u8 images
     let u = Tensor::full([3, 8, 8], 200.0, DType::U8).unwrap();
-    let out = RandomErasing { p: 1.0, ..Default::default() }.apply(&u).unwrap();
-    assert_eq!(out.dtype(), DType::U8);
+    for value in [ErasingValue::Value(0.0), ErasingValue::Random] {
+        let out = RandomErasing { p: 1.0, value, ..Default::default() }.apply(&u).unwrap();
+        assert_eq!(out.dtype(), DType::U8);
+    }
 }
 
 #[test]
 fn random_erasing_refuses_bad_options() {
     let img = picture();
     let err = |t: RandomErasing| t.apply(&img).unwrap_err().to_string();
-    assert!(err(RandomErasing { p: 1.5, ..Default::default() }).contains("probability should be between 0 and 1"));
-    assert!(err(RandomErasing { scale: (-0.1, 0.5), ..Default::default() }).contains("scale should be between 0 and 1"));
+    assert!(
+        err(RandomErasing { p: 1.5, ..Default::default() }).contains("probability should be between 0 and 1")
+    );
+    assert!(err(RandomErasing { scale: (-0.1, 0.5), ..Default::default() })
+        .contains("scale should be between 0 and 1"));
     assert!(err(RandomErasing { scale: (0.5, 0.2), ..Default::default() }).contains("(min, max)"));
-    assert!(err(RandomErasing { ratio: (0.0, 1.0), ..Default::default() }).contains("ratio should be positive"));
+    assert!(
+        err(RandomErasing { ratio: (0.0, 1.0), ..Default::default() }).contains("ratio should be positive")
+    );
     let two = RandomErasing { p: 1.0, value: ErasingValue::PerChannel(vec![0.0, 1.0]), ..Default::default() };
     assert!(err(two).contains("either a single value or 3"));
 }

@@ -171,7 +171,10 @@ fn deterministic_transforms_match_torchvision() {
         if let Some((i, (a, b))) = g.iter().zip(&w).enumerate().find(|(_, (a, b))| (*a - *b).abs() > tol) {
             let bad = g.iter().zip(&w).filter(|(a, b)| (*a - *b).abs() > tol).count();
             let worst = g.iter().zip(&w).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-            failures.push(format!("{name}: element {i}: got {a}, want {b} ({bad} of {} off, by up to {worst})", g.len()));
+            failures.push(format!(
+                "{name}: element {i}: got {a}, want {b} ({bad} of {} off, by up to {worst})",
+                g.len()
+            ));
         }
     }
     assert!(n >= 600, "only {n} cases ran");

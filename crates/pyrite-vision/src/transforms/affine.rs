@@ -58,7 +58,10 @@ impl RandomRotation {
         RandomRotation::with_options(degrees, RandomRotationOptions::default())
     }
 
-    pub fn with_options(degrees: impl Into<NumOrRange>, options: RandomRotationOptions) -> Result<RandomRotation> {
+    pub fn with_options(
+        degrees: impl Into<NumOrRange>,
+        options: RandomRotationOptions,
+    ) -> Result<RandomRotation> {
         let t = RandomRotation { degrees: degrees.into().around(0.0, "degrees")?, options };
         check_range(t.degrees, "RandomRotation", "degrees")?;
         Ok(t)
@@ -83,7 +86,7 @@ impl Transform for RandomRotation {
 
 /// A `(min, max)` range with `min <= max`, both finite.
 fn check_range((a, b): (f64, f64), what: &str, name: &str) -> Result<()> {
-    if !(a <= b) || !a.is_finite() || !b.is_finite() {
+    if a.is_nan() || b.is_nan() || a > b || !a.is_finite() || !b.is_finite() {
         bail!(Value, "{what}: {name} should be a finite range (min, max) with min <= max, got ({a}, {b})");
     }
     Ok(())
@@ -151,7 +154,10 @@ impl RandomAffine {
         RandomAffine::with_options(degrees, RandomAffineOptions::default())
     }
 
-    pub fn with_options(degrees: impl Into<NumOrRange>, options: RandomAffineOptions) -> Result<RandomAffine> {
+    pub fn with_options(
+        degrees: impl Into<NumOrRange>,
+        options: RandomAffineOptions,
+    ) -> Result<RandomAffine> {
         let t = RandomAffine { degrees: degrees.into().around(0.0, "degrees")?, options };
         t.shear_ranges()?;
         Ok(t)
@@ -226,6 +232,15 @@ impl Transform for RandomAffine {
         let (h, w) = F::get_size(img)?;
         let (angle, (tx, ty), scale, shear) = self.get_params((w, h))?;
         let o = &self.options;
-        F::affine(img, angle, (tx as f64, ty as f64), scale, shear, o.interpolation, o.fill.as_deref(), o.center)
+        F::affine(
+            img,
+            angle,
+            (tx as f64, ty as f64),
+            scale,
+            shear,
+            o.interpolation,
+            o.fill.as_deref(),
+            o.center,
+        )
     }
 }

@@ -61,7 +61,11 @@ impl RandomErasing {
     fn check(&self) -> Result<()> {
         let (s, r) = (self.scale, self.ratio);
         if !(0.0..=1.0).contains(&self.p) {
-            bail!(Value, "RandomErasing: random erasing probability should be between 0 and 1, got {}", self.p);
+            bail!(
+                Value,
+                "RandomErasing: random erasing probability should be between 0 and 1, got {}",
+                self.p
+            );
         }
         if !(s.0 >= 0.0 && s.1 <= 1.0) {
             bail!(Value, "RandomErasing: scale should be between 0 and 1, got {s:?}");
@@ -69,7 +73,7 @@ impl RandomErasing {
         if !(s.0 <= s.1 && r.0 <= r.1) {
             bail!(Value, "RandomErasing: scale and ratio should be of kind (min, max), got {s:?} and {r:?}");
         }
-        if !(r.0 > 0.0) || !r.1.is_finite() {
+        if r.0.is_nan() || r.0 <= 0.0 || !r.1.is_finite() {
             bail!(Value, "RandomErasing: ratio should be positive and finite, got {r:?}");
         }
         Ok(())

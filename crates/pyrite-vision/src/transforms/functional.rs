@@ -208,7 +208,15 @@ pub fn crop(img: &Tensor, top: i64, left: i64, height: usize, width: usize) -> R
 /// assert_eq!(out.to_vec::<f32>().unwrap(), vec![0., 0., 0., 0., 7., 0., 0., 7., 0.]);
 /// assert_eq!(img.to_vec::<f32>().unwrap(), vec![0.; 9]);
 /// ```
-pub fn erase(img: &Tensor, i: usize, j: usize, h: usize, w: usize, v: &Tensor, inplace: bool) -> Result<Tensor> {
+pub fn erase(
+    img: &Tensor,
+    i: usize,
+    j: usize,
+    h: usize,
+    w: usize,
+    v: &Tensor,
+    inplace: bool,
+) -> Result<Tensor> {
     let (ih, iw) = get_size(img)?;
     let out = if inplace { img.clone() } else { img.deep_clone()? };
     let (top, left) = (i.min(ih), j.min(iw));

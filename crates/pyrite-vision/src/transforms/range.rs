@@ -28,7 +28,7 @@ impl NumOrRange {
     pub(crate) fn around(self, center: f64, what: &str) -> Result<(f64, f64)> {
         let (a, b) = match self {
             NumOrRange::Num(x) => {
-                if !(x >= 0.0) {
+                if x.is_nan() || x < 0.0 {
                     bail!(Value, "{what}: if {what} is a single number, it must be non negative, got {x}");
                 }
                 (center - x, center + x)

@@ -249,7 +249,7 @@ pub fn affine(
     center: Option<(f64, f64)>,
 ) -> Result<Tensor> {
     let (h, w) = get_size(img)?;
-    if !(scale > 0.0) || !scale.is_finite() {
+    if scale.is_nan() || scale <= 0.0 || !scale.is_finite() {
         bail!(Value, "affine: argument scale should be positive, got {scale}");
     }
     if ![angle, translate.0, translate.1, shear.0, shear.1].iter().all(|v| v.is_finite()) {

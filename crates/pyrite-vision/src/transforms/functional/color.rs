@@ -37,7 +37,7 @@ impl Prec {
 
 /// The image, checked to have 1 or 3 channels, and the factor checked non-negative.
 fn color_image(img: &Tensor, factor: f64, what: &str, factor_name: &str) -> Result<Img> {
-    if !(factor >= 0.0) {
+    if factor.is_nan() || factor < 0.0 {
         bail!(Value, "{what}: {factor_name} ({factor}) is not non-negative");
     }
     let im = Img::new(img, what)?;

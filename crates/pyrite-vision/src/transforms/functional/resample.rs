@@ -95,7 +95,8 @@ fn taps_aa(n_in: usize, n_out: usize, half: f32, filter: impl Fn(f32) -> f32) ->
             let xmin = ((center - support + 0.5) as i64).max(0) as usize;
             let xmax = ((center + support + 0.5) as i64).min(n_in as i64) as usize;
             let xmax = xmax.clamp(xmin, xmin + max_taps);
-            let mut ws: Vec<f32> = (xmin..xmax).map(|j| filter((j as f32 - center + 0.5) * invscale)).collect();
+            let mut ws: Vec<f32> =
+                (xmin..xmax).map(|j| filter((j as f32 - center + 0.5) * invscale)).collect();
             let total: f32 = ws.iter().sum();
             if total != 0.0 {
                 ws.iter_mut().for_each(|w| *w /= total);
@@ -115,7 +116,12 @@ fn taps_bicubic(n_in: usize, n_out: usize) -> Taps {
             let real = scale * (i as f32 + 0.5) - 0.5;
             let idx = (real.floor() as i64).min(last);
             let t = (real - idx as f32).clamp(0.0, 1.0);
-            let coeffs = [cubic32(t + 1.0, -0.75), cubic32(t, -0.75), cubic32(1.0 - t, -0.75), cubic32(2.0 - t, -0.75)];
+            let coeffs = [
+                cubic32(t + 1.0, -0.75),
+                cubic32(t, -0.75),
+                cubic32(1.0 - t, -0.75),
+                cubic32(2.0 - t, -0.75),
+            ];
             let lo = (idx - 1).clamp(0, last);
             let hi = (idx + 2).clamp(0, last);
             let mut ws = vec![0.0f64; (hi - lo + 1) as usize];
@@ -183,7 +189,8 @@ fn int_taps(n_in: usize, n_out: usize, mode: InterpolationMode, antialias: bool)
             let center = scale * (i as f64 + 0.5);
             let xmin = ((center - support + 0.5) as i64).max(0);
             let size = (((center + support + 0.5) as i64).min(n_in as i64) - xmin).clamp(0, max_taps);
-            let mut ws: Vec<f64> = (0..size).map(|j| filter((j as f64 + xmin as f64 - center + 0.5) * invscale)).collect();
+            let mut ws: Vec<f64> =
+                (0..size).map(|j| filter((j as f64 + xmin as f64 - center + 0.5) * invscale)).collect();
             let total: f64 = ws.iter().sum();
             if total != 0.0 {
                 for w in ws.iter_mut() {
@@ -255,7 +262,13 @@ fn int_sum(t: &IntTaps, ws: &[i64], value: impl Fn(usize) -> f64) -> f64 {
 
 /// `resize` of a u8 image with bilinear or bicubic as torch's native u8 CPU kernel computes it:
 /// a horizontal pass (when the width changes) into a u8 image, then a vertical one.
-pub(super) fn resample_u8(im: &Img, oh: usize, ow: usize, mode: InterpolationMode, antialias: bool) -> Vec<f64> {
+pub(super) fn resample_u8(
+    im: &Img,
+    oh: usize,
+    ow: usize,
+    mode: InterpolationMode,
+    antialias: bool,
+) -> Vec<f64> {
     let planes = im.planes();
     let (h, mut w) = (im.h, im.w);
     let mut data = im.data.clone();
