@@ -1,8 +1,10 @@
 """torchvision (v2 tensor kernels) reference outputs for crates/pyrite-vision/tests/transforms.rs.
 
 Writes reference/data/transforms.safetensors: the input images `img.<name>` and, for each case,
-`out.<case>`; the metadata maps each case to a JSON description (op, image, arguments) that the
-Rust test replays. Run: python3 reference/gen_transforms.py
+`out.<case>` (and `arg.<case>` for a tensor argument, erase's value); the metadata maps each case
+to a JSON description (op, image, arguments) that the Rust test replays. u8 resizes with bilinear
+or bicubic take torch's native fixed-point CPU kernel (what torchvision uses on AVX2 machines).
+Run: python3 reference/gen_transforms.py
 """
 import json, os
 import torch
