@@ -40,6 +40,7 @@
 
 use crate::collate::default_collate;
 use crate::dataset::{set_worker_info, Dataset, WorkerInfo};
+use crate::iterable_loader::panic_text;
 use crate::sample::Sample;
 use crate::sampler::{
     BatchSampler, BatchSampling, RandomSampler, RandomSamplerOptions, Sampler, SequentialSampler,
@@ -56,7 +57,11 @@ use std::time::Duration;
 
 /// A `collate_fn`: turns the samples of one batch into the batch.
 pub type CollateFn = Arc<dyn Fn(Vec<Sample>) -> Result<Sample> + Send + Sync>;
-/// A `worker_init_fn`: called with the worker id in each worker before it fetches.
+/// A `worker_init_fn`: called with the worker id in each worker thread before it fetches, once
+/// per epoch (once in all for persistent workers), with
+/// [`get_worker_info`](crate::get_worker_info) already set. A panic in it becomes the error of
+/// each batch given to that worker (PyTorch re-raises the exception with the worker's first
+/// batch); the other workers go on.
 pub type WorkerInitFn = Arc<dyn Fn(usize) + Send + Sync>;
 
 /// `DataLoader`'s keyword arguments, with PyTorch's defaults.
@@ -328,18 +333,20 @@ impl WorkerPool {
                         num_workers: n,
                         seed: worker_seed.wrapping_add(id as u64),
                     }));
-                    if let Some(f) = &init {
-                        if catch_unwind(AssertUnwindSafe(|| f(id))).is_err() {
-                            stop.store(true, Ordering::Relaxed);
-                        }
-                    }
+                    let init_error = match &init {
+                        Some(f) => catch_unwind(AssertUnwindSafe(|| f(id))).err().map(|p| panic_text(&*p)),
+                        None => None,
+                    };
                     while let Ok(task) = rx.recv() {
                         if stop.load(Ordering::Relaxed) {
                             break;
                         }
-                        let r = catch_unwind(AssertUnwindSafe(|| {
-                            fetcher.fetch(&task.indices, task.base_seed, Some(&stop))
-                        }));
+                        let r = match &init_error {
+                            Some(msg) => Ok(Err(pyrite_core::err!(Value, "worker_init_fn panicked: {msg}"))),
+                            None => catch_unwind(AssertUnwindSafe(|| {
+                                fetcher.fetch(&task.indices, task.base_seed, Some(&stop))
+                            })),
+                        };
                         let result = match r {
                             Ok(r) => r,
                             Err(p) => {

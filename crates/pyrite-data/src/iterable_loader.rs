@@ -123,7 +123,8 @@ impl IterableDataLoader {
     }
 }
 
-fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+/// The message of a caught panic.
+pub(crate) fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
     p.downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| p.downcast_ref::<String>().cloned())

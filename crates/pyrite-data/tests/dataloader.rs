@@ -1,7 +1,7 @@
 //! The DataLoader as PyTorch documents it: batching, `len`, which options go together,
-//! shuffling and ordering, workers that are threads, prefetch bounds, errors and panics that
-//! reach the consumer, timeouts, prompt shutdown, and per-sample generators that make random
-//! augmentation independent of the number of workers.
+//! shuffling and ordering, workers that are threads (and their `worker_init_fn`), prefetch
+//! bounds, errors and panics that reach the consumer, timeouts, prompt shutdown, and
+//! per-sample generators that make random augmentation independent of the number of workers.
 
 use pyrite::data::*;
 use pyrite::{DType, Generator, Tensor};
@@ -311,4 +311,98 @@ fn out_of_order_delivery_yields_every_batch_once() {
     let got: BTreeSet<Vec<i64>> = epoch(&loader).into_iter().collect();
     assert_eq!(got.len(), 4);
     assert!(got.contains(&vec![0, 1, 2]));
+}
+
+thread_local! {
+    /// The worker id `worker_init_fn` saw on this thread.
+    static INITIALIZED_AS: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+#[test]
+fn worker_init_fn_runs_in_each_worker_before_it_fetches() {
+    // the dataset reports which worker_init_fn call initialized the fetching thread
+    let ds: Arc<dyn Dataset> = Arc::new(FnDataset::new(6, |_| {
+        let id = INITIALIZED_AS.with(|c| c.get()).expect("worker_init_fn ran before the fetch");
+        Ok(Sample::Int(id as i64))
+    }));
+    for persistent in [false, true] {
+        let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let c = calls.clone();
+        let init: WorkerInitFn = Arc::new(move |id| {
+            let info = get_worker_info().expect("worker info inside worker_init_fn");
+            let thread = std::thread::current().name().unwrap_or("").to_string();
+            c.lock().unwrap().push((id, info, thread));
+            INITIALIZED_AS.with(|c| c.set(Some(id)));
+        });
+        let loader = DataLoader::new(
+            ds.clone(),
+            DataLoaderOptions {
+                batch_size: Some(1),
+                num_workers: 3,
+                worker_init_fn: Some(init),
+                persistent_workers: persistent,
+                generator: Some(Arc::new(Generator::new(5))),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        for _ in 0..2 {
+            // sample k is fetched by worker k % 3, which worker_init_fn initialized as k % 3
+            let ids: Vec<i64> = loader
+                .iter()
+                .unwrap()
+                .map(|b| b.unwrap().as_tensor().unwrap().to_vec::<i64>().unwrap()[0])
+                .collect();
+            assert_eq!(ids, [0, 1, 2, 0, 1, 2]);
+        }
+        let calls = calls.lock().unwrap();
+        // once per worker and epoch, or once in all for persistent workers
+        assert_eq!(calls.len(), if persistent { 3 } else { 6 }, "persistent: {persistent}");
+        for epoch in calls.chunks(3) {
+            let mut epoch = epoch.to_vec();
+            epoch.sort_by_key(|(id, ..)| *id);
+            let seed0 = epoch[0].1.seed;
+            for (k, (id, info, thread)) in epoch.iter().enumerate() {
+                assert_eq!((*id, info.id, info.num_workers), (k, k, 3));
+                assert_eq!(info.seed, seed0.wrapping_add(k as u64), "PyTorch's base_seed + worker id");
+                assert_eq!(thread, &format!("pyrite-dataloader-{k}"), "called on the worker's thread");
+            }
+        }
+        if !persistent {
+            assert_ne!(calls[0].1.seed, calls[3].1.seed, "each epoch draws a new base seed");
+        }
+    }
+}
+
+#[test]
+fn a_panicking_worker_init_fn_is_an_error_of_the_loader_not_a_hang() {
+    let failing = |bad: usize| -> WorkerInitFn {
+        Arc::new(move |id| {
+            if id == bad {
+                panic!("no scratch space for worker {id}");
+            }
+        })
+    };
+    let opts = |bad| DataLoaderOptions {
+        batch_size: Some(1),
+        num_workers: 2,
+        worker_init_fn: Some(failing(bad)),
+        timeout: Some(Duration::from_secs(20)), // a hang would end in a timeout error instead
+        ..Default::default()
+    };
+    // worker 1's batches are errors naming it and the panic; worker 0's are fine
+    let loader = DataLoader::new(numbers(4), opts(1)).unwrap();
+    let results: Vec<_> = loader.iter().unwrap().collect();
+    assert_eq!(results.len(), 4);
+    assert!(results[0].is_ok() && results[2].is_ok());
+    for r in [&results[1], &results[3]] {
+        let e = r.as_ref().unwrap_err().to_string();
+        assert!(e.contains("worker 1: worker_init_fn panicked: no scratch space for worker 1"), "{e}");
+    }
+    // the failing worker has the only batch and the other worker none
+    let loader = DataLoader::new(numbers(1), opts(0)).unwrap();
+    let results: Vec<_> = loader.iter().unwrap().collect();
+    assert_eq!(results.len(), 1);
+    let e = results[0].as_ref().unwrap_err().to_string();
+    assert!(e.contains("worker 0: worker_init_fn panicked"), "{e}");
 }

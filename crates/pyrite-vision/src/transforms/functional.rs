@@ -4,6 +4,14 @@
 
 use pyrite_core::{bail, DType, Result, Tensor};
 
+mod affine;
+mod color;
+mod resample;
+
+pub use affine::{affine, rotate};
+pub use color::{adjust_brightness, adjust_contrast, adjust_hue, adjust_saturation};
+use resample::{resample, Taps};
+
 /// `InterpolationMode` (the modes the tensor kernels here implement).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum InterpolationMode {
@@ -12,6 +20,21 @@ pub enum InterpolationMode {
     /// `InterpolationMode.BILINEAR` (`align_corners=False`).
     #[default]
     Bilinear,
+    /// `InterpolationMode.BICUBIC` (`align_corners=False`; Keys' kernel with `a = -0.75`, or
+    /// PIL's `a = -0.5` when antialiased). `resize` only: rotations and affine maps on tensors
+    /// take nearest and bilinear.
+    Bicubic,
+}
+
+impl InterpolationMode {
+    /// torchvision's name of the mode (`"nearest"`, `"bilinear"`, `"bicubic"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            InterpolationMode::Nearest => "nearest",
+            InterpolationMode::Bilinear => "bilinear",
+            InterpolationMode::Bicubic => "bicubic",
+        }
+    }
 }
 
 /// `padding_mode` of `Pad`/`RandomCrop`.
@@ -172,6 +195,44 @@ pub fn crop(img: &Tensor, top: i64, left: i64, height: usize, width: usize) -> R
     im.tensor(out, im.c, height, width)
 }
 
+/// `F.erase(img, i, j, h, w, v, inplace)`: sets the region of rows `i..i + h` and columns
+/// `j..j + w` (clipped to the image) to `v`, which broadcasts to the region (`[C, h, w]`,
+/// `[C, 1, 1]` or one value) and is cast to the image's dtype. With `inplace` the input tensor
+/// is overwritten and returned; otherwise a copy is.
+///
+/// ```
+/// use pyrite::vision::transforms::functional as F;
+/// let img = pyrite::Tensor::zeros([1, 3, 3], pyrite::DType::F32).unwrap();
+/// let v = pyrite::Tensor::from_vec(vec![7f32], [1, 1, 1]).unwrap();
+/// let out = F::erase(&img, 1, 1, 2, 1, &v, false).unwrap();
+/// assert_eq!(out.to_vec::<f32>().unwrap(), vec![0., 0., 0., 0., 7., 0., 0., 7., 0.]);
+/// assert_eq!(img.to_vec::<f32>().unwrap(), vec![0.; 9]);
+/// ```
+pub fn erase(
+    img: &Tensor,
+    i: usize,
+    j: usize,
+    h: usize,
+    w: usize,
+    v: &Tensor,
+    inplace: bool,
+) -> Result<Tensor> {
+    let (ih, iw) = get_size(img)?;
+    let out = if inplace { img.clone() } else { img.deep_clone()? };
+    let (top, left) = (i.min(ih), j.min(iw));
+    let (rh, rw) = (i.saturating_add(h).min(ih) - top, j.saturating_add(w).min(iw) - left);
+    let region = out.narrow(-2, top as isize, rh)?.narrow(-1, left as isize, rw)?;
+    region.copy_(v).map_err(|e| {
+        pyrite_core::err!(
+            Shape,
+            "erase: the value of shape {:?} does not broadcast to the erased region {:?}: {e}",
+            v.dims(),
+            region.dims()
+        )
+    })?;
+    Ok(out)
+}
+
 /// Python's `round` (half to even).
 pub(crate) fn round_even(x: f64) -> f64 {
     x.round_ties_even()
@@ -293,96 +354,18 @@ pub fn resized_output_size(
     }
 }
 
-/// Taps `(first index, weights)` of each output position of one axis.
-type Taps = Vec<(usize, Vec<f64>)>;
-
-fn taps_nearest(n_in: usize, n_out: usize) -> Taps {
-    let scale = n_in as f32 / n_out as f32;
-    (0..n_out)
-        .map(|i| {
-            let src = if n_out == n_in {
-                i
-            } else if n_out == 2 * n_in {
-                i >> 1
-            } else {
-                ((i as f32 * scale).floor() as usize).min(n_in - 1)
-            };
-            (src, vec![1.0])
-        })
-        .collect()
-}
-
-fn taps_bilinear(n_in: usize, n_out: usize) -> Taps {
-    let scale = n_in as f32 / n_out as f32;
-    (0..n_out)
-        .map(|i| {
-            let src = (scale * (i as f32 + 0.5) - 0.5).max(0.0);
-            let i0 = src as usize;
-            let l1 = (src - i0 as f32).clamp(0.0, 1.0);
-            if i0 < n_in - 1 {
-                (i0, vec![(1.0 - l1) as f64, l1 as f64])
-            } else {
-                (i0.min(n_in - 1), vec![1.0])
-            }
-        })
-        .collect()
-}
-
-/// torch's `_upsample_bilinear2d_aa` weights (PIL's triangle filter, support scaled by the
-/// downscale factor).
-fn taps_bilinear_aa(n_in: usize, n_out: usize) -> Taps {
-    let scale = n_in as f32 / n_out as f32;
-    let (support, invscale) = if scale >= 1.0 { (scale, 1.0 / scale) } else { (1.0, 1.0) };
-    (0..n_out)
-        .map(|i| {
-            let center = scale * (i as f32 + 0.5);
-            let xmin = ((center - support + 0.5) as i64).max(0) as usize;
-            let xmax = ((center + support + 0.5) as i64).min(n_in as i64) as usize;
-            let mut ws: Vec<f32> = (xmin..xmax)
-                .map(|j| {
-                    let x = ((j as f32 - center + 0.5) * invscale).abs();
-                    if x < 1.0 {
-                        1.0 - x
-                    } else {
-                        0.0
-                    }
-                })
-                .collect();
-            let total: f32 = ws.iter().sum();
-            if total != 0.0 {
-                ws.iter_mut().for_each(|w| *w /= total);
-            }
-            (xmin, ws.into_iter().map(f64::from).collect())
-        })
-        .collect()
-}
-
-fn resample(im: &Img, oh: usize, ow: usize, th: &Taps, tw: &Taps) -> Vec<f64> {
-    // along the width first, then the height (torch's separable order)
-    let mut mid = vec![0.0; im.planes() * im.h * ow];
-    for p in 0..im.planes() {
-        for y in 0..im.h {
-            let row = &im.data[(p * im.h + y) * im.w..(p * im.h + y + 1) * im.w];
-            for (x, (s, ws)) in tw.iter().enumerate() {
-                mid[(p * im.h + y) * ow + x] = ws.iter().enumerate().map(|(k, w)| w * row[s + k]).sum();
-            }
-        }
-    }
-    let mut out = vec![0.0; im.planes() * oh * ow];
-    for p in 0..im.planes() {
-        for (y, (s, ws)) in th.iter().enumerate() {
-            for x in 0..ow {
-                out[(p * oh + y) * ow + x] =
-                    ws.iter().enumerate().map(|(k, w)| w * mid[(p * im.h + s + k) * ow + x]).sum();
-            }
-        }
-    }
-    out
-}
-
-/// `F.resize(img, size, interpolation, max_size, antialias)`. `antialias` only affects
-/// bilinear (as torchvision, it is ignored for nearest). u8 images are resampled in float and
-/// rounded (torch's native u8 bilinear kernel may differ by 1).
+/// `F.resize(img, size, interpolation, max_size, antialias)`. `antialias` affects bilinear and
+/// bicubic (as torchvision, it is ignored for nearest). u8 images with bilinear or bicubic are
+/// resampled as torch's native u8 CPU kernel does (16-bit fixed-point weights, a horizontal
+/// then a vertical pass, each rounded and clamped to `[0, 255]`); float bicubic may overshoot
+/// the input range, as in torch.
+///
+/// ```
+/// use pyrite::vision::transforms::{functional as F, InterpolationMode};
+/// let img = pyrite::Tensor::rand([3, 20, 40], pyrite::DType::F32).unwrap();
+/// let out = F::resize(&img, (30, 50), InterpolationMode::Bicubic, None, true).unwrap();
+/// assert_eq!(out.dims(), &[3, 30, 50]);
+/// ```
 pub fn resize(
     img: &Tensor,
     size: impl Into<Size>,
@@ -399,12 +382,12 @@ pub fn resize(
         bail!(Value, "resize: cannot resize an image of size ({h}, {w}) to ({oh}, {ow})");
     }
     let im = Img::new(img, "resize")?;
-    let taps = |n_in, n_out| match interpolation {
-        InterpolationMode::Nearest => taps_nearest(n_in, n_out),
-        InterpolationMode::Bilinear if antialias => taps_bilinear_aa(n_in, n_out),
-        InterpolationMode::Bilinear => taps_bilinear(n_in, n_out),
+    let out = if im.dtype == DType::U8 && interpolation != InterpolationMode::Nearest {
+        resample::resample_u8(&im, oh, ow, interpolation, antialias)
+    } else {
+        let taps = |n_in, n_out| resample::taps(n_in, n_out, interpolation, antialias);
+        resample(&im, oh, ow, &taps(h, oh), &taps(w, ow))
     };
-    let out = resample(&im, oh, ow, &taps(h, oh), &taps(w, ow));
     im.tensor(out, im.c, oh, ow)
 }
 

@@ -36,10 +36,18 @@ impl Transform for Compose {
     }
 }
 
+mod affine;
+mod color;
+mod erasing;
 pub mod functional;
 mod geometry;
 mod misc;
 mod random;
+mod range;
+
+pub use affine::{AffineParams, RandomAffine, RandomAffineOptions, RandomRotation, RandomRotationOptions};
+pub use color::{ColorJitter, ColorJitterParams};
+pub use erasing::{ErasingValue, RandomErasing};
 
 pub use functional::{InterpolationMode, PaddingMode, Size};
 pub use geometry::{
@@ -49,3 +57,4 @@ pub use geometry::{
 pub use misc::{
     ConvertImageDtype, GaussianBlur, Grayscale, Lambda, Normalize, RandomApply, RandomChoice, ToTensor,
 };
+pub use range::NumOrRange;
