@@ -141,7 +141,12 @@ impl RnnOptions {
 
 /// Checks the configuration and makes the parameters, registered on a new [`ModuleBase`] in
 /// PyTorch's order; returns it with their names (PyTorch's `_flat_weights_names`).
-fn build(mode: RnnMode, input_size: usize, hidden_size: usize, o: &RnnOptions) -> Result<(ModuleBase, Vec<String>)> {
+fn build(
+    mode: RnnMode,
+    input_size: usize,
+    hidden_size: usize,
+    o: &RnnOptions,
+) -> Result<(ModuleBase, Vec<String>)> {
     if !(0.0..=1.0).contains(&o.dropout) {
         bail!(Value, "dropout should be a number in range [0, 1] representing the probability of an element being zeroed");
     }
@@ -266,7 +271,11 @@ impl Layer<'_> {
     fn check_input_size(&self, x: &Tensor) -> Result<()> {
         let got = x.dims().last().copied().unwrap_or(0);
         if got != self.input_size {
-            bail!(Shape, "input.size(-1) must be equal to input_size. Expected {}, got {got}", self.input_size);
+            bail!(
+                Shape,
+                "input.size(-1) must be equal to input_size. Expected {}, got {got}",
+                self.input_size
+            );
         }
         Ok(())
     }
@@ -332,7 +341,8 @@ impl Layer<'_> {
     fn forward_tensor(&self, input: &Tensor, hx: Option<&[&Tensor]>) -> Result<(Tensor, Vec<Tensor>)> {
         let rank = input.rank();
         if rank != 2 && rank != 3 {
-            let tensor = if matches!(self.mode, RnnMode::RnnTanh | RnnMode::RnnRelu) { " tensor" } else { "" };
+            let tensor =
+                if matches!(self.mode, RnnMode::RnnTanh | RnnMode::RnnRelu) { " tensor" } else { "" };
             bail!(Shape, "{}: Expected input to be 2D or 3D, got {rank}D{tensor} instead", self.name());
         }
         let weights = self.weights()?;
@@ -346,7 +356,9 @@ impl Layer<'_> {
         self.check_input_size(&x)?;
         let hx = match hx {
             Some(hx) => Some(
-                hx.iter().map(|h| if batched { Ok((*h).clone()) } else { h.unsqueeze(1) }).collect::<Result<Vec<_>>>()?,
+                hx.iter()
+                    .map(|h| if batched { Ok((*h).clone()) } else { h.unsqueeze(1) })
+                    .collect::<Result<Vec<_>>>()?,
             ),
             None => None,
         };
@@ -362,7 +374,11 @@ impl Layer<'_> {
 
     /// A packed input: `(packed output, [h_n] or [h_n, c_n])`, the states in the order of
     /// the batch before packing.
-    fn forward_packed(&self, input: &PackedSequence, hx: Option<&[&Tensor]>) -> Result<(PackedSequence, Vec<Tensor>)> {
+    fn forward_packed(
+        &self,
+        input: &PackedSequence,
+        hx: Option<&[&Tensor]>,
+    ) -> Result<(PackedSequence, Vec<Tensor>)> {
         let batch_sizes = input.batch_sizes_vec()?;
         let data = &input.data;
         let weights = self.weights()?;
@@ -375,7 +391,8 @@ impl Layer<'_> {
         let hx = match hx {
             Some(hx) => {
                 self.check_state_ranks(hx, true)?;
-                let hx = self.initial_states(Some(hx.iter().map(|h| (*h).clone()).collect()), n, data.dtype())?;
+                let hx =
+                    self.initial_states(Some(hx.iter().map(|h| (*h).clone()).collect()), n, data.dtype())?;
                 // into the packed (sorted) order
                 match &input.sorted_indices {
                     Some(s) => hx.iter().map(|h| h.index_select(1, s)).collect::<Result<Vec<_>>>()?,
@@ -406,7 +423,12 @@ impl Layer<'_> {
             }
             other => {
                 let want = if self.mode == RnnMode::Lstm { "a pair (h_0, c_0)" } else { "a Tensor h_0" };
-                bail!(Value, "{}: the initial state must be None or {want}, got {}", self.name(), other.kind())
+                bail!(
+                    Value,
+                    "{}: the initial state must be None or {want}, got {}",
+                    self.name(),
+                    other.kind()
+                )
             }
         };
         let hx_refs: Option<Vec<&Tensor>> = hx.as_ref().map(|v| v.iter().collect());
@@ -587,7 +609,11 @@ impl RNN {
 
     /// `rnn(packed, h_0)`: the packed output and `h_n` (each sequence's last state, in the
     /// order before packing).
-    pub fn call_packed(&self, input: &PackedSequence, h0: Option<&Tensor>) -> Result<(PackedSequence, Tensor)> {
+    pub fn call_packed(
+        &self,
+        input: &PackedSequence,
+        h0: Option<&Tensor>,
+    ) -> Result<(PackedSequence, Tensor)> {
         let (o, h) = unpack_output(self.call_value(Value::from((input, Value::from(h0.cloned()))))?)?;
         Ok((PackedSequence::from_value(&o)?, h.into_tensor()?))
     }
@@ -617,7 +643,11 @@ impl LSTM {
     }
 
     /// `lstm(input, (h_0, c_0))`: `(output, (h_n, c_n))`, running the module's hooks.
-    pub fn call_lstm(&self, input: &Tensor, hx: Option<(&Tensor, &Tensor)>) -> Result<(Tensor, (Tensor, Tensor))> {
+    pub fn call_lstm(
+        &self,
+        input: &Tensor,
+        hx: Option<(&Tensor, &Tensor)>,
+    ) -> Result<(Tensor, (Tensor, Tensor))> {
         let (o, h) = unpack_output(self.call_value(Value::from((input, pair_value(hx))))?)?;
         Ok((o.into_tensor()?, unpack_pair(h)?))
     }
@@ -664,7 +694,11 @@ impl GRU {
     }
 
     /// `gru(packed, h_0)`: the packed output and `h_n` in the order before packing.
-    pub fn call_packed(&self, input: &PackedSequence, h0: Option<&Tensor>) -> Result<(PackedSequence, Tensor)> {
+    pub fn call_packed(
+        &self,
+        input: &PackedSequence,
+        h0: Option<&Tensor>,
+    ) -> Result<(PackedSequence, Tensor)> {
         let (o, h) = unpack_output(self.call_value(Value::from((input, Value::from(h0.cloned()))))?)?;
         Ok((PackedSequence::from_value(&o)?, h.into_tensor()?))
     }
@@ -677,7 +711,13 @@ layer_view!(GRU, |_: &GRU| RnnMode::Gru);
 /// The parameters of a cell, in PyTorch's order, initialised `U(-1/sqrt(H), 1/sqrt(H))`.
 type CellParams = (Parameter, Parameter, Option<Parameter>, Option<Parameter>);
 
-fn cell_params(input_size: usize, hidden_size: usize, gates: usize, bias: bool, dtype: DType) -> Result<CellParams> {
+fn cell_params(
+    input_size: usize,
+    hidden_size: usize,
+    gates: usize,
+    bias: bool,
+    dtype: DType,
+) -> Result<CellParams> {
     let bound = if hidden_size > 0 { 1.0 / (hidden_size as f64).sqrt() } else { 0.0 };
     let make = |shape: Vec<usize>| -> Result<Parameter> {
         let t = Tensor::empty(shape, dtype)?;
@@ -728,14 +768,22 @@ fn cell_inputs(
             bail!(Shape, "Expected 2D hidden{k} (batch x hidden_size), but got {}D tensor", h.rank());
         }
         if !batched && h.rank() != 1 {
-            bail!(Shape, "Expected 1D hidden{k} (hidden_size) for an unbatched 1D input, but got {}D tensor", h.rank());
+            bail!(
+                Shape,
+                "Expected 1D hidden{k} (hidden_size) for an unbatched 1D input, but got {}D tensor",
+                h.rank()
+            );
         }
         let h = if batched { (*h).clone() } else { h.unsqueeze(0)? };
         if h.dims()[0] != n {
             bail!(Shape, "Input batch size {n} doesn't match hidden{k} batch size {}", h.dims()[0]);
         }
         if h.dims()[1] != hidden_size {
-            bail!(Shape, "hidden{k} has inconsistent hidden_size: got {}, expected {hidden_size}", h.dims()[1]);
+            bail!(
+                Shape,
+                "hidden{k} has inconsistent hidden_size: got {}, expected {hidden_size}",
+                h.dims()[1]
+            );
         }
         if h.dtype() != x.dtype() {
             bail!(DType, "{name}: hidden{k} has dtype {}, but the input has {}", h.dtype(), x.dtype());
@@ -753,7 +801,12 @@ fn unbatch(t: Tensor, batched: bool) -> Result<Tensor> {
     }
 }
 
-fn cell_extra_repr(input_size: usize, hidden_size: usize, bias: bool, nonlinearity: Option<RnnNonlinearity>) -> String {
+fn cell_extra_repr(
+    input_size: usize,
+    hidden_size: usize,
+    bias: bool,
+    nonlinearity: Option<RnnNonlinearity>,
+) -> String {
     let mut s = format!("{input_size}, {hidden_size}");
     if !bias {
         s += &format!(", bias={}", py_bool(bias));
@@ -771,7 +824,9 @@ fn cell_call(name: &str, input: Value, lstm: bool) -> Result<(Tensor, Option<Vec
     let hx = match hx {
         Value::None => None,
         Value::Tensor(h) if !lstm => Some(vec![h]),
-        Value::Tuple(v) | Value::List(v) if lstm => Some(v.into_iter().map(|h| h.into_tensor()).collect::<Result<_>>()?),
+        Value::Tuple(v) | Value::List(v) if lstm => {
+            Some(v.into_iter().map(|h| h.into_tensor()).collect::<Result<_>>()?)
+        }
         other => {
             let want = if lstm { "a pair (h, c)" } else { "a Tensor" };
             bail!(Value, "{name}: hx must be None or {want}, got {}", other.kind())
@@ -847,7 +902,8 @@ impl RNNCell {
             RnnNonlinearity::Tanh => F::rnn_tanh_cell,
             RnnNonlinearity::Relu => F::rnn_relu_cell,
         };
-        let h = f(&x, &h[0], &self.weight_ih, &self.weight_hh, self.bias_ih.as_deref(), self.bias_hh.as_deref())?;
+        let h =
+            f(&x, &h[0], &self.weight_ih, &self.weight_hh, self.bias_ih.as_deref(), self.bias_hh.as_deref())?;
         unbatch(h, batched)
     }
 }
@@ -890,7 +946,15 @@ impl LSTMCell {
     /// `nn.LSTMCell(input_size, hidden_size, bias, dtype=dtype)`.
     pub fn with_options(input_size: usize, hidden_size: usize, bias: bool, dtype: DType) -> Result<LSTMCell> {
         let (weight_ih, weight_hh, bias_ih, bias_hh) = cell_params(input_size, hidden_size, 4, bias, dtype)?;
-        Ok(LSTMCell { base: ModuleBase::new(), weight_ih, weight_hh, bias_ih, bias_hh, input_size, hidden_size })
+        Ok(LSTMCell {
+            base: ModuleBase::new(),
+            weight_ih,
+            weight_hh,
+            bias_ih,
+            bias_hh,
+            input_size,
+            hidden_size,
+        })
     }
 
     /// `cell(input, (h, c))`: `(h', c')`, running the module's hooks.
@@ -948,7 +1012,15 @@ impl GRUCell {
     /// `nn.GRUCell(input_size, hidden_size, bias, dtype=dtype)`.
     pub fn with_options(input_size: usize, hidden_size: usize, bias: bool, dtype: DType) -> Result<GRUCell> {
         let (weight_ih, weight_hh, bias_ih, bias_hh) = cell_params(input_size, hidden_size, 3, bias, dtype)?;
-        Ok(GRUCell { base: ModuleBase::new(), weight_ih, weight_hh, bias_ih, bias_hh, input_size, hidden_size })
+        Ok(GRUCell {
+            base: ModuleBase::new(),
+            weight_ih,
+            weight_hh,
+            bias_ih,
+            bias_hh,
+            input_size,
+            hidden_size,
+        })
     }
 
     /// `cell(input, hx)`: the next hidden state, running the module's hooks.
@@ -959,7 +1031,14 @@ impl GRUCell {
     fn step(&self, input: &Tensor, hx: Option<&[&Tensor]>) -> Result<Tensor> {
         let (x, h, batched) =
             cell_inputs("GRUCell", input, hx, self.input_size, self.hidden_size, 1, self.weight_ih.dtype())?;
-        let h = F::gru_cell(&x, &h[0], &self.weight_ih, &self.weight_hh, self.bias_ih.as_deref(), self.bias_hh.as_deref())?;
+        let h = F::gru_cell(
+            &x,
+            &h[0],
+            &self.weight_ih,
+            &self.weight_hh,
+            self.bias_ih.as_deref(),
+            self.bias_hh.as_deref(),
+        )?;
         unbatch(h, batched)
     }
 }

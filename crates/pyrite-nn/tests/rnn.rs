@@ -98,7 +98,12 @@ impl Layer {
 
     /// Runs the layer with its typed call; the outputs by PyTorch's names (`output` is the
     /// packed data for a packed input).
-    fn run(&self, x: &Tensor, s: &[Tensor], packed: Option<&PackedSequence>) -> Result<Vec<(&'static str, Tensor)>> {
+    fn run(
+        &self,
+        x: &Tensor,
+        s: &[Tensor],
+        packed: Option<&PackedSequence>,
+    ) -> Result<Vec<(&'static str, Tensor)>> {
         let h = s.first();
         let hc = if s.len() == 2 { Some((&s[0], &s[1])) } else { None };
         Ok(match (self, packed) {
@@ -137,7 +142,8 @@ impl Layer {
 }
 
 fn check(got: &Tensor, want: &Tensor, what: &str, failures: &mut Vec<String>) {
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| assert_close(got, want, 1e-5, 1e-5, what)));
+    let r =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| assert_close(got, want, 1e-5, 1e-5, what)));
     if let Err(p) = r {
         failures.push(p.downcast_ref::<String>().cloned().unwrap_or_else(|| what.to_string()));
     }
@@ -164,23 +170,39 @@ fn run_layer_case(c: &J, failures: &mut Vec<String>) -> Result<()> {
     m.set_training(c["train"].as_bool().unwrap());
 
     let x = tensor(name, "in/x").requires_grad_(true)?;
-    let state_names: Vec<&str> = c["states"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
-    let states: Vec<Tensor> =
-        state_names.iter().map(|s| tensor(name, &format!("in/{s}")).requires_grad_(true)).collect::<Result<_>>()?;
+    let state_names: Vec<&str> =
+        c["states"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    let states: Vec<Tensor> = state_names
+        .iter()
+        .map(|s| tensor(name, &format!("in/{s}")).requires_grad_(true))
+        .collect::<Result<_>>()?;
     let packed = match c.get("lengths") {
         Some(l) => {
-            let lengths: Vec<usize> = l.as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
+            let lengths: Vec<usize> =
+                l.as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
             let es = c["enforce_sorted"].as_bool().unwrap();
             Some(pack_padded_sequence(&x, &lengths, kw.b_or("batch_first", false), es)?)
         }
         None => None,
     };
     if let Some(p) = &packed {
-        assert_eq!(p.batch_sizes.to_vec::<i64>()?, tensor(name, "out/batch_sizes").to_vec::<i64>()?, "{name}");
+        assert_eq!(
+            p.batch_sizes.to_vec::<i64>()?,
+            tensor(name, "out/batch_sizes").to_vec::<i64>()?,
+            "{name}"
+        );
         let sorted = p.sorted_indices.as_ref().map(|s| s.to_vec::<i64>().unwrap());
-        assert_eq!(sorted, try_tensor(name, "out/sorted_indices").map(|s| s.to_vec::<i64>().unwrap()), "{name}");
+        assert_eq!(
+            sorted,
+            try_tensor(name, "out/sorted_indices").map(|s| s.to_vec::<i64>().unwrap()),
+            "{name}"
+        );
         let unsorted = p.unsorted_indices.as_ref().map(|s| s.to_vec::<i64>().unwrap());
-        assert_eq!(unsorted, try_tensor(name, "out/unsorted_indices").map(|s| s.to_vec::<i64>().unwrap()), "{name}");
+        assert_eq!(
+            unsorted,
+            try_tensor(name, "out/unsorted_indices").map(|s| s.to_vec::<i64>().unwrap()),
+            "{name}"
+        );
     }
     let outs = layer.run(&x, &states, packed.as_ref())?;
     let want_outs: Vec<&str> = c["outputs"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
@@ -201,13 +223,24 @@ fn run_layer_case(c: &J, failures: &mut Vec<String>) -> Result<()> {
     let zero_if_none = |t: &Tensor, g: Option<Tensor>| g.unwrap_or_else(|| t.zeros_like().unwrap());
     check(&zero_if_none(&x, x.grad()), &tensor(name, "gin/x"), &format!("{name}: grad x"), failures);
     for (s, t) in state_names.iter().zip(&states) {
-        check(&zero_if_none(t, t.grad()), &tensor(name, &format!("gin/{s}")), &format!("{name}: grad {s}"), failures);
+        check(
+            &zero_if_none(t, t.grad()),
+            &tensor(name, &format!("gin/{s}")),
+            &format!("{name}: grad {s}"),
+            failures,
+        );
     }
     let params = m.named_parameters();
-    let want_params: Vec<&str> = c["params"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+    let want_params: Vec<&str> =
+        c["params"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
     assert_eq!(params.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), want_params, "{name}: parameters");
     for (k, p) in &params {
-        check(&zero_if_none(p, p.grad()), &tensor(name, &format!("gp/{k}")), &format!("{name}: grad {k}"), failures);
+        check(
+            &zero_if_none(p, p.grad()),
+            &tensor(name, &format!("gp/{k}")),
+            &format!("{name}: grad {k}"),
+            failures,
+        );
     }
     Ok(())
 }
@@ -254,7 +287,8 @@ fn run_util_case(c: &J, failures: &mut Vec<String>) -> Result<()> {
     let out = match c["op"].as_str().unwrap() {
         "pad_sequence" => {
             let side = PaddingSide::parse(args.get("padding_side").unwrap().as_str().unwrap())?;
-            let out = pad_sequence(&xs, args.b_or("batch_first", false), args.f_or("padding_value", 0.0), side)?;
+            let out =
+                pad_sequence(&xs, args.b_or("batch_first", false), args.f_or("padding_value", 0.0), side)?;
             check(&out, &tensor(name, "out/out"), name, failures);
             out
         }
@@ -269,7 +303,11 @@ fn run_util_case(c: &J, failures: &mut Vec<String>) -> Result<()> {
             check_packed(name, &p, failures)?;
             // and back
             let (padded, lens) = pad_packed_sequence(&p, args.b_or("batch_first", false), 0.0, None)?;
-            assert_eq!(lens.to_vec::<i64>()?, lengths.iter().map(|&l| l as i64).collect::<Vec<_>>(), "{name}");
+            assert_eq!(
+                lens.to_vec::<i64>()?,
+                lengths.iter().map(|&l| l as i64).collect::<Vec<_>>(),
+                "{name}"
+            );
             let back = unpad_sequence(&padded, &lengths, args.b_or("batch_first", false))?;
             let orig = unpad_sequence(&xs[0].detach(), &lengths, args.b_or("batch_first", false))?;
             for (b, o) in back.iter().zip(&orig) {
@@ -288,8 +326,12 @@ fn run_util_case(c: &J, failures: &mut Vec<String>) -> Result<()> {
         "pad_packed_sequence" => {
             let p = pack_sequence(&xs, false)?;
             let total = args.get("total_length").map(|v| v.as_u64().unwrap() as usize);
-            let (out, lengths) =
-                pad_packed_sequence(&p, args.b_or("batch_first", false), args.f_or("padding_value", 0.0), total)?;
+            let (out, lengths) = pad_packed_sequence(
+                &p,
+                args.b_or("batch_first", false),
+                args.f_or("padding_value", 0.0),
+                total,
+            )?;
             check(&out, &tensor(name, "out/out"), name, failures);
             assert_eq!(lengths.to_vec::<i64>()?, tensor(name, "out/lengths").to_vec::<i64>()?, "{name}");
             out
@@ -324,7 +366,12 @@ fn utils_match_pytorch() {
 
 fn x64(shape: &[usize], seed: u64) -> Tensor {
     let g = Generator::new(seed);
-    Tensor::randn_with(shape, DType::F64, Some(&g)).unwrap().mul_scalar(0.7).unwrap().requires_grad_(true).unwrap()
+    Tensor::randn_with(shape, DType::F64, Some(&g))
+        .unwrap()
+        .mul_scalar(0.7)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap()
 }
 
 /// The weights of a layer, in order, as f64 leaves (the layer's own, converted).
@@ -442,7 +489,12 @@ fn packed_run_passes_gradcheck() -> Result<()> {
 fn cells_pass_gradcheck() -> Result<()> {
     let (x, h, c) = (x64(&[2, 3], 12), x64(&[2, 2], 13), x64(&[2, 2], 14));
     for gates in [1, 3, 4] {
-        let w = [x64(&[gates * 2, 3], 15), x64(&[gates * 2, 2], 16), x64(&[gates * 2], 17), x64(&[gates * 2], 18)];
+        let w = [
+            x64(&[gates * 2, 3], 15),
+            x64(&[gates * 2, 2], 16),
+            x64(&[gates * 2], 17),
+            x64(&[gates * 2], 18),
+        ];
         let mut inputs = vec![x.clone(), h.clone(), c.clone()];
         inputs.extend(w);
         gradcheck(
@@ -582,7 +634,8 @@ fn errors_are_pytorchs() -> Result<()> {
 fn a_packed_input_must_fit_the_layer() -> Result<()> {
     let gru = GRU::new(4, 3, RnnOptions::new())?;
     let p = pack_sequence(&[Tensor::randn([3, 5], DType::F32)?, Tensor::randn([2, 5], DType::F32)?], true)?;
-    assert!(err(gru.call_packed(&p, None)).ends_with("input.size(-1) must be equal to input_size. Expected 4, got 5"));
+    assert!(err(gru.call_packed(&p, None))
+        .ends_with("input.size(-1) must be equal to input_size. Expected 4, got 5"));
     let p = pack_sequence(&[Tensor::randn([3, 4], DType::F32)?, Tensor::randn([2, 4], DType::F32)?], true)?;
     let h0 = Tensor::zeros([1, 3, 3], DType::F32)?;
     assert!(err(gru.call_packed(&p, Some(&h0))).ends_with("Expected hidden size (1, 2, 3), got [1, 3, 3]"));
@@ -604,7 +657,10 @@ fn state_dict_and_display_are_pytorchs() -> Result<()> {
     assert_eq!(lstm.to_string(), "LSTM(10, 20, num_layers=2, batch_first=True, bidirectional=True)");
     let m = LSTM::new(10, 20, RnnOptions::new().proj_size(5).bias(false).dropout(0.5).num_layers(2))?;
     assert_eq!(m.to_string(), "LSTM(10, 20, proj_size=5, num_layers=2, bias=False, dropout=0.5)");
-    assert_eq!(RNN::new(3, 4, RnnOptions::new().dropout(1.0).num_layers(2))?.to_string(), "RNN(3, 4, num_layers=2, dropout=1.0)");
+    assert_eq!(
+        RNN::new(3, 4, RnnOptions::new().dropout(1.0).num_layers(2))?.to_string(),
+        "RNN(3, 4, num_layers=2, dropout=1.0)"
+    );
     // PyTorch's RNN repr leaves out the nonlinearity; the cell's shows it
     let relu = RnnOptions::new().nonlinearity(RnnNonlinearity::Relu);
     assert_eq!(RNN::new(10, 20, relu)?.to_string(), "RNN(10, 20)");
@@ -674,7 +730,8 @@ fn hooks_see_and_replace_the_output_tuple() -> Result<()> {
         let h = output.get(1)?.as_tensor()?.zeros_like()?;
         Ok(Some(Value::Tuple(vec![o, Value::Tensor(h)])))
     });
-    let (_, h) = gru.call_gru(&Tensor::randn([3, 1, 2], DType::F32)?, Some(&Tensor::ones([1, 1, 3], DType::F32)?))?;
+    let (_, h) =
+        gru.call_gru(&Tensor::randn([3, 1, 2], DType::F32)?, Some(&Tensor::ones([1, 1, 3], DType::F32)?))?;
     assert_eq!(h.to_vec::<f32>()?, vec![0.0; 3]);
     assert_eq!(*seen.lock().unwrap(), vec![(2, 2)]);
     Ok(())
@@ -714,7 +771,11 @@ fn layers_convert_to_f64_and_handle_empty_batches() -> Result<()> {
 
 #[test]
 fn padding_utilities_round_trip() -> Result<()> {
-    let seqs = [Tensor::randn([2, 3], DType::F32)?, Tensor::randn([5, 3], DType::F32)?, Tensor::randn([1, 3], DType::F32)?];
+    let seqs = [
+        Tensor::randn([2, 3], DType::F32)?,
+        Tensor::randn([5, 3], DType::F32)?,
+        Tensor::randn([1, 3], DType::F32)?,
+    ];
     let padded = pad_sequence(&seqs, true, 0.0, PaddingSide::Right)?;
     assert_eq!(padded.dims(), &[3, 5, 3]);
     for (u, s) in unpad_sequence(&padded, &[2, 5, 1], true)?.iter().zip(&seqs) {

@@ -124,8 +124,14 @@ fn layers() -> Vec<(&'static str, Box<dyn Module>)> {
                 .unwrap(),
             ),
         ),
-        ("LSTM proj bidirectional", Box::new(LSTM::new(3, 2, RnnOptions::new().proj_size(1).bidirectional(true)).unwrap())),
-        ("GRU 2 layers dropout", Box::new(GRU::new(3, 2, RnnOptions::new().num_layers(2).dropout(0.5)).unwrap())),
+        (
+            "LSTM proj bidirectional",
+            Box::new(LSTM::new(3, 2, RnnOptions::new().proj_size(1).bidirectional(true)).unwrap()),
+        ),
+        (
+            "GRU 2 layers dropout",
+            Box::new(GRU::new(3, 2, RnnOptions::new().num_layers(2).dropout(0.5)).unwrap()),
+        ),
         ("RNNCell", Box::new(RNNCell::new(3, 2).unwrap())),
         ("LSTMCell", Box::new(LSTMCell::new(3, 2).unwrap())),
         ("GRUCell", Box::new(GRUCell::new(3, 2).unwrap())),
@@ -236,7 +242,9 @@ fn no_recurrent_layer_panics_on_edge_case_states_and_packed_input() {
     let lstm = LSTM::new(3, 2, RnnOptions::new().proj_size(1)).unwrap();
     let sizes = [vec![2i64, 1], vec![1], vec![3, 0], vec![0], vec![1, 2], vec![-1, 3]];
     for (hn, h) in &ins {
-        check(&mut failures, &format!("GRU(x, h0={hn})"), || rnn.call_value(Value::from((x.clone(), h.clone()))).map(drop));
+        check(&mut failures, &format!("GRU(x, h0={hn})"), || {
+            rnn.call_value(Value::from((x.clone(), h.clone()))).map(drop)
+        });
         check(&mut failures, &format!("LSTM(x, ({hn}, {hn}))"), || {
             lstm.call_value(Value::from((x.clone(), Value::from((h.clone(), h.clone()))))).map(drop)
         });
@@ -247,7 +255,9 @@ fn no_recurrent_layer_panics_on_edge_case_states_and_packed_input() {
                 ("sorted_indices".into(), Value::None),
                 ("unsorted_indices".into(), Value::None),
             ]);
-            check(&mut failures, &format!("GRU(packed {hn}, batch_sizes {bs:?})"), || rnn.call_value(p.clone()).map(drop));
+            check(&mut failures, &format!("GRU(packed {hn}, batch_sizes {bs:?})"), || {
+                rnn.call_value(p.clone()).map(drop)
+            });
             check(&mut failures, &format!("LSTM(packed {hn}, batch_sizes {bs:?})"), || {
                 lstm.call_value(p.clone()).map(drop)
             });

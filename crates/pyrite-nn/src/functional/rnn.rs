@@ -90,7 +90,14 @@ pub struct RnnArgs {
 impl Default for RnnArgs {
     /// One layer with biases, no dropout, unidirectional, `(L, N, H_in)` input.
     fn default() -> Self {
-        RnnArgs { num_layers: 1, bias: true, dropout: 0.0, train: false, bidirectional: false, batch_first: false }
+        RnnArgs {
+            num_layers: 1,
+            bias: true,
+            dropout: 0.0,
+            train: false,
+            bidirectional: false,
+            batch_first: false,
+        }
     }
 }
 
@@ -286,7 +293,7 @@ fn group<'a>(mode: RnnMode, weights: &[&'a Tensor], args: &RnnArgs) -> Result<Ve
     let dirs = if args.bidirectional { 2 } else { 1 };
     let groups = args.num_layers * dirs;
     let base = if args.bias { 4 } else { 2 };
-    let per = if groups > 0 && weights.len() % groups == 0 { weights.len() / groups } else { 0 };
+    let per = if groups > 0 && weights.len().is_multiple_of(groups) { weights.len() / groups } else { 0 };
     let proj = per == base + 1 && mode == RnnMode::Lstm;
     if groups == 0 || !(per == base || proj) {
         bail!(
@@ -347,7 +354,12 @@ fn run(
             );
         }
         if h.dtype() != data.dtype() {
-            bail!(DType, "{name}: hidden state {k} has dtype {}, but the input has {}", h.dtype(), data.dtype());
+            bail!(
+                DType,
+                "{name}: hidden state {k} has dtype {}, but the input has {}",
+                h.dtype(),
+                data.dtype()
+            );
         }
     }
     let mut layer_input = data.clone();

@@ -97,7 +97,9 @@ impl PackedSequence {
                 self.data.shape()
             );
         }
-        for (name, idx) in [("sorted_indices", &self.sorted_indices), ("unsorted_indices", &self.unsorted_indices)] {
+        for (name, idx) in
+            [("sorted_indices", &self.sorted_indices), ("unsorted_indices", &self.unsorted_indices)]
+        {
             if let Some(idx) = idx {
                 check_permutation(idx, v[0], name)?;
             }
@@ -133,16 +135,22 @@ impl PackedSequence {
             match get(k) {
                 None | Some(Value::None) => Ok(None),
                 Some(Value::Tensor(t)) => Ok(Some(t.clone())),
-                Some(other) => bail!(Value, "PackedSequence: `{k}` must be a Tensor or None, got {}", other.kind()),
+                Some(other) => {
+                    bail!(Value, "PackedSequence: `{k}` must be a Tensor or None, got {}", other.kind())
+                }
             }
         };
-        if let Some((k, _)) = items
-            .iter()
-            .find(|(k, _)| !["data", "batch_sizes", "sorted_indices", "unsorted_indices"].contains(&k.as_str()))
-        {
+        if let Some((k, _)) = items.iter().find(|(k, _)| {
+            !["data", "batch_sizes", "sorted_indices", "unsorted_indices"].contains(&k.as_str())
+        }) {
             bail!(Value, "PackedSequence: unexpected key `{k}`");
         }
-        PackedSequence::new(tensor("data")?, tensor("batch_sizes")?, optional("sorted_indices")?, optional("unsorted_indices")?)
+        PackedSequence::new(
+            tensor("data")?,
+            tensor("batch_sizes")?,
+            optional("sorted_indices")?,
+            optional("unsorted_indices")?,
+        )
     }
 
     /// Whether `v` is a packed sequence's [`Value`] (a dict with a `batch_sizes` key).
@@ -290,7 +298,11 @@ pub fn pad_sequence<T: AsRef<Tensor>>(
 /// batch, each cut to its length (views of `padded`).
 pub fn unpad_sequence(padded: &Tensor, lengths: &[usize], batch_first: bool) -> Result<Vec<Tensor>> {
     if padded.rank() < 2 {
-        bail!(Shape, "unpad_sequence: expected a padded batch of at least 2 dimensions, got shape {}", padded.shape());
+        bail!(
+            Shape,
+            "unpad_sequence: expected a padded batch of at least 2 dimensions, got shape {}",
+            padded.shape()
+        );
     }
     let x = if batch_first { padded.clone() } else { padded.transpose(0, 1)? };
     let (n, l) = (x.dims()[0], x.dims()[1]);
@@ -330,7 +342,11 @@ pub fn pack_padded_sequence(
     let x = if batch_first { input.transpose(0, 1)? } else { input.clone() };
     let (l, n) = (x.dims()[0], x.dims()[1]);
     if lengths.len() != n {
-        bail!(Value, "Expected `len(lengths)` to be equal to batch_size, but got {} (batch_size={n})", lengths.len());
+        bail!(
+            Value,
+            "Expected `len(lengths)` to be equal to batch_size, but got {} (batch_size={n})",
+            lengths.len()
+        );
     }
     if n == 0 {
         bail!(Value, "Cannot pack empty tensors.");
@@ -374,7 +390,8 @@ pub fn pack_padded_sequence(
     let mut flat_shape = vec![l * n];
     flat_shape.extend_from_slice(&x.dims()[2..]);
     let data = x.reshape(flat_shape)?.index_select(0, &index_tensor(rows)?)?;
-    let sorted_indices = sorted.map(|s| index_tensor(s.into_iter().map(|i| i as i64).collect())).transpose()?;
+    let sorted_indices =
+        sorted.map(|s| index_tensor(s.into_iter().map(|i| i as i64).collect())).transpose()?;
     PackedSequence::new(data, index_tensor(batch_sizes)?, sorted_indices, None)
 }
 
@@ -447,7 +464,8 @@ pub fn pad_packed_sequence(
     let out = src.index_select(0, &index_tensor(rows)?)?.reshape(out_shape)?;
     let out = if batch_first { out.transpose(0, 1)? } else { out };
     // the length of packed sequence s: the steps whose batch includes it
-    let lengths: Vec<i64> = unsorted.iter().map(|&s| bs.iter().take_while(|&&b| b > s).count() as i64).collect();
+    let lengths: Vec<i64> =
+        unsorted.iter().map(|&s| bs.iter().take_while(|&&b| b > s).count() as i64).collect();
     Ok((out, index_tensor(lengths)?))
 }
 
