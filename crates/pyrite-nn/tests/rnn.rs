@@ -630,6 +630,42 @@ fn errors_are_pytorchs() -> Result<()> {
     Ok(())
 }
 
+/// The functional forms check what the modules check for them.
+#[test]
+fn functional_forms_refuse_bad_shapes() -> Result<()> {
+    let z = |s: &[usize]| Tensor::zeros(s, DType::F32).unwrap();
+    let (w_ih, w_hh, b) = (z(&[8, 3]), z(&[8, 2]), z(&[8]));
+    assert!(F::lstm_cell(&z(&[3]), (&z(&[2]), &z(&[2])), &w_ih, &w_hh, Some(&b), Some(&b)).is_err());
+    assert!(F::lstm_cell(&z(&[1, 3]), (&z(&[1, 3]), &z(&[1, 2])), &w_ih, &w_hh, None, None).is_err());
+    assert!(
+        F::gru_cell(&z(&[1, 3]), &z(&[1, 2]), &w_ih, &w_hh, None, None).is_err(),
+        "8 rows are not 3 gates"
+    );
+    let args = RnnArgs::default();
+    let x = z(&[4, 1, 3]);
+    assert!(
+        F::rnn(RnnMode::Lstm, &x, &[&z(&[1, 1, 2])], &[&w_ih, &w_hh, &b, &b], &args).is_err(),
+        "one state"
+    );
+    assert!(F::rnn(RnnMode::Lstm, &x, &[&z(&[1, 1, 2]), &z(&[1, 1, 2])], &[&w_ih, &w_hh, &b], &args).is_err());
+    assert!(
+        F::rnn(RnnMode::Lstm, &x, &[&z(&[2, 1, 2]), &z(&[2, 1, 2])], &[&w_ih, &w_hh, &b, &b], &args).is_err()
+    );
+    assert!(F::rnn_packed(
+        RnnMode::Lstm,
+        &z(&[3, 3]),
+        &[1, 2],
+        &[&z(&[1, 1, 2]), &z(&[1, 1, 2])],
+        &[&w_ih, &w_hh, &b, &b],
+        &args
+    )
+    .is_err());
+    let (out, s) =
+        F::rnn(RnnMode::Lstm, &x, &[&z(&[1, 1, 2]), &z(&[1, 1, 2])], &[&w_ih, &w_hh, &b, &b], &args)?;
+    assert_eq!((out.dims(), s[0].dims(), s[1].dims()), (&[4, 1, 2][..], &[1, 1, 2][..], &[1, 1, 2][..]));
+    Ok(())
+}
+
 #[test]
 fn a_packed_input_must_fit_the_layer() -> Result<()> {
     let gru = GRU::new(4, 3, RnnOptions::new())?;

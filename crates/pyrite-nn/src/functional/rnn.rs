@@ -179,6 +179,15 @@ fn step(
     c: Option<&Tensor>,
     w: &StepWeights,
 ) -> Result<(Tensor, Option<Tensor>)> {
+    if h.rank() != 2 || xw.rank() != 2 {
+        bail!(
+            Shape,
+            "{}: expected a 2-D input [batch, features] and a 2-D hidden state [batch, hidden], got shapes {} and {}",
+            mode.layer_name(),
+            xw.shape(),
+            h.shape()
+        );
+    }
     let hw = linear(h, w.w_hh, w.b_hh)?;
     if xw.dims() != hw.dims() {
         bail!(
