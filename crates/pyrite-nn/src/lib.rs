@@ -6,7 +6,8 @@
 //!   that runs them), [`state_dict`], [`container`] (Sequential, ModuleList, ModuleDict,
 //!   ParameterList, ParameterDict), [`value`] (what a call takes and returns).
 //! - Layers, one file per family as in `torch/nn/modules`: [`linear`], [`activation`],
-//!   [`dropout`], [`sparse`] (embeddings), [`normalization`], [`loss`], [`flatten`].
+//!   [`dropout`], [`sparse`] (embeddings), [`normalization`], [`loss`], [`flatten`], [`rnn`]
+//!   (recurrent layers; packed sequences are in [`utils::rnn`]).
 //! - [`functional`] (each layer's op as a function) and [`init`].
 
 extern crate self as pyrite;
@@ -29,6 +30,7 @@ pub mod padding;
 mod parameter;
 pub mod pixelshuffle;
 pub mod pooling;
+pub mod rnn;
 pub mod serialization;
 pub mod sparse;
 pub mod state_dict;
@@ -62,6 +64,7 @@ pub use parameter::{Buffer, Parameter};
 pub use pixelshuffle::{ChannelShuffle, PixelShuffle, PixelUnshuffle};
 pub use pooling::*;
 pub use pyrite_nn_derive::Module;
+pub use rnn::{GRUCell, LSTMCell, RNNCell, RnnNonlinearity, RnnOptions, GRU, LSTM, RNN};
 pub use serialization::{load_safetensors, save_safetensors};
 pub use sparse::{Embedding, EmbeddingBag};
 pub use state_dict::{IncompatibleKeys, StateDict};

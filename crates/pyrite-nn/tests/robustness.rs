@@ -108,6 +108,33 @@ fn layers() -> Vec<(&'static str, Box<dyn Module>)> {
         ("MaxUnpool2d", Box::new(MaxUnpool2d::new(2, None, 0).unwrap())),
         ("Sequential", Box::new(Sequential::new().append(Linear::new(3, 3).unwrap()).append(ReLU::new()))),
         ("ModuleList", Box::new(ModuleList::new())),
+        ("RNN", Box::new(RNN::new(3, 2, RnnOptions::new()).unwrap())),
+        (
+            "RNN relu 2 layers bidirectional batch_first",
+            Box::new(
+                RNN::new(
+                    3,
+                    2,
+                    RnnOptions::new()
+                        .nonlinearity(RnnNonlinearity::Relu)
+                        .num_layers(2)
+                        .bidirectional(true)
+                        .batch_first(true),
+                )
+                .unwrap(),
+            ),
+        ),
+        (
+            "LSTM proj bidirectional",
+            Box::new(LSTM::new(3, 2, RnnOptions::new().proj_size(1).bidirectional(true)).unwrap()),
+        ),
+        (
+            "GRU 2 layers dropout",
+            Box::new(GRU::new(3, 2, RnnOptions::new().num_layers(2).dropout(0.5)).unwrap()),
+        ),
+        ("RNNCell", Box::new(RNNCell::new(3, 2).unwrap())),
+        ("LSTMCell", Box::new(LSTMCell::new(3, 2).unwrap())),
+        ("GRUCell", Box::new(GRUCell::new(3, 2).unwrap())),
     ]
 }
 
@@ -204,10 +231,57 @@ fn no_loss_panics_on_edge_case_inputs() {
     assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// The recurrent layers with edge-case initial states (as `h0`, as both of LSTM's states)
+/// and edge-case packed sequences (each input as the data, with good and bad batch sizes).
+#[test]
+fn no_recurrent_layer_panics_on_edge_case_states_and_packed_input() {
+    let ins = inputs();
+    let mut failures = Vec::new();
+    let x = Tensor::randn([4, 2, 3], DType::F32).unwrap();
+    let rnn = GRU::new(3, 2, RnnOptions::new().bidirectional(true)).unwrap();
+    let lstm = LSTM::new(3, 2, RnnOptions::new().proj_size(1)).unwrap();
+    let sizes = [vec![2i64, 1], vec![1], vec![3, 0], vec![0], vec![1, 2], vec![-1, 3]];
+    for (hn, h) in &ins {
+        check(&mut failures, &format!("GRU(x, h0={hn})"), || {
+            rnn.call_value(Value::from((x.clone(), h.clone()))).map(drop)
+        });
+        check(&mut failures, &format!("LSTM(x, ({hn}, {hn}))"), || {
+            lstm.call_value(Value::from((x.clone(), Value::from((h.clone(), h.clone()))))).map(drop)
+        });
+        for bs in &sizes {
+            let p = Value::Dict(vec![
+                ("data".into(), Value::Tensor(h.clone())),
+                ("batch_sizes".into(), Value::Tensor(Tensor::new(bs.as_slice()).unwrap())),
+                ("sorted_indices".into(), Value::None),
+                ("unsorted_indices".into(), Value::None),
+            ]);
+            check(&mut failures, &format!("GRU(packed {hn}, batch_sizes {bs:?})"), || {
+                rnn.call_value(p.clone()).map(drop)
+            });
+            check(&mut failures, &format!("LSTM(packed {hn}, batch_sizes {bs:?})"), || {
+                lstm.call_value(p.clone()).map(drop)
+            });
+        }
+        check(&mut failures, &format!("utils on {hn}"), || {
+            use pyrite::nn::utils::rnn::*;
+            let _ = pad_sequence(&[h, &x], false, 0.0, PaddingSide::Left);
+            let _ = pack_padded_sequence(h, &[1, 9], true, false);
+            let _ = pack_padded_sequence(h, &[2, 1, 0], false, true);
+            let _ = pack_sequence(&[h, h], true);
+            let _ = unpad_sequence(h, &[3, 1], false);
+            Ok(())
+        });
+    }
+    assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));
+}
+
 #[test]
 fn bad_configurations_are_errors_at_construction() {
     assert!(Dropout::new(1.5).is_err());
     assert!(Dropout::new(-0.1).is_err());
+    assert!(LSTM::new(3, 2, RnnOptions::new().proj_size(2)).is_err());
+    assert!(GRU::new(3, 2, RnnOptions::new().dropout(f64::NAN)).is_err());
+    assert!(GRU::new(3, 2, RnnOptions::new().nonlinearity(RnnNonlinearity::Relu)).is_err());
     assert!(GroupNorm::new(2, 3).err().unwrap().message().contains("divisible"));
     assert!(GroupNorm::new(0, 3).is_err());
     assert!(Embedding::new(3, 2).unwrap().padding_idx(3).is_err());

@@ -18,6 +18,7 @@ mod conv;
 mod linear;
 mod loss;
 mod normalization;
+mod rnn;
 mod vision;
 
 pub use activation::*;
@@ -25,6 +26,7 @@ pub use conv::*;
 pub use linear::*;
 pub use loss::*;
 pub use normalization::*;
+pub use rnn::*;
 pub use vision::*;
 
 /// `reduction=` of the losses.

@@ -1,6 +1,7 @@
 //! `torch.nn.utils`: gradient clipping ([`clip_grad_norm_`], [`clip_grad_value_`], and the
 //! split API [`get_total_norm`] + [`clip_grads_with_norm_`]) and the flat-vector view of a
-//! model's parameters ([`parameters_to_vector`], [`vector_to_parameters`]).
+//! model's parameters ([`parameters_to_vector`], [`vector_to_parameters`]). Variable-length
+//! sequences for the recurrent layers (`PackedSequence`, `pad_sequence`, ...) are in [`rnn`].
 //!
 //! Each function takes a slice of tensors, as `module.parameters()` returns them (`&[Tensor]`,
 //! `&[&Tensor]` or `&[Parameter]` all work), and changes gradients or parameters in place under
@@ -21,6 +22,8 @@
 //! assert!((after.item::<f32>()? - 1.0).abs() < 1e-4);
 //! # Ok::<(), pyrite::Error>(())
 //! ```
+
+pub mod rnn;
 
 use crate::module::py_float;
 use pyrite_core::autograd::no_grad;
