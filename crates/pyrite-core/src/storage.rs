@@ -73,3 +73,151 @@ impl StorageCell {
         self.version.load(Ordering::Relaxed)
     }
 }
+
+/// `torch.UntypedStorage`: a handle to the bytes that one or more tensors view.
+///
+/// Cloning the handle shares the bytes. [`Tensor::untyped_storage`] gives a tensor's storage,
+/// and [`Tensor::from_untyped_storage`] makes a tensor that views one, the way `torch.load`
+/// rebuilds tensors that shared a storage when they were saved.
+///
+/// ```
+/// use pyrite_core::{DType, Tensor};
+/// let x = Tensor::arange(0.0, 6.0, 1.0, DType::F32)?;
+/// let s = x.untyped_storage();
+/// assert_eq!(s.nbytes(), 24);
+/// let y = Tensor::from_untyped_storage(&s, DType::F32, 1, [2], &[2])?; // x[1::2]
+/// assert_eq!(y.to_vec::<f32>()?, vec![1., 3.]);
+/// assert!(y.untyped_storage().is_same(&s));
+/// # Ok::<(), pyrite_core::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct UntypedStorage(pub(crate) std::sync::Arc<StorageCell>);
+
+impl UntypedStorage {
+    /// A CPU storage of `nbytes` bytes that `fill` writes in full before anything reads it
+    /// (`fill` gets every byte; an error from it is returned and the storage dropped).
+    pub fn new_with(
+        nbytes: usize,
+        fill: impl FnOnce(&mut [u8]) -> crate::Result<()>,
+    ) -> crate::Result<UntypedStorage> {
+        let mut buf = CpuBuffer::new(nbytes)?;
+        fill(buf.as_mut_slice::<u8>())?;
+        Ok(UntypedStorage(std::sync::Arc::new(StorageCell::new(Storage::Cpu(buf)))))
+    }
+
+    /// A CPU storage holding a copy of `bytes`.
+    pub fn from_bytes(bytes: &[u8]) -> crate::Result<UntypedStorage> {
+        UntypedStorage::new_with(bytes.len(), |b| {
+            b.copy_from_slice(bytes);
+            Ok(())
+        })
+    }
+
+    /// Size in bytes (`storage.nbytes()`).
+    pub fn nbytes(&self) -> usize {
+        self.0.read().cpu().len_bytes()
+    }
+
+    /// The device the bytes live on.
+    pub fn device(&self) -> Device {
+        self.0.read().device()
+    }
+
+    /// Calls `f` with all the bytes (read-locked for the call).
+    pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        let g = self.0.read();
+        f(g.cpu().as_slice::<u8>())
+    }
+
+    /// A copy of all the bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.with_bytes(|b| b.to_vec())
+    }
+
+    /// True when both handles are the same storage.
+    pub fn is_same(&self, other: &UntypedStorage) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// An identity for this storage (like PyTorch's `storage._cdata`): two live handles have
+    /// the same id exactly when [`UntypedStorage::is_same`] holds.
+    pub fn id(&self) -> usize {
+        std::sync::Arc::as_ptr(&self.0) as usize
+    }
+}
+
+impl std::fmt::Debug for UntypedStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "UntypedStorage(nbytes={}, device={})", self.nbytes(), self.device())
+    }
+}
+
+impl crate::Tensor {
+    /// The storage this tensor views (`t.untyped_storage()`), shared with every view of it.
+    pub fn untyped_storage(&self) -> UntypedStorage {
+        UntypedStorage(self.storage().clone())
+    }
+
+    /// A tensor of `dtype` viewing `storage` with the given storage offset, sizes and strides,
+    /// all in elements (what `torch.empty(0, dtype=dtype).set_(storage, offset, size, stride)`
+    /// makes; `torch.load` rebuilds saved tensors this way). The result is a new leaf that
+    /// does not require grad. Fails unless every element it can reach lies inside the storage
+    /// and the storage size is a whole number of elements.
+    pub fn from_untyped_storage(
+        storage: &UntypedStorage,
+        dtype: crate::DType,
+        storage_offset: usize,
+        size: impl Into<crate::Shape>,
+        stride: &[usize],
+    ) -> crate::Result<crate::Tensor> {
+        use crate::bail;
+        let shape: crate::Shape = size.into();
+        let strides = crate::shape::DimVec::from_slice(stride);
+        let nbytes = storage.nbytes();
+        let esize = dtype.size_in_bytes();
+        if shape.rank() != strides.len() {
+            bail!(
+                Shape,
+                "from_untyped_storage: mismatch in length of strides and shape ({} sizes, {} strides)",
+                shape.rank(),
+                strides.len()
+            );
+        }
+        if nbytes % esize != 0 {
+            bail!(
+                Value,
+                "from_untyped_storage: a storage of {nbytes} bytes is not a whole number of {dtype} elements"
+            );
+        }
+        // One past the last element reached, computed without overflow.
+        let mut extent = Some(storage_offset);
+        if shape.dims().iter().all(|&d| d > 0) {
+            for (&d, &s) in shape.dims().iter().zip(strides.iter()) {
+                extent = extent.and_then(|e| (d - 1).checked_mul(s).and_then(|x| e.checked_add(x)));
+            }
+            extent = extent.and_then(|e| e.checked_add(1));
+        }
+        match extent {
+            Some(e) if shape.checked_numel().is_some() && (e <= nbytes / esize || shape.numel() == 0) => {}
+            _ => bail!(
+                Value,
+                "from_untyped_storage: setStorage: sizes {shape}, strides {:?} and storage offset {storage_offset} \
+                 need more than the {} {dtype} elements of the storage ({nbytes} bytes)",
+                strides.as_slice(),
+                nbytes / esize
+            ),
+        }
+        if dtype == crate::DType::Bool {
+            // Every bool element must be 0 or 1; other bytes read as true, as in `from_raw_bytes`.
+            if storage.with_bytes(|b| b.iter().any(|&x| x > 1)) {
+                let mut g = storage.0.write();
+                for x in g.cpu_mut().as_mut_slice::<u8>() {
+                    *x = (*x != 0) as u8;
+                }
+            }
+        }
+        let device = storage.device();
+        let layout = crate::layout::Layout { shape, strides, offset: storage_offset };
+        Ok(crate::Tensor::from_parts(storage.0.clone(), layout, dtype, device))
+    }
+}
