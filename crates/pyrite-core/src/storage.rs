@@ -183,7 +183,7 @@ impl crate::Tensor {
                 strides.len()
             );
         }
-        if nbytes % esize != 0 {
+        if !nbytes.is_multiple_of(esize) {
             bail!(
                 Value,
                 "from_untyped_storage: a storage of {nbytes} bytes is not a whole number of {dtype} elements"

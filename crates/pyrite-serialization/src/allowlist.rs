@@ -94,11 +94,48 @@ const UNSUPPORTED_STORAGES: &[(&str, &str)] = &[
 
 /// PyTorch dtypes Pyrite does not have (named so the error can say so plainly).
 const UNSUPPORTED_DTYPES: &[&str] = &[
-    "int8", "int16", "short", "uint16", "uint32", "uint64", "complex32", "complex64", "complex128",
-    "cfloat", "cdouble", "chalf", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
-    "float8_e8m0fnu", "float4_e2m1fn_x2", "qint8", "quint8", "qint32", "quint4x2", "quint2x4", "bits8",
-    "bits16", "bits1x8", "bits2x4", "bits4x2", "uint1", "uint2", "uint3", "uint4", "uint5", "uint6",
-    "uint7", "int1", "int2", "int3", "int4", "int5", "int6", "int7",
+    "int8",
+    "int16",
+    "short",
+    "uint16",
+    "uint32",
+    "uint64",
+    "complex32",
+    "complex64",
+    "complex128",
+    "cfloat",
+    "cdouble",
+    "chalf",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float4_e2m1fn_x2",
+    "qint8",
+    "quint8",
+    "qint32",
+    "quint4x2",
+    "quint2x4",
+    "bits8",
+    "bits16",
+    "bits1x8",
+    "bits2x4",
+    "bits4x2",
+    "uint1",
+    "uint2",
+    "uint3",
+    "uint4",
+    "uint5",
+    "uint6",
+    "uint7",
+    "int1",
+    "int2",
+    "int3",
+    "int4",
+    "int5",
+    "int6",
+    "int7",
 ];
 
 /// Globals PyTorch's weights-only unpickler allows but Pyrite cannot build yet.
@@ -172,7 +209,10 @@ pub(crate) fn resolve(module: &str, name: &str) -> Result<Global> {
         ("torch", n) => match dtype_by_name(n) {
             Some(d) => Global::DType(d),
             None if UNSUPPORTED_DTYPES.contains(&n) => {
-                bail!(NotImplemented, "torch.load: the checkpoint uses dtype torch.{n}, which Pyrite does not have")
+                bail!(
+                    NotImplemented,
+                    "torch.load: the checkpoint uses dtype torch.{n}, which Pyrite does not have"
+                )
             }
             None => return Err(unsupported_or_refused(&full)),
         },
@@ -218,7 +258,13 @@ mod tests {
 
     #[test]
     fn everything_else_is_refused_by_name() {
-        for (m, n) in [("posix", "system"), ("os", "system"), ("builtins", "eval"), ("__main__", "Foo"), ("torch", "load")] {
+        for (m, n) in [
+            ("posix", "system"),
+            ("os", "system"),
+            ("builtins", "eval"),
+            ("__main__", "Foo"),
+            ("torch", "load"),
+        ] {
             let e = resolve(m, n).unwrap_err().to_string();
             assert!(e.contains(&format!("{m}.{n}")), "{e}");
         }

@@ -34,7 +34,8 @@ use std::path::Path;
 /// ```
 pub fn load(path: impl AsRef<Path>) -> Result<Object> {
     let path = path.as_ref();
-    let file = std::fs::File::open(path).map_err(|e| err!(Io, "torch.load: cannot open {}: {e}", path.display()))?;
+    let file =
+        std::fs::File::open(path).map_err(|e| err!(Io, "torch.load: cannot open {}: {e}", path.display()))?;
     load_from_reader(file)
         .map_err(|e| pyrite_core::Error::new(e.kind(), format!("{} (in {})", e.message(), path.display())))
 }
@@ -72,7 +73,10 @@ pub fn load_from_reader<R: Read + Seek>(mut src: R) -> Result<Object> {
             }
             return Ok(s.clone());
         }
-        if r.key.is_empty() || r.key.len() > 64 || !r.key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        if r.key.is_empty()
+            || r.key.len() > 64
+            || !r.key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
             bail!(Io, "torch.load: invalid storage key {:?}", r.key);
         }
         let name = format!("{prefix}/data/{}", r.key);
@@ -89,7 +93,8 @@ pub fn load_from_reader<R: Read + Seek>(mut src: R) -> Result<Object> {
                 esize
             );
         }
-        let size = usize::try_from(size).map_err(|_| err!(OutOfMemory, "torch.load: storage of {size} bytes"))?;
+        let size =
+            usize::try_from(size).map_err(|_| err!(OutOfMemory, "torch.load: storage of {size} bytes"))?;
         let s = UntypedStorage::new_with(size, |buf| zip.read_into(&name, buf))?;
         cache.insert(r.key.to_string(), (s.clone(), r.dtype, r.numel));
         Ok(s)
@@ -154,7 +159,12 @@ fn archive_prefix<R: Read + Seek>(zip: &ZipReader<R>) -> Result<String> {
     }
     match prefixes.len() {
         1 => Ok(prefixes.pop().expect("one prefix")),
-        0 => bail!(Io, "torch.load: the zip archive has no data.pkl record; it is not a torch.save checkpoint"),
-        n => bail!(Io, "torch.load: the zip archive has {n} data.pkl records; it is not a torch.save checkpoint"),
+        0 => {
+            bail!(Io, "torch.load: the zip archive has no data.pkl record; it is not a torch.save checkpoint")
+        }
+        n => bail!(
+            Io,
+            "torch.load: the zip archive has {n} data.pkl records; it is not a torch.save checkpoint"
+        ),
     }
 }

@@ -107,7 +107,10 @@ impl Object {
         tensors: impl IntoIterator<Item = (K, T)>,
     ) -> Object {
         Object::OrderedDict(
-            tensors.into_iter().map(|(k, t)| (Object::Str(k.into()), Object::Tensor(t.borrow().clone()))).collect(),
+            tensors
+                .into_iter()
+                .map(|(k, t)| (Object::Str(k.into()), Object::Tensor(t.borrow().clone())))
+                .collect(),
         )
     }
 
@@ -121,7 +124,9 @@ impl Object {
         d.iter()
             .map(|(k, v)| match (k, v) {
                 (Object::Str(k), Object::Tensor(t)) => Ok((k.clone(), t.clone())),
-                (Object::Str(k), v) => bail!(Value, "state_dict entry '{k}' is a {}, not a Tensor", v.type_name()),
+                (Object::Str(k), v) => {
+                    bail!(Value, "state_dict entry '{k}' is a {}, not a Tensor", v.type_name())
+                }
                 (k, _) => bail!(Value, "state_dict key {k:?} is a {}, not a str", k.type_name()),
             })
             .collect()
@@ -375,7 +380,8 @@ impl Dict {
 
     /// Python's dict equality: the same keys with equal values, in any order.
     fn eq_unordered(&self, other: &Dict) -> bool {
-        self.len() == other.len() && self.iter().all(|(k, v)| other.find(k).is_some_and(|i| other.entries[i].1 == *v))
+        self.len() == other.len()
+            && self.iter().all(|(k, v)| other.find(k).is_some_and(|i| other.entries[i].1 == *v))
     }
 }
 

@@ -16,7 +16,8 @@ pub(crate) struct SavedStorage {
 
 /// The pickle bytes of `obj` and the storages they reference, in key order (`data/0`, ...).
 pub(crate) fn pickle(obj: &Object) -> Result<(Vec<u8>, Vec<SavedStorage>)> {
-    let mut p = Pickler { out: vec![0x80, 2], memo: HashMap::new(), storages: Vec::new(), by_id: HashMap::new() };
+    let mut p =
+        Pickler { out: vec![0x80, 2], memo: HashMap::new(), storages: Vec::new(), by_id: HashMap::new() };
     p.save(obj, 0)?;
     p.out.push(b'.');
     Ok((p.out, p.storages))
@@ -246,8 +247,12 @@ impl Pickler {
                 k
             }
             None => {
-                if storage.nbytes() % dtype.size_in_bytes() != 0 {
-                    bail!(Value, "torch.save: a storage of {} bytes is not a whole number of {dtype} elements", storage.nbytes());
+                if !storage.nbytes().is_multiple_of(dtype.size_in_bytes()) {
+                    bail!(
+                        Value,
+                        "torch.save: a storage of {} bytes is not a whole number of {dtype} elements",
+                        storage.nbytes()
+                    );
                 }
                 self.storages.push(SavedStorage { storage: storage.clone(), dtype });
                 self.by_id.insert(storage.id(), self.storages.len() - 1);

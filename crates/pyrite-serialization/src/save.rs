@@ -74,7 +74,8 @@ fn write_archive(pkl: &[u8], storages: &[crate::pickler::SavedStorage], w: &mut 
 /// A fresh 40-digit id, like the one PyTorch writes to tell checkpoints apart.
 fn serialization_id() -> String {
     let random = || std::collections::hash_map::RandomState::new().build_hasher().finish();
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     let a = random() ^ nanos;
     let b = random() ^ (std::process::id() as u64).rotate_left(32);
     format!("{a:020}{b:020}")

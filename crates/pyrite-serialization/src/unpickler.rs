@@ -248,7 +248,7 @@ impl Machine<'_> {
         Ok(())
     }
     fn set_items(&mut self, items: Vec<V>, op: &str) -> Result<()> {
-        if items.len() % 2 != 0 {
+        if !items.len().is_multiple_of(2) {
             return Err(corrupt(format!("{op} with an odd number of items")));
         }
         let i = self.target(op)?;
@@ -498,7 +498,8 @@ impl Machine<'_> {
                     bail!(Io, "Weights only load failed: {what} of {cls} is not supported");
                 }
                 _ => {
-                    let shown = if op.is_ascii_graphic() { format!(" ('{}')", op as char) } else { String::new() };
+                    let shown =
+                        if op.is_ascii_graphic() { format!(" ('{}')", op as char) } else { String::new() };
                     return Err(corrupt(format!("unsupported pickle opcode 0x{op:02x}{shown} at byte {at}")));
                 }
             }
@@ -531,7 +532,11 @@ impl Machine<'_> {
         let is_storage = matches!(fields.first(), Some(V::Str(s)) if &**s == "storage")
             || matches!(fields.first(), Some(V::Bytes(b)) if &**b == b"storage");
         if !is_storage {
-            bail!(Io, "Weights only load failed: only persistent ids of storages are allowed, got a {}", pid.type_name(self));
+            bail!(
+                Io,
+                "Weights only load failed: only persistent ids of storages are allowed, got a {}",
+                pid.type_name(self)
+            );
         }
         if fields.len() != 5 {
             return Err(corrupt(format!("a storage id has {} fields, expected 5", fields.len())));
@@ -539,7 +544,9 @@ impl Machine<'_> {
         let dtype = match &fields[1] {
             V::Global(Global::StorageClass(d)) => Some(*d),
             V::Global(Global::UntypedStorage) => None,
-            other => return Err(corrupt(format!("a storage id names a {} as its type", other.type_name(self)))),
+            other => {
+                return Err(corrupt(format!("a storage id names a {} as its type", other.type_name(self))))
+            }
         };
         let key = match &fields[2] {
             V::Str(s) => s.clone(),
@@ -629,7 +636,11 @@ impl Machine<'_> {
                 let v3 = g == Global::RebuildTensorV3;
                 Self::check_arity(g, &args, if v3 { 7..=8 } else { 6..=7 })?;
                 let V::Storage(s) = args[0] else {
-                    bail!(Io, "torch.load: {f}: the first argument must be a storage, got {}", args[0].type_name(self));
+                    bail!(
+                        Io,
+                        "torch.load: {f}: the first argument must be a storage, got {}",
+                        args[0].type_name(self)
+                    );
                 };
                 let offset = self.usize_arg(&args[1], "storage_offset", f)?;
                 let size = self.dims_arg(&args[2], "size", f)?;
@@ -639,12 +650,19 @@ impl Machine<'_> {
                 let dtype = if v3 {
                     match args[6] {
                         V::DType(d) => d,
-                        _ => bail!(Io, "torch.load: {f}: dtype must be a torch.dtype, got {}", args[6].type_name(self)),
+                        _ => bail!(
+                            Io,
+                            "torch.load: {f}: dtype must be a torch.dtype, got {}",
+                            args[6].type_name(self)
+                        ),
                     }
                 } else {
                     match storage_dtype {
                         Some(d) => d,
-                        None => bail!(Io, "torch.load: {f}: an untyped storage needs a dtype (use _rebuild_tensor_v3)"),
+                        None => bail!(
+                            Io,
+                            "torch.load: {f}: an untyped storage needs a dtype (use _rebuild_tensor_v3)"
+                        ),
                     }
                 };
                 if let (true, Some(sd)) = (v3, storage_dtype) {
@@ -686,7 +704,10 @@ impl Machine<'_> {
                     Some(i) => format!("{kind}:{}", self.int_arg(i, "the device index", f)?),
                     None => kind.to_string(),
                 };
-                V::Device(Device::parse(&text).map_err(|e| err!(NotImplemented, "torch.load: torch.device: {e}"))?)
+                V::Device(
+                    Device::parse(&text)
+                        .map_err(|e| err!(NotImplemented, "torch.load: torch.device: {e}"))?,
+                )
             }
             Global::DType(d) => bail!(Io, "torch.load: {} is not callable", Global::DType(d).name()),
             Global::StorageClass(_) | Global::UntypedStorage => {
@@ -702,10 +723,16 @@ impl Machine<'_> {
                 let bytes: Vec<u8> = match enc.as_str() {
                     "latin1" | "latin-1" | "iso-8859-1" | "iso8859-1" => s
                         .chars()
-                        .map(|c| u8::try_from(c as u32).map_err(|_| corrupt("latin1 text with a character above U+00FF")))
+                        .map(|c| {
+                            u8::try_from(c as u32)
+                                .map_err(|_| corrupt("latin1 text with a character above U+00FF"))
+                        })
                         .collect::<Result<_>>()?,
                     "utf-8" | "utf8" => s.as_bytes().to_vec(),
-                    other => bail!(NotImplemented, "torch.load: _codecs.encode with encoding '{other}' is not supported"),
+                    other => bail!(
+                        NotImplemented,
+                        "torch.load: _codecs.encode with encoding '{other}' is not supported"
+                    ),
                 };
                 V::Bytes(Rc::from(bytes))
             }
@@ -723,7 +750,11 @@ impl Machine<'_> {
                     None => Ok(0.0),
                     Some(V::Float(x)) => Ok(*x),
                     Some(V::Int(i)) => Ok(*i as f64),
-                    Some(other) => Err(err!(Io, "torch.load: complex: parts must be numbers, got {}", other.type_name(self))),
+                    Some(other) => Err(err!(
+                        Io,
+                        "torch.load: complex: parts must be numbers, got {}",
+                        other.type_name(self)
+                    )),
                 };
                 V::Complex(part(args.first())?, part(args.get(1))?)
             }
@@ -733,7 +764,9 @@ impl Machine<'_> {
                     [] => V::Bytes(Rc::from(Vec::new())),
                     [V::Bytes(b)] => V::Bytes(b.clone()),
                     [_, _] => self.call(Global::Encode, args)?,
-                    [other] => bail!(Io, "torch.load: bytearray of a {} is not supported", other.type_name(self)),
+                    [other] => {
+                        bail!(Io, "torch.load: bytearray of a {} is not supported", other.type_name(self))
+                    }
                     _ => return Err(corrupt("bytearray called with too many arguments")),
                 }
             }
@@ -754,7 +787,9 @@ impl Machine<'_> {
     fn build(&mut self, state: V) -> Result<()> {
         let i = match self.top()? {
             V::Node(i) if matches!(self.arena[*i], Node::Dict { ordered: true, .. }) => *i,
-            other => bail!(Io, "Weights only load failed: BUILD on a {} is not supported", other.type_name(self)),
+            other => {
+                bail!(Io, "Weights only load failed: BUILD on a {} is not supported", other.type_name(self))
+            }
         };
         let meta = match &state {
             V::Node(s) => match &self.arena[*s] {
@@ -776,7 +811,10 @@ impl Machine<'_> {
 
     fn to_object(&self, v: &V, depth: usize, budget: &mut u64) -> Result<Object> {
         if depth > MAX_DEPTH {
-            bail!(Io, "torch.load: the checkpoint nests containers more than {MAX_DEPTH} deep (or contains itself)");
+            bail!(
+                Io,
+                "torch.load: the checkpoint nests containers more than {MAX_DEPTH} deep (or contains itself)"
+            );
         }
         let cost = match v {
             V::Str(s) => 1 + s.len() as u64,
@@ -801,8 +839,13 @@ impl Machine<'_> {
             V::Tensor(t) => Object::Tensor(t.clone()),
             V::DType(d) => Object::DType(*d),
             V::Device(d) => Object::Device(*d),
-            V::Global(g) => bail!(NotImplemented, "torch.load: a reference to {} cannot be loaded as a value", g.name()),
-            V::Storage(_) => bail!(NotImplemented, "torch.load: bare storages (torch.save(t.untyped_storage())) are not supported; save tensors"),
+            V::Global(g) => {
+                bail!(NotImplemented, "torch.load: a reference to {} cannot be loaded as a value", g.name())
+            }
+            V::Storage(_) => bail!(
+                NotImplemented,
+                "torch.load: bare storages (torch.save(t.untyped_storage())) are not supported; save tensors"
+            ),
             V::Node(i) => match &self.arena[*i] {
                 Node::Tuple(x) => Object::Tuple(seq(x, budget)?),
                 Node::List(x) => Object::List(seq(x, budget)?),

@@ -291,9 +291,7 @@ impl<R: Read + Seek> ZipReader<R> {
         // The end record is in the last 22 + 65535 bytes (it may be followed by a comment).
         let tail_len = len.min(22 + 0xFFFF);
         let tail = read_at(&mut src, len - tail_len, tail_len as usize)?;
-        let Some(end_pos) = (0..tail.len().saturating_sub(21))
-            .rev()
-            .find(|&i| u32_at(&tail, i) == END_SIG)
+        let Some(end_pos) = (0..tail.len().saturating_sub(21)).rev().find(|&i| u32_at(&tail, i) == END_SIG)
         else {
             return Err(corrupt("failed finding central directory"));
         };
@@ -328,7 +326,9 @@ impl<R: Read + Seek> ZipReader<R> {
             )));
         }
         if n_entries > cd_size / 46 {
-            return Err(corrupt(format!("{n_entries} entries cannot fit in a {cd_size}-byte central directory")));
+            return Err(corrupt(format!(
+                "{n_entries} entries cannot fit in a {cd_size}-byte central directory"
+            )));
         }
         let cd = read_at(&mut src, cd_start, cd_size as usize)?;
         let mut entries = Vec::with_capacity(n_entries as usize);
@@ -447,7 +447,8 @@ impl<R: Read + Seek> ZipReader<R> {
         // `data_range` checks the size against the file before we allocate it.
         self.data_range(name)?;
         let mut buf = Vec::new();
-        buf.try_reserve_exact(size as usize).map_err(|_| err!(OutOfMemory, "zip: cannot allocate {size} bytes"))?;
+        buf.try_reserve_exact(size as usize)
+            .map_err(|_| err!(OutOfMemory, "zip: cannot allocate {size} bytes"))?;
         buf.resize(size as usize, 0);
         self.read_into(name, &mut buf)?;
         Ok(buf)
@@ -465,7 +466,9 @@ impl<R: Read + Seek> ZipReader<R> {
         self.src.read_exact(buf).map_err(|err| corrupt(format!("reading '{name}': {err}")))?;
         let got = crc32(buf);
         if got != want {
-            return Err(corrupt(format!("invalid header or archive is corrupted: CRC-32 mismatch in '{name}'")));
+            return Err(corrupt(format!(
+                "invalid header or archive is corrupted: CRC-32 mismatch in '{name}'"
+            )));
         }
         Ok(())
     }

@@ -151,7 +151,9 @@ fn crafted_hostile_pickles_fail_cleanly() {
     p.push(b'.');
     assert!(load_pkl(&p).unwrap_err().to_string().contains("deep"));
     // A string length far past the end, a memo key never stored, an empty stack, no STOP.
-    for p in [&b"\x80\x02X\xff\xff\xff\xff"[..], b"\x80\x02h\x07.", b"\x80\x02.", b"\x80\x02N", b"\x80\x02(t(tR."] {
+    for p in
+        [&b"\x80\x02X\xff\xff\xff\xff"[..], b"\x80\x02h\x07.", b"\x80\x02.", b"\x80\x02N", b"\x80\x02(t(tR."]
+    {
         assert!(load_pkl(p).is_err(), "{p:?}");
     }
     // Calls that are refused: a REDUCE on a non-callable, GLOBALs outside the allowlist.

@@ -51,7 +51,11 @@ fn every_tensor_matches_pytorch_in_layout_values_and_storage_sharing() {
             assert_eq!(t.stride(), usizes(&e["stride"]).as_slice(), "{what}: stride");
             assert_eq!(t.storage_offset() as u64, e["offset"].as_u64().unwrap(), "{what}: offset");
             assert_eq!(t.requires_grad(), e["requires_grad"].as_bool().unwrap(), "{what}: requires_grad");
-            assert_eq!(t.untyped_storage().nbytes() as u64, e["storage_nbytes"].as_u64().unwrap(), "{what}: nbytes");
+            assert_eq!(
+                t.untyped_storage().nbytes() as u64,
+                e["storage_nbytes"].as_u64().unwrap(),
+                "{what}: nbytes"
+            );
             let want = expected.tensor(&what).unwrap();
             assert_eq!(want.shape(), t.dims(), "{what}: expected shape");
             assert_eq!(t.to_raw_bytes().unwrap(), want.data(), "{what}: values");
@@ -101,11 +105,17 @@ fn plain_values_keep_their_python_types() {
     );
     assert_eq!(
         d.get("list"),
-        Some(&Object::List(vec![1.into(), Object::List(vec![2.into(), Object::List(vec![3.into(), Object::List(vec![])])])]))
+        Some(&Object::List(vec![
+            1.into(),
+            Object::List(vec![2.into(), Object::List(vec![3.into(), Object::List(vec![])])])
+        ]))
     );
     let odict = d.get("odict").unwrap();
     assert!(matches!(odict, Object::OrderedDict(_)));
-    assert_eq!(odict.as_dict().unwrap().keys().cloned().collect::<Vec<_>>(), vec![Object::from("b"), Object::from("a")]);
+    assert_eq!(
+        odict.as_dict().unwrap().keys().cloned().collect::<Vec<_>>(),
+        vec![Object::from("b"), Object::from("a")]
+    );
     let ik = d.get("int_keys").unwrap();
     assert_eq!(ik.get(0).and_then(Object::as_str), Some("zero"));
     assert_eq!(ik.get(1).and_then(Object::as_str), Some("one"));
