@@ -6,9 +6,9 @@
 //! autograd uses to detect in-place modification of saved tensors.
 
 use crate::alloc::CpuBuffer;
-use crate::Device;
+use crate::{DType, Device};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Device memory holding a tensor's elements.
 pub enum Storage {
@@ -43,16 +43,68 @@ pub struct StorageCell {
     version: AtomicU64,
     /// Made inside `inference_mode`: the tensors over it are PyTorch's inference tensors.
     inference: bool,
+    /// Whether the bytes hold bools, other elements, or are not claimed by any tensor yet
+    /// (a fresh [`UntypedStorage`]). Bool elements must be 0 or 1, so a storage that tensors
+    /// view as bool is never viewed as anything else, and the other way round.
+    elements: Mutex<Elements>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Elements {
+    Unclaimed,
+    Bools,
+    Other,
+}
+
+impl Elements {
+    fn of(dtype: DType) -> Elements {
+        if dtype == DType::Bool {
+            Elements::Bools
+        } else {
+            Elements::Other
+        }
+    }
 }
 
 impl StorageCell {
-    /// Wraps a storage.
+    /// Wraps a storage that no tensor views yet.
     pub fn new(s: Storage) -> Self {
         StorageCell {
             data: RwLock::new(s),
             version: AtomicU64::new(0),
             inference: crate::autograd::is_inference_mode_enabled(),
+            elements: Mutex::new(Elements::Unclaimed),
         }
+    }
+    /// Wraps a storage whose bytes are valid elements of `dtype` (its creator wrote them).
+    pub(crate) fn new_for(s: Storage, dtype: DType) -> Self {
+        let cell = StorageCell::new(s);
+        *cell.elements.lock().unwrap_or_else(|e| e.into_inner()) = Elements::of(dtype);
+        cell
+    }
+    /// Lets tensors of `dtype` view this storage: fails if tensors view it as bool and
+    /// `dtype` is not, or the other way round. The first bool claim of raw bytes turns every
+    /// byte other than 0 into 1 (as `from_raw_bytes` reads bools); no tensor views the bytes
+    /// before that claim, so none can see them change.
+    fn claim(&self, dtype: DType) -> crate::Result<()> {
+        let mut e = self.elements.lock().unwrap_or_else(|e| e.into_inner());
+        match (*e, Elements::of(dtype)) {
+            (Elements::Unclaimed, Elements::Bools) => {
+                if self.read().cpu().as_slice::<u8>().iter().any(|&b| b > 1) {
+                    for b in self.write().cpu_mut().as_mut_slice::<u8>() {
+                        *b = (*b != 0) as u8;
+                    }
+                }
+                *e = Elements::Bools;
+            }
+            (Elements::Unclaimed, want) => *e = want,
+            (have, want) if have == want => {}
+            (Elements::Bools, _) => {
+                crate::bail!(DType, "a storage that holds bool elements cannot be viewed as {dtype}")
+            }
+            _ => crate::bail!(DType, "a storage that holds non-bool elements cannot be viewed as bool"),
+        }
+        Ok(())
     }
     /// Whether this storage was made inside `inference_mode` (its tensors are inference
     /// tensors: no autograd, no in-place update outside inference mode).
@@ -88,6 +140,10 @@ impl StorageCell {
 /// let y = Tensor::from_untyped_storage(&s, DType::F32, 1, [2], &[2])?; // x[1::2]
 /// assert_eq!(y.to_vec::<f32>()?, vec![1., 3.]);
 /// assert!(y.untyped_storage().is_same(&s));
+/// // A view must fit in its storage.
+/// assert!(Tensor::from_untyped_storage(&s, DType::F32, 5, [2], &[1]).is_err());
+/// assert!(Tensor::from_untyped_storage(&s, DType::F64, 0, [4], &[1]).is_err());
+/// assert!(Tensor::from_untyped_storage(&s, DType::Bool, 0, [4], &[1]).is_err());
 /// # Ok::<(), pyrite_core::Error>(())
 /// ```
 #[derive(Clone)]
@@ -162,7 +218,9 @@ impl crate::Tensor {
     /// all in elements (what `torch.empty(0, dtype=dtype).set_(storage, offset, size, stride)`
     /// makes; `torch.load` rebuilds saved tensors this way). The result is a new leaf that
     /// does not require grad. Fails unless every element it can reach lies inside the storage
-    /// and the storage size is a whole number of elements.
+    /// and the storage size is a whole number of elements. Tensors of different dtypes may
+    /// view one storage, except that bool elements (which must be 0 or 1) never share a
+    /// storage with other dtypes; viewing fresh bytes as bool reads nonzero bytes as true.
     pub fn from_untyped_storage(
         storage: &UntypedStorage,
         dtype: crate::DType,
@@ -207,15 +265,7 @@ impl crate::Tensor {
                 nbytes / esize
             ),
         }
-        if dtype == crate::DType::Bool {
-            // Every bool element must be 0 or 1; other bytes read as true, as in `from_raw_bytes`.
-            if storage.with_bytes(|b| b.iter().any(|&x| x > 1)) {
-                let mut g = storage.0.write();
-                for x in g.cpu_mut().as_mut_slice::<u8>() {
-                    *x = (*x != 0) as u8;
-                }
-            }
-        }
+        storage.0.claim(dtype).map_err(|e| crate::err!(DType, "from_untyped_storage: {e}"))?;
         let device = storage.device();
         let layout = crate::layout::Layout { shape, strides, offset: storage_offset };
         Ok(crate::Tensor::from_parts(storage.0.clone(), layout, dtype, device))

@@ -379,8 +379,16 @@ impl<R: Read + Seek> ZipReader<R> {
                 }
                 x = body + n;
             }
-            if header_offset >= cd_start {
-                return Err(corrupt(format!("entry '{name}' starts outside the file's data")));
+            // Data precedes the central directory: this bounds every size by the file's
+            // length before anything is allocated for it.
+            if header_offset
+                .checked_add(30)
+                .and_then(|h| h.checked_add(compressed_size))
+                .is_none_or(|e| e > cd_start)
+            {
+                return Err(corrupt(format!(
+                    "entry '{name}' ({compressed_size} bytes at {header_offset}) lies outside the file's data"
+                )));
             }
             if by_name.insert(name.clone(), entries.len()).is_some() {
                 return Err(corrupt(format!("duplicate entry '{name}'")));

@@ -70,9 +70,15 @@ fn records(file: &[u8]) -> Vec<(String, Vec<u8>)> {
 }
 
 fn rewrap(records: &[(String, Vec<u8>)], pkl: &[u8]) -> Vec<u8> {
+    rewrap_record(records, "/data.pkl", pkl)
+}
+
+/// The archive with the record whose name ends with `suffix` replaced by `data` (and a CRC
+/// that matches).
+fn rewrap_record(records: &[(String, Vec<u8>)], suffix: &str, new: &[u8]) -> Vec<u8> {
     let mut w = ZipWriter::new(Vec::new());
     for (name, data) in records {
-        let data = if name.ends_with("/data.pkl") { pkl } else { data };
+        let data = if name.ends_with(suffix) { new } else { data };
         w.add(name, data).unwrap();
     }
     w.finish().unwrap()
@@ -109,6 +115,7 @@ fn mutated_files_never_panic() {
         }
     }
     // Most whole-file mutants hit the CRC or a header check; some (in padding) still load.
+    eprintln!("whole-file mutants: {loaded} of {n} loaded");
     assert!(loaded > 0 && loaded < n, "{loaded} of {n} loaded");
 }
 
@@ -126,6 +133,7 @@ fn mutated_pickles_never_panic() {
             n += 1;
         }
     }
+    eprintln!("data.pkl mutants: {loaded} of {n} loaded");
     assert!(loaded > 0 && loaded < n, "{loaded} of {n} loaded");
 }
 
@@ -167,6 +175,34 @@ fn crafted_hostile_pickles_fail_cleanly() {
         let e = load_pkl(p).unwrap_err().to_string();
         assert!(e.contains(name), "{e}");
     }
+}
+
+#[test]
+fn sizes_in_headers_are_checked_against_the_file_before_allocating() {
+    let t = pyrite_core::Tensor::new([1f32, 2., 3., 4.]).unwrap();
+    let file = save_to_bytes(&Object::from(&t)).unwrap();
+    // Find data/0's central-directory entry and make it claim 2 GiB, then 16 EiB via zip64.
+    let name = b"archive/data/0";
+    let cd = (0..file.len() - name.len())
+        .find(|&i| file[i..i + 4] == *b"PK\x01\x02" && file[i + 46..].starts_with(name))
+        .unwrap();
+    for size in [0x7FFF_FFFFu32, 0xFFFF_FFFE] {
+        let mut m = file.clone();
+        m[cd + 20..cd + 24].copy_from_slice(&size.to_le_bytes());
+        m[cd + 24..cd + 28].copy_from_slice(&size.to_le_bytes());
+        let e = load_from_bytes(&m).unwrap_err().to_string();
+        assert!(e.contains("outside the file"), "{e}");
+    }
+}
+
+#[test]
+fn bool_bytes_other_than_0_and_1_read_as_true() {
+    let t = pyrite_core::Tensor::new([true, false, true]).unwrap();
+    let recs = records(&save_to_bytes(&Object::from(&t)).unwrap());
+    let o = load_from_bytes(&rewrap_record(&recs, "/data/0", &[2, 0, 255])).unwrap();
+    let b = o.as_tensor().unwrap();
+    assert_eq!(b.to_vec::<bool>().unwrap(), [true, false, true]);
+    assert_eq!(b.to_raw_bytes().unwrap(), [1, 0, 1]);
 }
 
 #[test]
