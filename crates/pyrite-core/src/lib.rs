@@ -56,6 +56,7 @@ pub use random::{
     default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state, Generator,
 };
 pub use shape::{broadcast_shapes, Shape};
+pub use storage::UntypedStorage;
 pub use tensor::{NdArray, Tensor};
 pub use threads::{get_num_threads, set_num_threads};
 pub use view::{TensorIndex, ViewShape};

@@ -47,7 +47,7 @@ impl Tensor {
     pub(crate) fn from_cpu_buffer(buf: CpuBuffer, shape: Shape, dtype: DType) -> Tensor {
         debug_assert_eq!(buf.len_bytes(), shape.numel() * dtype.size_in_bytes());
         Tensor::from_parts(
-            Arc::new(StorageCell::new(Storage::Cpu(buf))),
+            Arc::new(StorageCell::new_for(Storage::Cpu(buf), dtype)),
             Layout::contiguous(shape),
             dtype,
             Device::Cpu,

@@ -1,7 +1,7 @@
 //! # Pyrite
 //!
 //! PyTorch's programming model in pure Rust. This facade re-exports the layers, named the way a
-//! PyTorch user expects: the tensor core today; `nn`, `optim`, `data` and more as they land.
+//! PyTorch user expects: the tensor core; `nn`, `optim`, `data`, `vision` and `serialization` (`save` / `load`).
 //!
 //! ```
 //! use pyrite::prelude::*;
@@ -33,6 +33,19 @@ pub mod data {
 pub mod vision {
     pub use pyrite_vision::*;
 }
+
+/// `torch.serialization`: PyTorch's `.pt` checkpoint format both ways (the
+/// `pyrite-serialization` crate). [`save`] and [`load`] are also at the top level, like
+/// `torch.save` and `torch.load`.
+pub mod serialization {
+    pub use pyrite_serialization::*;
+}
+
+/// `torch.save(obj, path)`: see [`serialization::save`].
+pub use pyrite_serialization::save;
+
+/// `torch.load(path, weights_only=True)`: see [`serialization::load`].
+pub use pyrite_serialization::load;
 
 /// The names most programs need: `use pyrite::prelude::*;`.
 pub mod prelude {

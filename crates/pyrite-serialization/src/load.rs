@@ -1,0 +1,170 @@
+//! `torch.load(weights_only=True)`: a PyTorch checkpoint to an [`Object`].
+//!
+//! Reading recognises what a file is before trusting it: a zip checkpoint (PyTorch 1.6 and
+//! later) is read; a legacy pre-1.6 checkpoint, a TorchScript archive (`torch.jit.save`) and
+//! a safetensors file are refused with an error that says what they are.
+
+use crate::object::Object;
+use crate::unpickler::{unpickle, StorageRef};
+use crate::zip::ZipReader;
+use pyrite_core::{bail, err, DType, Result, UntypedStorage};
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// `torch.load(path, weights_only=True)`: reads a checkpoint written by `torch.save` (or by
+/// [`crate::save`]).
+///
+/// Only tensors, containers and plain values are accepted, as with PyTorch's weights-only
+/// unpickler (see [`Object`] for what each Python type becomes); any other global named by
+/// the file (a class, `os.system`, ...) is an error naming it, and nothing is ever run.
+/// Tensors that shared a storage when saved share one again. Tensors saved from a GPU are
+/// loaded onto the CPU (as with `map_location="cpu"`).
+///
+/// ```
+/// use pyrite::serialization::{load, save, Object};
+/// use pyrite::Tensor;
+/// let path = std::env::temp_dir().join(format!("pyrite-load-doc-{}.pt", std::process::id()));
+/// let sd = Object::from_named_tensors([("weight", Tensor::ones([2, 2], pyrite::DType::F32)?)]);
+/// save(&sd, &path)?;
+/// let loaded = load(&path)?;
+/// assert_eq!(loaded.to_named_tensors()?[0].0, "weight");
+/// # std::fs::remove_file(&path).ok();
+/// # Ok::<(), pyrite::Error>(())
+/// ```
+pub fn load(path: impl AsRef<Path>) -> Result<Object> {
+    let path = path.as_ref();
+    let file =
+        std::fs::File::open(path).map_err(|e| err!(Io, "torch.load: cannot open {}: {e}", path.display()))?;
+    load_from_reader(file)
+        .map_err(|e| pyrite_core::Error::new(e.kind(), format!("{} (in {})", e.message(), path.display())))
+}
+
+/// [`load`] from bytes in memory.
+pub fn load_from_bytes(bytes: &[u8]) -> Result<Object> {
+    load_from_reader(std::io::Cursor::new(bytes))
+}
+
+/// [`load`] from any seekable reader.
+pub fn load_from_reader<R: Read + Seek>(mut src: R) -> Result<Object> {
+    check_kind(&mut src)?;
+    let mut zip = ZipReader::new(src)?;
+    let prefix = archive_prefix(&zip)?;
+    let byteorder = format!("{prefix}/byteorder");
+    if zip.contains(&byteorder) {
+        if zip.size(&byteorder).unwrap_or(0) > 16 {
+            bail!(Io, "torch.load: the byteorder record is malformed");
+        }
+        let order = zip.read(&byteorder)?;
+        if order != b"little" {
+            bail!(
+                NotImplemented,
+                "torch.load: the checkpoint was written on a '{}'-endian machine; only little-endian files are supported",
+                String::from_utf8_lossy(&order)
+            );
+        }
+    }
+    let pkl = zip.read(&format!("{prefix}/data.pkl"))?;
+    let mut cache: HashMap<String, (UntypedStorage, Option<DType>, u64)> = HashMap::new();
+    let mut load_storage = |r: &StorageRef| -> Result<UntypedStorage> {
+        if let Some((s, dtype, numel)) = cache.get(r.key) {
+            if *dtype != r.dtype || *numel != r.numel {
+                bail!(Io, "torch.load: storage '{}' is referenced with different types or sizes", r.key);
+            }
+            return Ok(s.clone());
+        }
+        if r.key.is_empty()
+            || r.key.len() > 64
+            || !r.key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            bail!(Io, "torch.load: invalid storage key {:?}", r.key);
+        }
+        let name = format!("{prefix}/data/{}", r.key);
+        let Some(size) = zip.size(&name) else {
+            bail!(Io, "torch.load: the checkpoint has no record {name} for a storage it uses");
+        };
+        let esize = r.dtype.map_or(1, DType::size_in_bytes) as u64;
+        if r.numel.checked_mul(esize) != Some(size) {
+            bail!(
+                Io,
+                "torch.load: storage '{}' should hold {} elements of {} bytes, but its record has {size} bytes",
+                r.key,
+                r.numel,
+                esize
+            );
+        }
+        let size =
+            usize::try_from(size).map_err(|_| err!(OutOfMemory, "torch.load: storage of {size} bytes"))?;
+        let s = UntypedStorage::new_with(size, |buf| zip.read_into(&name, buf))?;
+        cache.insert(r.key.to_string(), (s.clone(), r.dtype, r.numel));
+        Ok(s)
+    };
+    unpickle(&pkl, &mut load_storage)
+}
+
+/// Refuses, with a clear message, files that are not zip checkpoints.
+fn check_kind<R: Read + Seek>(src: &mut R) -> Result<()> {
+    let mut head = [0u8; 512];
+    let mut n = 0;
+    src.seek(SeekFrom::Start(0)).map_err(|e| err!(Io, "torch.load: cannot seek: {e}"))?;
+    while n < head.len() {
+        match src.read(&mut head[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => bail!(Io, "torch.load: read failed: {e}"),
+        }
+    }
+    let head = &head[..n];
+    if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
+        return Ok(());
+    }
+    // The legacy format starts with a pickled magic number, 0x1950a86a20f9469cfc6c.
+    const LEGACY_MAGIC: &[u8] = b"\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
+    if head.len() >= 2 + LEGACY_MAGIC.len() && head[0] == 0x80 && head[2..].starts_with(LEGACY_MAGIC) {
+        bail!(
+            NotImplemented,
+            "torch.load: this is a legacy (pre-1.6, non-zip) PyTorch checkpoint, which Pyrite does not read; \
+             load it in PyTorch and save it again with torch.save (the zip format, default since 1.6)"
+        );
+    }
+    if head.len() >= 262 && &head[257..262] == b"ustar" {
+        bail!(NotImplemented, "torch.load: this is a tar-format legacy PyTorch checkpoint (before 0.4), which Pyrite does not read");
+    }
+    if head.len() >= 9 && head[8] == b'{' {
+        bail!(
+            NotImplemented,
+            "torch.load: this looks like a safetensors file, not a torch.save checkpoint; use pyrite::nn::load_safetensors"
+        );
+    }
+    bail!(Io, "torch.load: not a PyTorch checkpoint (expected the zip archive torch.save writes)")
+}
+
+/// The folder of the archive's records (PyTorch names it after the file, or `archive`);
+/// refuses TorchScript archives.
+fn archive_prefix<R: Read + Seek>(zip: &ZipReader<R>) -> Result<String> {
+    let mut prefixes = Vec::new();
+    for name in zip.names() {
+        let Some((top, rest)) = name.split_once('/') else { continue };
+        if rest == "constants.pkl" || rest.starts_with("code/") {
+            bail!(
+                NotImplemented,
+                "torch.load: this is a TorchScript archive (written by torch.jit.save), which holds code; \
+                 Pyrite reads torch.save checkpoints only (save the module's state_dict() instead)"
+            );
+        }
+        if rest == "data.pkl" {
+            prefixes.push(top.to_string());
+        }
+    }
+    match prefixes.len() {
+        1 => Ok(prefixes.pop().expect("one prefix")),
+        0 => {
+            bail!(Io, "torch.load: the zip archive has no data.pkl record; it is not a torch.save checkpoint")
+        }
+        n => bail!(
+            Io,
+            "torch.load: the zip archive has {n} data.pkl records; it is not a torch.save checkpoint"
+        ),
+    }
+}
