@@ -23,7 +23,11 @@ fn info() -> J {
 }
 
 fn tensors() -> HashMap<String, Tensor> {
-    pyrite::nn::load_safetensors(data_path("models.safetensors")).unwrap().iter().map(|(k, t)| (k.to_string(), t.clone())).collect()
+    pyrite::nn::load_safetensors(data_path("models.safetensors"))
+        .unwrap()
+        .iter()
+        .map(|(k, t)| (k.to_string(), t.clone()))
+        .collect()
 }
 
 // ------------------------------------------------------------------------------- the formula
@@ -169,7 +173,11 @@ fn assert_close(got: &Tensor, want: &Tensor, tol: f64, what: &str) {
     let w = want.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
     let scale = w.iter().fold(1.0f64, |m, x| m.max(x.abs()));
     for (i, (a, b)) in g.iter().zip(&w).enumerate() {
-        assert!((a - b).abs() <= tol * scale, "{what}: element {i}: got {a}, want {b} (tolerance {})", tol * scale);
+        assert!(
+            (a - b).abs() <= tol * scale,
+            "{what}: element {i}: got {a}, want {b} (tolerance {})",
+            tol * scale
+        );
     }
 }
 
@@ -185,7 +193,8 @@ fn check_init(model: &dyn Module, linear_normal: bool, what: &str) {
         let m = v.iter().sum::<f64>() / v.len() as f64;
         (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / v.len() as f64).sqrt()
     };
-    let all = |t: &Tensor, x: f64| t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap().iter().all(|&v| v == x);
+    let all =
+        |t: &Tensor, x: f64| t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap().iter().all(|&v| v == x);
     for (name, m) in model.named_modules() {
         let any = m.as_any();
         if let Some(c) = any.downcast_ref::<Conv2d>() {
@@ -197,8 +206,13 @@ fn check_init(model: &dyn Module, linear_normal: bool, what: &str) {
             }
             assert!(c.bias.as_ref().is_none_or(|b| all(b, 0.0)), "{what}: {name}.bias");
         } else if let Some(bn) = any.downcast_ref::<BatchNorm2d>() {
-            assert!(all(bn.weight.as_ref().unwrap(), 1.0) && all(bn.bias.as_ref().unwrap(), 0.0), "{what}: {name}");
-            assert!(all(bn.running_mean.as_ref().unwrap(), 0.0) && all(bn.running_var.as_ref().unwrap(), 1.0));
+            assert!(
+                all(bn.weight.as_ref().unwrap(), 1.0) && all(bn.bias.as_ref().unwrap(), 0.0),
+                "{what}: {name}"
+            );
+            assert!(
+                all(bn.running_mean.as_ref().unwrap(), 0.0) && all(bn.running_var.as_ref().unwrap(), 1.0)
+            );
         } else if let Some(l) = any.downcast_ref::<Linear>() {
             if linear_normal {
                 let got = std_of(&l.weight);
@@ -221,7 +235,8 @@ fn check(case: &str) {
     let info = info();
     let c = &info["cases"][case];
     let ctor = c["constructor"].as_str().unwrap();
-    let _one_vgg_at_a_time = ctor.starts_with("vgg").then(|| VGG_MEMORY.lock().unwrap_or_else(|e| e.into_inner()));
+    let _one_vgg_at_a_time =
+        ctor.starts_with("vgg").then(|| VGG_MEMORY.lock().unwrap_or_else(|e| e.into_inner()));
     // one VGG (the smallest) checks its init; the others skip it
     let init = !ctor.starts_with("vgg") || case == "vgg11";
     let model = build(ctor, &c["kwargs"], init);
@@ -244,7 +259,10 @@ fn check(case: &str) {
     for ((key, shape, _), sum) in want.iter().zip(c["sums"].as_array().unwrap()) {
         let (t, s, l1) = formula(key, shape, w);
         let want_sum = sum.as_f64().unwrap();
-        assert!((s - want_sum).abs() <= 1e-9 * l1.max(1.0), "{case}: {key}: formula sum {s}, torchvision's {want_sum}");
+        assert!(
+            (s - want_sum).abs() <= 1e-9 * l1.max(1.0),
+            "{case}: {key}: formula sum {s}, torchvision's {want_sum}"
+        );
         sd.insert(key.clone(), t);
     }
     let r = model.load_state_dict(&sd, true).unwrap();
@@ -327,7 +345,8 @@ fn mobilenet_v2_width_half_matches_torchvision() {
 fn a_torchvision_state_dict_file_loads_strictly_and_gives_torchvisions_output() {
     let info = info();
     let real = &info["real"];
-    let model = mobilenet_v2(MobileNetV2Options { width_mult: 0.1, num_classes: 10, ..Default::default() }).unwrap();
+    let model =
+        mobilenet_v2(MobileNetV2Options { width_mult: 0.1, num_classes: 10, ..Default::default() }).unwrap();
     assert_eq!(layout(&model.state_dict().unwrap()), layout_of(&real["state_dict"]));
     let sd = pyrite::nn::load_safetensors(data_path(real["file"].as_str().unwrap())).unwrap();
     let r = model.load_state_dict(&sd, true).unwrap();
@@ -344,16 +363,27 @@ fn a_torchvision_state_dict_file_loads_strictly_and_gives_torchvisions_output() 
 /// `repr(model)`, but for torchvision's `inplace=True` activations (Pyrite's ReLU and ReLU6
 /// have no in-place form: they print `ReLU()`).
 fn torchvision_repr(c: &J) -> String {
-    c["repr"].as_str().unwrap().replace("ReLU(inplace=True)", "ReLU()").replace("ReLU6(inplace=True)", "ReLU6()")
+    c["repr"]
+        .as_str()
+        .unwrap()
+        .replace("ReLU(inplace=True)", "ReLU()")
+        .replace("ReLU6(inplace=True)", "ReLU6()")
 }
 
 #[test]
 fn display_is_torchvisions_repr() {
     let info = info();
     for (case, model) in [
-        ("resnet18", Box::new(resnet18(ResNetOptions { num_classes: 10, ..Default::default() }).unwrap()) as Box<dyn Module>),
+        (
+            "resnet18",
+            Box::new(resnet18(ResNetOptions { num_classes: 10, ..Default::default() }).unwrap())
+                as Box<dyn Module>,
+        ),
         ("resnet50", Box::new(resnet50(ResNetOptions { num_classes: 10, ..Default::default() }).unwrap())),
-        ("mobilenet_v2", Box::new(mobilenet_v2(MobileNetV2Options { num_classes: 10, ..Default::default() }).unwrap())),
+        (
+            "mobilenet_v2",
+            Box::new(mobilenet_v2(MobileNetV2Options { num_classes: 10, ..Default::default() }).unwrap()),
+        ),
     ] {
         let want = torchvision_repr(&info["cases"][case]);
         let got = model.repr();
@@ -422,7 +452,9 @@ fn a_frozen_backbone_with_a_new_head_trains_only_the_head() -> pyrite::Result<()
 
 #[test]
 fn zero_init_residual_zeroes_the_last_norm_of_each_branch() -> pyrite::Result<()> {
-    let zero = |m: &dyn Module, key: &str| m.get_parameter(key).unwrap().abs().unwrap().max().unwrap().item::<f32>().unwrap() == 0.0;
+    let zero = |m: &dyn Module, key: &str| {
+        m.get_parameter(key).unwrap().abs().unwrap().max().unwrap().item::<f32>().unwrap() == 0.0
+    };
     let r18 = resnet18(ResNetOptions { num_classes: 10, zero_init_residual: true, ..Default::default() })?;
     assert!(zero(&r18, "layer1.0.bn2.weight") && zero(&r18, "layer4.1.bn2.weight"));
     assert!(!zero(&r18, "layer1.0.bn1.weight") && !zero(&r18, "layer2.0.downsample.1.weight"));
@@ -471,20 +503,24 @@ fn blocks_pass_gradcheck_in_f64() -> pyrite::Result<()> {
 fn bad_configurations_and_inputs_are_errors() {
     let err = |r: pyrite::Result<()>| r.unwrap_err().to_string();
     let r = |o: ResNetOptions| err(resnet18(o).map(drop));
-    assert!(r(ResNetOptions { width_per_group: 32, ..Default::default() }).contains("BasicBlock only supports groups=1 and base_width=64"));
+    assert!(r(ResNetOptions { width_per_group: 32, ..Default::default() })
+        .contains("BasicBlock only supports groups=1 and base_width=64"));
     assert!(r(ResNetOptions { groups: 2, ..Default::default() }).contains("BasicBlock only supports"));
     assert!(r(ResNetOptions { replace_stride_with_dilation: [false, true, false], ..Default::default() })
         .contains("Dilation > 1 not supported in BasicBlock"));
-    assert!(err(ResNet::new(Block::Bottleneck, [3, 0, 6, 3], Default::default()).map(drop)).contains("at least one block"));
+    assert!(err(ResNet::new(Block::Bottleneck, [3, 0, 6, 3], Default::default()).map(drop))
+        .contains("at least one block"));
     assert!(err(InvertedResidual::new(8, 8, 3, 6).map(drop)).contains("stride should be 1 or 2 instead of 3"));
     let m = |o: MobileNetV2Options| err(mobilenet_v2(o).map(drop));
     assert!(m(MobileNetV2Options { width_mult: 0.0, ..Default::default() }).contains("width_mult"));
     assert!(m(MobileNetV2Options { width_mult: f64::NAN, ..Default::default() }).contains("width_mult"));
-    assert!(m(MobileNetV2Options { inverted_residual_setting: Some(vec![]), ..Default::default() }).contains("non-empty"));
+    assert!(m(MobileNetV2Options { inverted_residual_setting: Some(vec![]), ..Default::default() })
+        .contains("non-empty"));
     assert!(m(MobileNetV2Options { dropout: 1.5, ..Default::default() }).contains("between 0 and 1"));
     assert!(m(MobileNetV2Options { round_nearest: 0, ..Default::default() }).contains("round_nearest"));
     let features = make_layers(&[VggLayer::Conv(8), VggLayer::MaxPool], false).unwrap();
-    assert!(err(Vgg::new(features, VggOptions { dropout: -0.1, ..Default::default() }).map(drop)).contains("dropout"));
+    assert!(err(Vgg::new(features, VggOptions { dropout: -0.1, ..Default::default() }).map(drop))
+        .contains("dropout"));
 
     let model = resnet18(ResNetOptions { num_classes: 10, ..Default::default() }).unwrap();
     model.eval();

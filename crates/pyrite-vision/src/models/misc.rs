@@ -2,9 +2,7 @@
 //! activation, the building block of MobileNetV2 (and of most mobile networks).
 
 use pyrite_core::{bail, Result, Tensor};
-use pyrite_nn::{
-    BatchNorm2d, Conv2d, ConvOptions, Hardswish, Module, ModuleBase, ReLU, ReLU6, SiLU,
-};
+use pyrite_nn::{BatchNorm2d, Conv2d, ConvOptions, Hardswish, Module, ModuleBase, ReLU, ReLU6, SiLU};
 
 /// The activation of a [`Conv2dNormActivation`] (`activation_layer=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

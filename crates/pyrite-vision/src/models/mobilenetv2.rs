@@ -123,8 +123,15 @@ impl Default for MobileNetV2Options {
 }
 
 /// The paper's stages: `[t, c, n, s]`.
-const SETTING: [[usize; 4]; 7] =
-    [[1, 16, 1, 1], [6, 24, 2, 2], [6, 32, 3, 2], [6, 64, 4, 2], [6, 96, 3, 1], [6, 160, 3, 2], [6, 320, 1, 1]];
+const SETTING: [[usize; 4]; 7] = [
+    [1, 16, 1, 1],
+    [6, 24, 2, 2],
+    [6, 32, 3, 2],
+    [6, 64, 4, 2],
+    [6, 96, 3, 1],
+    [6, 160, 3, 2],
+    [6, 320, 1, 1],
+];
 
 /// torchvision's `MobileNetV2`: `features` (a stride-2 3x3 stem, 17 inverted residual blocks,
 /// a 1x1 convolution to `last_channel`), global average pooling, and `classifier` =
@@ -147,7 +154,11 @@ impl MobileNetV2 {
             bail!(Value, "MobileNetV2: round_nearest must be positive, got 0");
         }
         if !(0.0..=1.0).contains(&opts.dropout) {
-            bail!(Value, "MobileNetV2: dropout probability has to be between 0 and 1, but got {}", opts.dropout);
+            bail!(
+                Value,
+                "MobileNetV2: dropout probability has to be between 0 and 1, but got {}",
+                opts.dropout
+            );
         }
         let setting = opts.inverted_residual_setting.clone().unwrap_or_else(|| SETTING.to_vec());
         if setting.is_empty() {
@@ -173,8 +184,9 @@ impl MobileNetV2 {
             }
         }
         features.push(Conv2dNormActivation::new(input_channel, last_channel, relu6(1, 1))?);
-        let classifier =
-            Sequential::new().append(Dropout::new(opts.dropout)?).append(Linear::new(last_channel, opts.num_classes)?);
+        let classifier = Sequential::new()
+            .append(Dropout::new(opts.dropout)?)
+            .append(Linear::new(last_channel, opts.num_classes)?);
         let model = MobileNetV2 { base: ModuleBase::new(), last_channel, features, classifier };
         init_weights(&model, LinearInit::Normal)?;
         Ok(model)

@@ -35,7 +35,8 @@ pub use resnet::{
     resnet101, resnet152, resnet18, resnet34, resnet50, BasicBlock, Block, Bottleneck, ResNet, ResNetOptions,
 };
 pub use vgg::{
-    make_layers, vgg11, vgg11_bn, vgg13, vgg13_bn, vgg16, vgg16_bn, vgg19, vgg19_bn, Vgg, VggLayer, VggOptions,
+    make_layers, vgg11, vgg11_bn, vgg13, vgg13_bn, vgg16, vgg16_bn, vgg19, vgg19_bn, Vgg, VggLayer,
+    VggOptions,
 };
 
 use pyrite_core::Result;

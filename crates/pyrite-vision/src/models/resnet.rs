@@ -238,7 +238,9 @@ impl Builder {
         let (inp, g, w) = (self.inplanes, self.groups, self.base_width);
         match self.block {
             Block::Basic => layer.push(BasicBlock::new(inp, planes, stride, downsample, g, w, dilation)?),
-            Block::Bottleneck => layer.push(Bottleneck::new(inp, planes, stride, downsample, g, w, dilation)?),
+            Block::Bottleneck => {
+                layer.push(Bottleneck::new(inp, planes, stride, downsample, g, w, dilation)?)
+            }
         }
         self.inplanes = planes * self.block.expansion();
         Ok(())
@@ -256,7 +258,9 @@ impl Builder {
         }
         let out = planes * self.block.expansion();
         let downsample = if stride != 1 || self.inplanes != out {
-            Some(Sequential::new().append(conv1x1(self.inplanes, out, stride)?).append(BatchNorm2d::new(out)?))
+            Some(
+                Sequential::new().append(conv1x1(self.inplanes, out, stride)?).append(BatchNorm2d::new(out)?),
+            )
         } else {
             None
         };
@@ -284,7 +288,13 @@ impl ResNet {
                 opts.width_per_group
             );
         }
-        let mut b = Builder { block, inplanes: 64, dilation: 1, groups: opts.groups, base_width: opts.width_per_group };
+        let mut b = Builder {
+            block,
+            inplanes: 64,
+            dilation: 1,
+            groups: opts.groups,
+            base_width: opts.width_per_group,
+        };
         let [d2, d3, d4] = opts.replace_stride_with_dilation;
         let stem = ConvOptions::new().stride(2).padding(3).bias(false);
         let model = ResNet {

@@ -35,55 +35,43 @@ pub enum VggLayer {
 
 use VggLayer::{Conv as C, MaxPool as M};
 
+// torchvision's configurations, one row per stage (each ends with a max-pool).
+
 /// Configuration "A" (VGG-11).
-const CFG_A: &[VggLayer] = &[C(64), M, C(128), M, C(256), C(256), M, C(512), C(512), M, C(512), C(512), M];
+#[rustfmt::skip]
+const CFG_A: &[VggLayer] = &[
+    C(64), M,
+    C(128), M,
+    C(256), C(256), M,
+    C(512), C(512), M,
+    C(512), C(512), M,
+];
 /// Configuration "B" (VGG-13).
-const CFG_B: &[VggLayer] =
-    &[C(64), C(64), M, C(128), C(128), M, C(256), C(256), M, C(512), C(512), M, C(512), C(512), M];
+#[rustfmt::skip]
+const CFG_B: &[VggLayer] = &[
+    C(64), C(64), M,
+    C(128), C(128), M,
+    C(256), C(256), M,
+    C(512), C(512), M,
+    C(512), C(512), M,
+];
 /// Configuration "D" (VGG-16).
+#[rustfmt::skip]
 const CFG_D: &[VggLayer] = &[
-    C(64),
-    C(64),
-    M,
-    C(128),
-    C(128),
-    M,
-    C(256),
-    C(256),
-    C(256),
-    M,
-    C(512),
-    C(512),
-    C(512),
-    M,
-    C(512),
-    C(512),
-    C(512),
-    M,
+    C(64), C(64), M,
+    C(128), C(128), M,
+    C(256), C(256), C(256), M,
+    C(512), C(512), C(512), M,
+    C(512), C(512), C(512), M,
 ];
 /// Configuration "E" (VGG-19).
+#[rustfmt::skip]
 const CFG_E: &[VggLayer] = &[
-    C(64),
-    C(64),
-    M,
-    C(128),
-    C(128),
-    M,
-    C(256),
-    C(256),
-    C(256),
-    C(256),
-    M,
-    C(512),
-    C(512),
-    C(512),
-    C(512),
-    M,
-    C(512),
-    C(512),
-    C(512),
-    C(512),
-    M,
+    C(64), C(64), M,
+    C(128), C(128), M,
+    C(256), C(256), C(256), C(256), M,
+    C(512), C(512), C(512), C(512), M,
+    C(512), C(512), C(512), C(512), M,
 ];
 
 /// `make_layers(cfg, batch_norm)`: the `features` of a VGG, from 3 input channels; a
@@ -152,8 +140,12 @@ impl Vgg {
             .append(ReLU::new())
             .append(Dropout::new(opts.dropout)?)
             .append(Linear::new(4096, opts.num_classes)?);
-        let model =
-            Vgg { base: ModuleBase::new(), features, avgpool: AdaptiveAvgPool2d::new(&[Some(7), Some(7)]), classifier };
+        let model = Vgg {
+            base: ModuleBase::new(),
+            features,
+            avgpool: AdaptiveAvgPool2d::new(&[Some(7), Some(7)]),
+            classifier,
+        };
         if opts.init_weights {
             init_weights(&model, LinearInit::Normal)?;
         }
