@@ -11,7 +11,13 @@
 //! ```
 //!
 //! The last line is a summary a script can read:
-//! `transfer 5-9: fine-tuned 93.1% vs from scratch 78.4%`.
+//! `transfer 5-9: fine-tuned 97.8% vs from scratch 97.2%` (seed 0).
+//!
+//! An honest note on the numbers: these 8x8 digits are easy, and this small CNN trained from
+//! scratch on 100 images already reaches about 97%, so here transfer only matches it (seeds
+//! 0-4: 97.5% vs 97.4% on average; the frozen backbone with a new head alone gets 96-98%). The
+//! example is about the workflow, which is the same for a ResNet from
+//! `pyrite::vision::models` loaded with torchvision's weights.
 
 use pyrite::data::{DataLoader, DataLoaderOptions, Dataset, TensorDataset};
 use pyrite::nn::{
@@ -25,6 +31,9 @@ use pyrite::Generator;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// The backbone's output: 64 channels of 4x4.
+const FEATURES: usize = 64 * 4 * 4;
 
 /// A backbone (`features`: two conv-BatchNorm-ReLU blocks, a max-pool and a 64-wide embedding)
 /// and a head (`fc`), split as torchvision's models are.
@@ -46,10 +55,8 @@ impl Net {
             .append(BatchNorm2d::new(64)?)
             .append(ReLU::new())
             .append(MaxPool2d::new(2, PoolOptions::new()))
-            .append(Flatten::new())
-            .append(Linear::new(64 * 4 * 4, 64)?)
-            .append(ReLU::new());
-        Ok(Net { base: ModuleBase::new(), features, fc: Linear::new(64, num_classes)? })
+            .append(Flatten::new());
+        Ok(Net { base: ModuleBase::new(), features, fc: Linear::new(FEATURES, num_classes)? })
     }
 }
 
@@ -181,7 +188,7 @@ fn run(seed: u64, per_class: usize) -> Result<()> {
     let mut model = Net::new(5)?;
     model.load_state_dict(&load_safetensors(&checkpoint)?, true)?;
     model.features.requires_grad_(false)?;
-    model.fc = Linear::new(64, 5)?;
+    model.fc = Linear::new(FEATURES, 5)?;
     let trainable: Vec<Tensor> = model.parameters().into_iter().filter(|p| p.requires_grad()).collect();
     println!(
         "frozen backbone: {} of {} parameters trainable",
@@ -197,10 +204,10 @@ fn run(seed: u64, per_class: usize) -> Result<()> {
     //    BatchNorms keep the pretrained statistics (batches of 20 would estimate them badly).
     model.features.requires_grad_(true)?;
     let groups = vec![
-        ParamGroup::new(model.features.parameters()).with("lr", 3e-4),
+        ParamGroup::new(model.features.parameters()).with("lr", 1e-4),
         ParamGroup::new(model.fc.parameters()),
     ];
-    let mut opt = Adam::with_groups(groups, adam(3e-3))?;
+    let mut opt = Adam::with_groups(groups, adam(1e-3))?;
     train(&model, &mut opt, &few, 20, true)?;
     let fine_tuned = accuracy(&model, &x_test, &y_test)?;
     println!("fine-tuned after unfreezing: test accuracy {:.1}%", 100.0 * fine_tuned);
