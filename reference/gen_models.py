@@ -27,7 +27,7 @@ with safetensors.torch.save_file (0.4 MB) -> data/mobilenet_v2_x0_1.safetensors.
 Writes data/models.safetensors (inputs `input.<size>`, outputs `out.<case>`), data/models.json
 (per case: constructor, kwargs, input, W, the ordered state_dict keys with shapes and dtypes, the
 per-key sums, and for a few cases the repr) and data/mobilenet_v2_x0_1.safetensors.
-Run: python3 reference/gen_models.py  (about two minutes: the VGG fills are large)
+Run: python3 reference/gen_models.py  (about three minutes: the VGG fills are large)
 """
 import json
 import os
