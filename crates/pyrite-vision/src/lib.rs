@@ -1,8 +1,20 @@
 //! # pyrite-vision
 //!
-//! The part of torchvision that feeds [`pyrite_data`]: [`datasets`] (the vendored digits,
-//! image folders and the common binary formats) and [`transforms`] (tensor image transforms;
-//! the random ones draw from the loader's per-sample generator).
+//! The part of torchvision that feeds [`pyrite_data`] and builds on [`pyrite_nn`]: [`datasets`]
+//! (the vendored digits, image folders and the common binary formats), [`transforms`] (tensor
+//! image transforms; the random ones draw from the loader's per-sample generator) and
+//! [`models`] (ResNet, VGG, MobileNetV2 with torchvision's names, so its state_dicts load).
+
+extern crate self as pyrite;
 
 pub mod datasets;
+pub mod models;
 pub mod transforms;
+
+// The paths `#[derive(Module)]` generates (`::pyrite::nn::...`, `::pyrite::Result`) resolve
+// inside this crate too (private items), as in pyrite-nn, so the models use the derive like any
+// user struct.
+mod nn {
+    pub use pyrite_nn::*;
+}
+use pyrite_core::Result;

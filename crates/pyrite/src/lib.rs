@@ -29,7 +29,7 @@ pub mod data {
     pub use pyrite_data::*;
 }
 
-/// torchvision's `datasets` and `transforms` (the `pyrite-vision` crate).
+/// torchvision's `datasets`, `transforms` and `models` (the `pyrite-vision` crate).
 pub mod vision {
     pub use pyrite_vision::*;
 }
