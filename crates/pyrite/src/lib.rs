@@ -34,6 +34,12 @@ pub mod vision {
     pub use pyrite_vision::*;
 }
 
+/// Hugging Face's `transformers`: BERT-family encoders loaded from a Hugging Face folder,
+/// tokenizers and sentence embeddings (the `pyrite-transformers` crate).
+pub mod transformers {
+    pub use pyrite_transformers::*;
+}
+
 /// The names most programs need: `use pyrite::prelude::*;`.
 pub mod prelude {
     pub use pyrite_core::{idx, DType, Device, Error, Result, Scalar, Shape, Tensor, TensorIndex};
