@@ -52,7 +52,8 @@ WORDS = ["the", "cat", "dog", "sat", "on", "mat", "a", "is", "hello", "world", "
 SUFFIXES = ["##s", "##ed", "##ing", "##er", "##ly"]
 PUNCT = [".", ",", "!", "?", "'"]
 LETTERS = [chr(c) for c in range(ord("a"), ord("z") + 1)]
-VOCAB = SPECIAL + PUNCT + WORDS + SUFFIXES + LETTERS + ["##" + c for c in LETTERS]
+# Each token once, in order of first appearance ("a" is a word and a letter, "##s" a suffix and a letter).
+VOCAB = list(dict.fromkeys(SPECIAL + PUNCT + WORDS + SUFFIXES + LETTERS + ["##" + c for c in LETTERS]))
 
 SENTENCES = [
     "The cat sat on the mat.",

@@ -9,7 +9,7 @@ use common::{assert_close, bert_tiny, bert_tiny_mlm, temp_copy, Reference};
 use pyrite::autograd::{gradcheck, GradcheckOptions};
 use pyrite::nn::{load_safetensors, save_safetensors, Module, ModuleHooks, StateDict, Value};
 use pyrite::transformers::{
-    mean_pooling, normalize, BertConfig, BertInputs, BertModel, FromPretrainedOptions, HiddenAct,
+    bert::BertLayer, mean_pooling, normalize, BertConfig, BertInputs, BertModel, FromPretrainedOptions, HiddenAct,
 };
 use pyrite::warnings::catch_warnings;
 use pyrite::{DType, ErrorKind, Generator, Result, Tensor};
@@ -30,7 +30,7 @@ fn inputs(r: &Reference, batch: &str) -> BertInputs {
 fn config_is_read_from_config_json() -> Result<()> {
     let cfg = BertConfig::from_file(bert_tiny().join("config.json"))?;
     let want = BertConfig {
-        vocab_size: 91,
+        vocab_size: 89,
         hidden_size: 32,
         num_hidden_layers: 2,
         num_attention_heads: 4,
@@ -126,7 +126,8 @@ fn parameter_names_are_hugging_faces() -> Result<()> {
     let no_pooler = BertModel::with_pooling_layer(&cfg, false)?;
     assert!(!no_pooler.state_dict()?.keys().any(|k| k.starts_with("pooler")));
     assert_eq!(no_pooler.num_parameters(false), model.num_parameters(false) - 32 * 32 - 32);
-    let query = &model.encoder.layer[1].attention.self_attention().query;
+    let layer = model.encoder.layer.get_as::<BertLayer>(1).expect("a BertLayer");
+    let query = &layer.attention.self_attention().query;
     assert!(query.weight.is_same(&model.get_parameter("encoder.layer.1.attention.self.query.weight")?));
     Ok(())
 }
@@ -307,12 +308,12 @@ fn legacy_checkpoint_keys_load() -> Result<()> {
 #[test]
 fn shape_mismatch_is_an_error_naming_the_key() -> Result<()> {
     let dir = temp_copy(&bert_tiny(), "mismatch");
-    let config = std::fs::read_to_string(dir.join("config.json"))?.replace("\"vocab_size\": 91", "\"vocab_size\": 95");
+    let config = std::fs::read_to_string(dir.join("config.json"))?.replace("\"vocab_size\": 89", "\"vocab_size\": 95");
     std::fs::write(dir.join("config.json"), config)?;
     let e = BertModel::from_pretrained(&dir).unwrap_err();
     let msg = e.to_string();
     assert!(msg.contains("size mismatch for embeddings.word_embeddings.weight"), "{msg}");
-    assert!(msg.contains("[91, 32]") && msg.contains("[95, 32]"), "{msg}");
+    assert!(msg.contains("[89, 32]") && msg.contains("[95, 32]"), "{msg}");
     assert!(msg.contains(&dir.display().to_string()), "{msg}");
     std::fs::remove_dir_all(dir).ok();
     Ok(())
@@ -448,7 +449,7 @@ fn gradients_pass_finite_differences_in_f64() -> Result<()> {
         let p = model.get_parameter(name)?;
         let grad = p.grad().expect("a gradient").reshape([-1isize])?.to_vec::<f64>()?;
         let flat = p.detach().reshape([-1isize])?;
-        for i in [0usize, 5, 13] {
+        for i in [0usize, 3, 7] {
             let at = |delta: f64| -> Result<f64> {
                 let _ng = pyrite::autograd::no_grad();
                 let old = flat.select(0, i as isize)?.item::<f64>()?;

@@ -20,7 +20,7 @@ use super::config::BertConfig;
 use crate::activations::HiddenAct;
 use crate::args;
 use pyrite_core::{bail, DType, Result, Tensor};
-use pyrite_nn::{self as nn, init, Buffer, Dropout, Embedding, LayerNorm, Linear, Module, ModuleBase, Tanh, Value};
+use pyrite_nn::{self as nn, init, Buffer, Dropout, Embedding, LayerNorm, Linear, Module, ModuleBase, ModuleList, Tanh, Value};
 
 fn linear(cfg: &BertConfig, n_in: usize, n_out: usize) -> Result<Linear> {
     let l = Linear::new(n_in, n_out)?;
@@ -388,19 +388,24 @@ impl Module for BertLayer {
     }
 }
 
-/// `encoder`: the stack of layers (`encoder.layer.0`, `encoder.layer.1`, ...). Called with
-/// `(hidden_states, extended_attention_mask, output_hidden_states)`; returns the tuple
-/// `(last_hidden_state, hidden_states)`, the second a list of the input and every layer's
-/// output when `output_hidden_states` is true, `None` otherwise.
+/// `encoder`: the stack of layers, a `ModuleList` as in Hugging Face (`encoder.layer.0`,
+/// `encoder.layer.1`, ...; `layer.get_as::<BertLayer>(i)` for one, typed). Layers can be
+/// removed or inserted like any `ModuleList`'s, to keep only the lower layers for example.
+/// Called with `(hidden_states, extended_attention_mask, output_hidden_states)`; returns the
+/// tuple `(last_hidden_state, hidden_states)`, the second a list of the input and every
+/// layer's output when `output_hidden_states` is true, `None` otherwise.
 #[derive(nn::Module)]
 pub struct BertEncoder {
     base: ModuleBase,
-    pub layer: Vec<BertLayer>,
+    pub layer: ModuleList,
 }
 
 impl BertEncoder {
     pub fn new(cfg: &BertConfig) -> Result<BertEncoder> {
-        let layer = (0..cfg.num_hidden_layers).map(|_| BertLayer::new(cfg)).collect::<Result<_>>()?;
+        let mut layer = ModuleList::new();
+        for _ in 0..cfg.num_hidden_layers {
+            layer.push(BertLayer::new(cfg)?);
+        }
         Ok(BertEncoder { base: ModuleBase::new(), layer })
     }
 }
@@ -413,7 +418,7 @@ impl Module for BertEncoder {
         let m = args::tensor(a.next().unwrap_or_default(), OP, "attention_mask")?;
         let keep = args::flag(a.next().unwrap_or_default(), OP, "output_hidden_states")?;
         let mut all = Vec::new();
-        for layer in &self.layer {
+        for layer in self.layer.iter() {
             if keep {
                 all.push(h.clone());
             }
@@ -666,6 +671,13 @@ impl BertModel {
             None => None,
         };
         Ok(BertModelOutput { last_hidden_state, pooler_output, hidden_states })
+    }
+}
+
+/// The module tree (`Display`), so that `Result<BertModel>` can be unwrapped.
+impl std::fmt::Debug for BertModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.repr())
     }
 }
 
