@@ -61,12 +61,12 @@ pub mod pooling;
 pub mod tokenization;
 
 pub use activations::HiddenAct;
-pub use bert::{
-    BertConfig, BertInputs, BertModel, BertModelOutput, FromPretrainedOptions, LoadingInfo,
-};
+pub use bert::{BertConfig, BertInputs, BertModel, BertModelOutput, FromPretrainedOptions, LoadingInfo};
 pub use pooling::{cls_pooling, max_pooling, mean_pooling, normalize};
 #[cfg(feature = "tokenizers")]
-pub use tokenization::{AutoTokenizer, BatchEncoding, BertTokenizerFast, Padding, PaddingSide, TokenizerOptions};
+pub use tokenization::{
+    AutoTokenizer, BatchEncoding, BertTokenizerFast, Padding, PaddingSide, TokenizerOptions,
+};
 
 // The paths `#[derive(Module)]` generates (`::pyrite::nn::...`, `::pyrite::Result`); private,
 // so `pyrite::transformers::nn` does not exist for users.

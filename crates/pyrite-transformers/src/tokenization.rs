@@ -19,7 +19,9 @@
 use crate::bert::BertInputs;
 use pyrite_core::{bail, err, Result, Tensor};
 use std::path::Path;
-use tokenizers::{EncodeInput, Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+use tokenizers::{
+    EncodeInput, Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy,
+};
 
 /// `padding=` of a tokenizer call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -58,7 +60,12 @@ pub struct TokenizerOptions {
 
 impl Default for TokenizerOptions {
     fn default() -> Self {
-        TokenizerOptions { padding: Padding::DoNotPad, truncation: false, max_length: None, add_special_tokens: true }
+        TokenizerOptions {
+            padding: Padding::DoNotPad,
+            truncation: false,
+            max_length: None,
+            add_special_tokens: true,
+        }
     }
 }
 
@@ -132,7 +139,8 @@ impl AutoTokenizer {
     /// the file's padding settings name one), and there is no `model_max_length`.
     pub fn from_file(path: impl AsRef<Path>) -> Result<AutoTokenizer> {
         let path = path.as_ref();
-        let mut inner = Tokenizer::from_file(path).map_err(|e| tok_err(&format!("reading {}", path.display()), e))?;
+        let mut inner =
+            Tokenizer::from_file(path).map_err(|e| tok_err(&format!("reading {}", path.display()), e))?;
         let from_file_padding = inner.get_padding().map(|p| p.pad_token.clone());
         // A call sets padding and truncation itself, as `transformers` does: the file's own
         // settings are switched off.
@@ -145,7 +153,8 @@ impl AutoTokenizer {
             padding_side: PaddingSide::Right,
             model_max_length: None,
         };
-        let pad = from_file_padding.filter(|p| t.inner.token_to_id(p).is_some()).unwrap_or_else(|| "[PAD]".into());
+        let pad =
+            from_file_padding.filter(|p| t.inner.token_to_id(p).is_some()).unwrap_or_else(|| "[PAD]".into());
         if t.inner.token_to_id(&pad).is_some() {
             t.set_pad_token(&pad)?;
         }
@@ -164,11 +173,13 @@ impl AutoTokenizer {
             None => {}
             Some("right") => self.padding_side = PaddingSide::Right,
             Some("left") => self.padding_side = PaddingSide::Left,
-            Some(other) => bail!(Value, "AutoTokenizer: padding_side should be \"right\" or \"left\", got \"{other}\""),
+            Some(other) => {
+                bail!(Value, "AutoTokenizer: padding_side should be \"right\" or \"left\", got \"{other}\"")
+            }
         }
         // `transformers` writes a huge number (int(1e30)) for "no limit".
         if let Some(n) = cfg.get("model_max_length").and_then(|v| v.as_f64()) {
-            self.model_max_length = (n >= 1.0 && n < 1e15).then_some(n as usize);
+            self.model_max_length = (1.0..1e15).contains(&n).then_some(n as usize);
         }
         Ok(())
     }

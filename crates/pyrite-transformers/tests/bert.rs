@@ -9,7 +9,8 @@ use common::{assert_close, bert_tiny, bert_tiny_mlm, temp_copy, Reference};
 use pyrite::autograd::{gradcheck, GradcheckOptions};
 use pyrite::nn::{load_safetensors, save_safetensors, Module, ModuleHooks, StateDict, Value};
 use pyrite::transformers::{
-    bert::BertLayer, mean_pooling, normalize, BertConfig, BertInputs, BertModel, FromPretrainedOptions, HiddenAct,
+    bert::BertLayer, mean_pooling, normalize, BertConfig, BertInputs, BertModel, FromPretrainedOptions,
+    HiddenAct,
 };
 use pyrite::warnings::catch_warnings;
 use pyrite::{DType, ErrorKind, Generator, Result, Tensor};
@@ -63,14 +64,22 @@ fn config_defaults_are_hugging_faces() -> Result<()> {
         r#"{{{MINIMAL}, "hidden_act": "gelu_new", "pad_token_id": null, "position_embedding_type": "absolute"}}"#
     ))?;
     assert_eq!((cfg.hidden_act, cfg.pad_token_id), (HiddenAct::GeluTanh, None));
-    assert_eq!(BertConfig::from_json_str(&format!(r#"{{{MINIMAL}, "hidden_act": "relu"}}"#))?.hidden_act, HiddenAct::Relu);
+    assert_eq!(
+        BertConfig::from_json_str(&format!(r#"{{{MINIMAL}, "hidden_act": "relu"}}"#))?.hidden_act,
+        HiddenAct::Relu
+    );
     Ok(())
 }
 
 #[test]
 fn config_errors_name_the_field() {
-    for field in ["vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"] {
-        let json = format!("{{{}}}", MINIMAL.split(", ").filter(|kv| !kv.contains(field)).collect::<Vec<_>>().join(", "));
+    for field in
+        ["vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"]
+    {
+        let json = format!(
+            "{{{}}}",
+            MINIMAL.split(", ").filter(|kv| !kv.contains(field)).collect::<Vec<_>>().join(", ")
+        );
         let e = config_error(&json);
         assert!(e.to_string().contains(&format!("missing the required field \"{field}\"")), "{e}");
     }
@@ -79,7 +88,10 @@ fn config_errors_name_the_field() {
     assert!(e.to_string().contains("relative_key"), "{e}");
     let e = config_error(&format!(r#"{{{MINIMAL}, "hidden_act": "quick_gelu"}}"#));
     assert!(e.to_string().contains("quick_gelu"), "{e}");
-    let e = config_error(&format!("{{{}}}", MINIMAL.replace("\"num_attention_heads\": 2", "\"num_attention_heads\": 3")));
+    let e = config_error(&format!(
+        "{{{}}}",
+        MINIMAL.replace("\"num_attention_heads\": 2", "\"num_attention_heads\": 3")
+    ));
     assert!(e.to_string().contains("not a multiple of the number of attention heads (3)"), "{e}");
     let e = config_error(&format!("{{{}}}", MINIMAL.replace("\"hidden_size\": 8", "\"hidden_size\": \"8\"")));
     assert!(e.to_string().contains("\"hidden_size\" must be a non-negative integer"), "{e}");
@@ -96,7 +108,8 @@ fn parameter_names_are_hugging_faces() -> Result<()> {
     let cfg = BertConfig::from_file(bert_tiny().join("config.json"))?;
     let model = BertModel::new(&cfg)?;
     let ours: Vec<String> = model.state_dict()?.keys().map(String::from).collect();
-    let mut theirs: Vec<String> = load_safetensors(bert_tiny().join("model.safetensors"))?.keys().map(String::from).collect();
+    let mut theirs: Vec<String> =
+        load_safetensors(bert_tiny().join("model.safetensors"))?.keys().map(String::from).collect();
     let mut sorted = ours.clone();
     sorted.sort();
     theirs.sort();
@@ -161,7 +174,12 @@ fn forward_matches_transformers_in_f64() -> Result<()> {
         let out = model.run(&inputs(&r, batch))?;
         assert_eq!(out.last_hidden_state.dtype(), DType::F64);
         assert_close(&out.last_hidden_state, &r.get(&format!("{batch}/f64/last_hidden_state")), 1e-10, batch);
-        assert_close(out.pooler_output.as_ref().unwrap(), &r.get(&format!("{batch}/f64/pooler_output")), 1e-10, batch);
+        assert_close(
+            out.pooler_output.as_ref().unwrap(),
+            &r.get(&format!("{batch}/f64/pooler_output")),
+            1e-10,
+            batch,
+        );
     }
     Ok(())
 }
@@ -205,7 +223,8 @@ fn module_calls_take_a_tensor_a_tuple_or_keywords_and_run_hooks() -> Result<()> 
     let model = BertModel::from_pretrained(bert_tiny())?;
     let x = inputs(&r, "pairs");
     let want = r.get("pairs/last_hidden_state");
-    let (ids, mask, tt) = (x.input_ids.clone().unwrap(), x.attention_mask.clone().unwrap(), x.token_type_ids.clone().unwrap());
+    let (ids, mask, tt) =
+        (x.input_ids.clone().unwrap(), x.attention_mask.clone().unwrap(), x.token_type_ids.clone().unwrap());
     let positional = model.call_value(Value::from((ids.clone(), mask.clone(), tt.clone())))?;
     assert_close(positional.get(0)?.as_tensor()?, &want, 1e-5, "positional");
     assert_eq!(positional.get(1)?.as_tensor()?.dims(), &[2, 32]);
@@ -270,7 +289,10 @@ fn bert_prefixed_checkpoint_loads_the_encoder_and_reports_the_head() -> Result<(
     // BertForMaskedLM has no pooler: it stays as initialised.
     assert_eq!(info.missing_keys, ["pooler.dense.weight", "pooler.dense.bias"]);
     assert_eq!(warnings.len(), 2, "{warnings:?}");
-    assert!(warnings[0].contains("were not used when initializing BertModel") && warnings[0].contains("cls.predictions.bias"));
+    assert!(
+        warnings[0].contains("were not used when initializing BertModel")
+            && warnings[0].contains("cls.predictions.bias")
+    );
     assert!(warnings[1].contains("newly initialized") && warnings[1].contains("pooler.dense.weight"));
     let out = model.run(&inputs(&r, "single"))?;
     assert_close(&out.last_hidden_state, &r.get("mlm/last_hidden_state"), 1e-5, "mlm encoder");
@@ -308,7 +330,8 @@ fn legacy_checkpoint_keys_load() -> Result<()> {
 #[test]
 fn shape_mismatch_is_an_error_naming_the_key() -> Result<()> {
     let dir = temp_copy(&bert_tiny(), "mismatch");
-    let config = std::fs::read_to_string(dir.join("config.json"))?.replace("\"vocab_size\": 89", "\"vocab_size\": 95");
+    let config =
+        std::fs::read_to_string(dir.join("config.json"))?.replace("\"vocab_size\": 89", "\"vocab_size\": 95");
     std::fs::write(dir.join("config.json"), config)?;
     let e = BertModel::from_pretrained(&dir).unwrap_err();
     let msg = e.to_string();
@@ -332,7 +355,10 @@ fn folder_errors_say_what_is_missing() -> Result<()> {
     std::fs::write(dir.join("pytorch_model.bin"), b"not read")?;
     let e = BertModel::from_pretrained(&dir).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotImplemented);
-    assert!(e.to_string().contains("pytorch_model.bin") && e.to_string().contains("pyrite-serialization"), "{e}");
+    assert!(
+        e.to_string().contains("pytorch_model.bin") && e.to_string().contains("pyrite-serialization"),
+        "{e}"
+    );
     std::fs::remove_file(dir.join("config.json"))?;
     let e = BertModel::from_pretrained(&dir).unwrap_err();
     assert!(e.to_string().contains("has no config.json"), "{e}");
@@ -349,7 +375,11 @@ fn sharded_checkpoints_load() -> Result<()> {
     let (mut a, mut b) = (StateDict::new(), StateDict::new());
     let mut map = serde_json::Map::new();
     for (k, t) in sd.iter() {
-        let (part, file) = if k.starts_with("encoder.layer.1") { (&mut b, "model-2.safetensors") } else { (&mut a, "model-1.safetensors") };
+        let (part, file) = if k.starts_with("encoder.layer.1") {
+            (&mut b, "model-2.safetensors")
+        } else {
+            (&mut a, "model-1.safetensors")
+        };
         part.insert(k, t.clone());
         map.insert(k.to_string(), file.into());
     }
@@ -376,7 +406,10 @@ fn bad_inputs_are_errors() -> Result<()> {
             BertInputs { input_ids: Some(ids.clone()), inputs_embeds: Some(embeds), ..Default::default() },
             "You cannot specify both input_ids and inputs_embeds",
         ),
-        (BertInputs::ids(&Tensor::new([1i64, 2, 3])?), "input_ids must be an integer tensor of shape [batch, seq]"),
+        (
+            BertInputs::ids(&Tensor::new([1i64, 2, 3])?),
+            "input_ids must be an integer tensor of shape [batch, seq]",
+        ),
         (BertInputs::ids(&Tensor::new([[1f32, 2.]])?), "input_ids must be an integer tensor"),
         (BertInputs::ids(&Tensor::zeros([1, 7], DType::I64)?), "longer than max_position_embeddings (6)"),
         (
@@ -434,7 +467,10 @@ fn gradients_pass_finite_differences_in_f64() -> Result<()> {
             ..Default::default()
         })?;
         // the last hidden state and the pooled output, both in the checked function
-        Tensor::cat(&[out.last_hidden_state.reshape([-1isize])?, out.pooler_output.unwrap().reshape([-1isize])?], 0)
+        Tensor::cat(
+            &[out.last_hidden_state.reshape([-1isize])?, out.pooler_output.unwrap().reshape([-1isize])?],
+            0,
+        )
     };
     gradcheck(f, &[embeds], GradcheckOptions { eps: 1e-6, atol: 1e-6, rtol: 1e-4 })?;
 
@@ -459,7 +495,11 @@ fn gradients_pass_finite_differences_in_f64() -> Result<()> {
                 Ok(l)
             };
             let numeric = (at(1e-6)? - at(-1e-6)?) / 2e-6;
-            assert!((numeric - grad[i]).abs() <= 1e-6 + 1e-4 * numeric.abs(), "{name}[{i}]: autograd {} vs finite differences {numeric}", grad[i]);
+            assert!(
+                (numeric - grad[i]).abs() <= 1e-6 + 1e-4 * numeric.abs(),
+                "{name}[{i}]: autograd {} vs finite differences {numeric}",
+                grad[i]
+            );
         }
     }
     Ok(())

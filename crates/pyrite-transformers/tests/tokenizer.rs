@@ -31,7 +31,10 @@ fn assert_batch_eq(got: &BatchEncoding, r: &Reference, batch: &str) -> Result<()
 fn padded_batch_matches_transformers() -> Result<()> {
     let r = Reference::load();
     let tok = AutoTokenizer::from_pretrained(bert_tiny())?;
-    assert_eq!((tok.pad_token(), tok.pad_token_id(), tok.model_max_length()), (Some("[PAD]"), Some(0), Some(64)));
+    assert_eq!(
+        (tok.pad_token(), tok.pad_token_id(), tok.model_max_length()),
+        (Some("[PAD]"), Some(0), Some(64))
+    );
     assert_eq!(tok.len(), 89);
     let sentences = r.sentences();
     let texts: Vec<&str> = sentences.iter().map(String::as_str).collect();
@@ -64,7 +67,12 @@ fn sentence_pairs_get_token_type_one() -> Result<()> {
     let enc = tok.call_pairs(&pairs, &longest())?;
     assert_batch_eq(&enc, &r, "pairs")?;
     // Truncation, longest first, to max_length 9, padded to it.
-    let opts = TokenizerOptions { padding: Padding::MaxLength, truncation: true, max_length: Some(9), ..Default::default() };
+    let opts = TokenizerOptions {
+        padding: Padding::MaxLength,
+        truncation: true,
+        max_length: Some(9),
+        ..Default::default()
+    };
     assert_batch_eq(&tok.call_pairs(&pairs, &opts)?, &r, "trunc")
 }
 

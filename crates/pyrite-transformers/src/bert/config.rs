@@ -80,13 +80,15 @@ impl BertConfig {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path)
             .map_err(|e| err!(Io, "BertConfig: reading {}: {e}", path.display()))?;
-        BertConfig::from_json_str(&text).map_err(|e| Error::new(e.kind(), format!("{} ({})", e.message(), path.display())))
+        BertConfig::from_json_str(&text)
+            .map_err(|e| Error::new(e.kind(), format!("{} ({})", e.message(), path.display())))
     }
 
     /// Parses the text of a `config.json`. Unknown keys (`architectures`, `model_type`,
     /// `transformers_version`, ...) are ignored, as Hugging Face keeps them as plain attributes.
     pub fn from_json_str(text: &str) -> Result<BertConfig> {
-        let v: J = serde_json::from_str(text).map_err(|e| err!(Value, "BertConfig: config.json is not valid JSON: {e}"))?;
+        let v: J = serde_json::from_str(text)
+            .map_err(|e| err!(Value, "BertConfig: config.json is not valid JSON: {e}"))?;
         let Some(m) = v.as_object() else {
             bail!(Value, "BertConfig: config.json must hold a JSON object, got {}", kind(&v));
         };
@@ -136,7 +138,7 @@ impl BertConfig {
     /// The checks Hugging Face's layers make when they are built: heads divide the hidden
     /// size, the padding id is a word, the dropouts are probabilities.
     pub fn validate(&self) -> Result<()> {
-        if self.num_attention_heads == 0 || self.hidden_size % self.num_attention_heads != 0 {
+        if self.num_attention_heads == 0 || !self.hidden_size.is_multiple_of(self.num_attention_heads) {
             bail!(
                 Value,
                 "BertConfig: The hidden size ({}) is not a multiple of the number of attention heads ({})",
@@ -158,7 +160,10 @@ impl BertConfig {
             }
         }
         if self.type_vocab_size == 0 || self.max_position_embeddings == 0 || self.vocab_size == 0 {
-            bail!(Value, "BertConfig: vocab_size, max_position_embeddings and type_vocab_size must be positive");
+            bail!(
+                Value,
+                "BertConfig: vocab_size, max_position_embeddings and type_vocab_size must be positive"
+            );
         }
         Ok(())
     }
@@ -184,7 +189,8 @@ fn kind(v: &J) -> &'static str {
 }
 
 fn req_usize(m: &Map<String, J>, key: &str) -> Result<usize> {
-    opt_usize(m, key)?.ok_or_else(|| err!(Value, "BertConfig: config.json is missing the required field \"{key}\""))
+    opt_usize(m, key)?
+        .ok_or_else(|| err!(Value, "BertConfig: config.json is missing the required field \"{key}\""))
 }
 
 fn opt_usize(m: &Map<String, J>, key: &str) -> Result<Option<usize>> {

@@ -8,7 +8,8 @@ pub mod pretrained;
 
 pub use config::BertConfig;
 pub use modeling::{
-    extended_attention_mask, BertAttention, BertEmbeddings, BertEncoder, BertInputs, BertIntermediate, BertLayer,
-    BertModel, BertModelOutput, BertOutput, BertPooler, BertResidualOutput, BertSelfAttention, BertSelfOutput,
+    extended_attention_mask, BertAttention, BertEmbeddings, BertEncoder, BertInputs, BertIntermediate,
+    BertLayer, BertModel, BertModelOutput, BertOutput, BertPooler, BertResidualOutput, BertSelfAttention,
+    BertSelfOutput,
 };
 pub use pretrained::{FromPretrainedOptions, LoadingInfo};

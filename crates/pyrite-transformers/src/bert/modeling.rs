@@ -20,7 +20,10 @@ use super::config::BertConfig;
 use crate::activations::HiddenAct;
 use crate::args;
 use pyrite_core::{bail, DType, Result, Tensor};
-use pyrite_nn::{self as nn, init, Buffer, Dropout, Embedding, LayerNorm, Linear, Module, ModuleBase, ModuleList, Tanh, Value};
+use pyrite_nn::{
+    self as nn, init, Buffer, Dropout, Embedding, LayerNorm, Linear, Module, ModuleBase, ModuleList, Tanh,
+    Value,
+};
 
 fn linear(cfg: &BertConfig, n_in: usize, n_out: usize) -> Result<Linear> {
     let l = Linear::new(n_in, n_out)?;
@@ -93,9 +96,14 @@ impl BertEmbeddings {
     ) -> Result<Tensor> {
         let (batch, seq) = match (input_ids, inputs_embeds) {
             (Some(_), Some(_)) => {
-                bail!(Value, "BertEmbeddings: You cannot specify both input_ids and inputs_embeds at the same time")
+                bail!(
+                    Value,
+                    "BertEmbeddings: You cannot specify both input_ids and inputs_embeds at the same time"
+                )
             }
-            (None, None) => bail!(Value, "BertEmbeddings: You have to specify either input_ids or inputs_embeds"),
+            (None, None) => {
+                bail!(Value, "BertEmbeddings: You have to specify either input_ids or inputs_embeds")
+            }
             (Some(ids), None) => {
                 if ids.rank() != 2 || ids.dtype().is_floating_point() {
                     bail!(
@@ -209,7 +217,11 @@ impl BertSelfAttention {
     fn attend(&self, h: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
         let hidden = self.num_attention_heads * self.attention_head_size;
         if h.rank() != 3 || h.dims()[2] != hidden {
-            bail!(Shape, "BertSelfAttention: expected hidden_states of shape [batch, seq, {hidden}], got {}", h.shape());
+            bail!(
+                Shape,
+                "BertSelfAttention: expected hidden_states of shape [batch, seq, {hidden}], got {}",
+                h.shape()
+            );
         }
         let (batch, seq) = (h.dims()[0], h.dims()[1]);
         let q = self.heads(&self.query.call(h)?, batch, seq)?;
@@ -413,7 +425,8 @@ impl BertEncoder {
 impl Module for BertEncoder {
     fn forward_value(&self, input: Value) -> Result<Value> {
         const OP: &str = "BertEncoder.forward";
-        let mut a = args::bind(input, OP, &["hidden_states", "attention_mask", "output_hidden_states"])?.into_iter();
+        let mut a =
+            args::bind(input, OP, &["hidden_states", "attention_mask", "output_hidden_states"])?.into_iter();
         let mut h = args::required_tensor(a.next().unwrap_or_default(), OP, "hidden_states")?;
         let m = args::tensor(a.next().unwrap_or_default(), OP, "attention_mask")?;
         let keep = args::flag(a.next().unwrap_or_default(), OP, "output_hidden_states")?;
@@ -455,7 +468,11 @@ impl BertPooler {
 impl Module for BertPooler {
     fn forward(&self, h: &Tensor) -> Result<Tensor> {
         if h.rank() != 3 || h.dims()[1] == 0 {
-            bail!(Shape, "BertPooler: expected hidden_states of shape [batch, seq >= 1, hidden], got {}", h.shape());
+            bail!(
+                Shape,
+                "BertPooler: expected hidden_states of shape [batch, seq >= 1, hidden], got {}",
+                h.shape()
+            );
         }
         self.activation.call(&self.dense.call(&h.select(1, 0)?)?)
     }
@@ -500,8 +517,14 @@ pub struct BertInputs {
     pub output_hidden_states: bool,
 }
 
-const MODEL_ARGS: [&str; 6] =
-    ["input_ids", "attention_mask", "token_type_ids", "position_ids", "inputs_embeds", "output_hidden_states"];
+const MODEL_ARGS: [&str; 6] = [
+    "input_ids",
+    "attention_mask",
+    "token_type_ids",
+    "position_ids",
+    "inputs_embeds",
+    "output_hidden_states",
+];
 
 impl BertInputs {
     /// Just the token ids.
@@ -545,7 +568,14 @@ impl BertInputs {
             next("inputs_embeds")?,
         );
         let output_hidden_states = args::flag(a.next().unwrap_or_default(), OP, "output_hidden_states")?;
-        Ok(BertInputs { input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_hidden_states })
+        Ok(BertInputs {
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            output_hidden_states,
+        })
     }
 }
 
@@ -586,7 +616,9 @@ impl BertModelOutput {
             Some(Value::List(h)) | Some(Value::Tuple(h)) => {
                 Some(h.into_iter().map(Value::into_tensor).collect::<Result<_>>()?)
             }
-            Some(other) => bail!(Value, "BertModel output: expected a list of hidden states, got {}", other.kind()),
+            Some(other) => {
+                bail!(Value, "BertModel output: expected a list of hidden states, got {}", other.kind())
+            }
         };
         Ok(BertModelOutput { last_hidden_state, pooler_output, hidden_states })
     }

@@ -137,7 +137,9 @@ impl BertModel {
             sd.insert(key, t.clone());
         }
         let keys = self.load_state_dict(&sd, false)?;
-        unexpected.extend(keys.unexpected_keys.iter().map(|k| original.get(k).cloned().unwrap_or_else(|| k.clone())));
+        unexpected.extend(
+            keys.unexpected_keys.iter().map(|k| original.get(k).cloned().unwrap_or_else(|| k.clone())),
+        );
         Ok(LoadingInfo {
             missing_keys: keys.missing_keys,
             unexpected_keys: unexpected,

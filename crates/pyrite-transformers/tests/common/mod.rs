@@ -32,7 +32,10 @@ impl Reference {
         let path = data_path("bert.safetensors");
         let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
-        Reference { tensors: load_safetensors(&path).unwrap(), meta: meta.metadata().clone().unwrap_or_default() }
+        Reference {
+            tensors: load_safetensors(&path).unwrap(),
+            meta: meta.metadata().clone().unwrap_or_default(),
+        }
     }
 
     pub fn get(&self, key: &str) -> Tensor {
@@ -58,12 +61,13 @@ pub fn assert_close(got: &Tensor, want: &Tensor, atol: f64, what: &str) {
     assert_eq!(got.dims(), want.dims(), "{what}: shape");
     let g = got.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
     let w = want.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
-    let (i, d) = g
-        .iter()
-        .zip(&w)
-        .map(|(a, b)| (a - b).abs())
-        .enumerate()
-        .fold((0, 0.0f64), |m, (i, d)| if d > m.1 || d.is_nan() { (i, d) } else { m });
+    let (i, d) = g.iter().zip(&w).map(|(a, b)| (a - b).abs()).enumerate().fold((0, 0.0f64), |m, (i, d)| {
+        if d > m.1 || d.is_nan() {
+            (i, d)
+        } else {
+            m
+        }
+    });
     assert!(d <= atol, "{what}: element {i}: got {}, want {} (|diff| {d:e} > {atol:e})", g[i], w[i]);
 }
 
