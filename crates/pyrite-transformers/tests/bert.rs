@@ -139,6 +139,18 @@ fn parameter_names_are_hugging_faces() -> Result<()> {
     let no_pooler = BertModel::with_pooling_layer(&cfg, false)?;
     assert!(!no_pooler.state_dict()?.keys().any(|k| k.starts_with("pooler")));
     assert_eq!(no_pooler.num_parameters(false), model.num_parameters(false) - 32 * 32 - 32);
+    // Hugging Face's module tree, as its repr shows it.
+    let repr = model.to_string();
+    for part in [
+        "(layer): ModuleList(",
+        "(self): BertSelfAttention(",
+        "(output): BertSelfOutput(",
+        "(output): BertOutput(",
+        "(pooler): BertPooler(",
+    ] {
+        assert!(repr.contains(part), "{part} in\n{repr}");
+    }
+    assert!(model.get_submodule("encoder.layer.0.attention.self")?.type_name() == "BertSelfAttention");
     let layer = model.encoder.layer.get_as::<BertLayer>(1).expect("a BertLayer");
     let query = &layer.attention.self_attention().query;
     assert!(query.weight.is_same(&model.get_parameter("encoder.layer.1.attention.self.query.weight")?));

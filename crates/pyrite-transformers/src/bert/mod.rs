@@ -9,7 +9,6 @@ pub mod pretrained;
 pub use config::BertConfig;
 pub use modeling::{
     extended_attention_mask, BertAttention, BertEmbeddings, BertEncoder, BertInputs, BertIntermediate,
-    BertLayer, BertModel, BertModelOutput, BertOutput, BertPooler, BertResidualOutput, BertSelfAttention,
-    BertSelfOutput,
+    BertLayer, BertModel, BertModelOutput, BertOutput, BertPooler, BertSelfAttention, BertSelfOutput,
 };
 pub use pretrained::{FromPretrainedOptions, LoadingInfo};

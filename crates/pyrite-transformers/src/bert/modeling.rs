@@ -247,46 +247,78 @@ impl Module for BertSelfAttention {
     }
 }
 
-/// The residual block after a sub-layer: `LayerNorm(dropout(dense(x)) + input_tensor)`.
-/// Called with `(hidden_states, input_tensor)`. Hugging Face's `BertSelfOutput` (hidden to
-/// hidden) and `BertOutput` (intermediate to hidden) are both this.
+/// The residual block after a sub-layer: `LayerNorm(dropout(dense(x)) + input_tensor)`, from
+/// a call with `(hidden_states, input_tensor)`.
+#[allow(non_snake_case)]
+fn residual(
+    op: &str,
+    dense: &Linear,
+    LayerNorm: &LayerNorm,
+    dropout: &Dropout,
+    input: Value,
+) -> Result<Value> {
+    let mut a = args::bind(input, op, &["hidden_states", "input_tensor"])?.into_iter();
+    let h = args::required_tensor(a.next().unwrap_or_default(), op, "hidden_states")?;
+    let res = args::required_tensor(a.next().unwrap_or_default(), op, "input_tensor")?;
+    let y = dropout.call(&dense.call(&h)?)?;
+    Ok(Value::Tensor(LayerNorm.call(&y.add(&res)?)?))
+}
+
+/// `attention.output`: the residual block after self-attention,
+/// `LayerNorm(dropout(dense(x)) + input_tensor)` with `dense` hidden to hidden. Called with
+/// `(hidden_states, input_tensor)`.
 #[derive(nn::Module)]
 #[allow(non_snake_case)]
-pub struct BertResidualOutput {
+pub struct BertSelfOutput {
     base: ModuleBase,
     pub dense: Linear,
     pub LayerNorm: LayerNorm,
     pub dropout: Dropout,
-    #[module(skip)]
-    type_name: &'static str,
 }
 
-/// `attention.output` (Hugging Face's `BertSelfOutput`).
-pub type BertSelfOutput = BertResidualOutput;
-/// `output` of a layer (Hugging Face's `BertOutput`).
-pub type BertOutput = BertResidualOutput;
-
-impl BertResidualOutput {
-    /// `dense: n_in -> hidden_size`, shown as `type_name` (`BertSelfOutput` or `BertOutput`).
-    pub fn new(cfg: &BertConfig, n_in: usize, type_name: &'static str) -> Result<BertResidualOutput> {
-        Ok(BertResidualOutput {
+impl BertSelfOutput {
+    pub fn new(cfg: &BertConfig) -> Result<BertSelfOutput> {
+        Ok(BertSelfOutput {
             base: ModuleBase::new(),
-            dense: linear(cfg, n_in, cfg.hidden_size)?,
+            dense: linear(cfg, cfg.hidden_size, cfg.hidden_size)?,
             LayerNorm: layer_norm(cfg)?,
             dropout: Dropout::new(cfg.hidden_dropout_prob)?,
-            type_name,
         })
     }
 }
 
-impl Module for BertResidualOutput {
+impl Module for BertSelfOutput {
     fn forward_value(&self, input: Value) -> Result<Value> {
-        let op = format!("{}.forward", self.type_name);
-        let mut a = args::bind(input, &op, &["hidden_states", "input_tensor"])?.into_iter();
-        let h = args::required_tensor(a.next().unwrap_or_default(), &op, "hidden_states")?;
-        let res = args::required_tensor(a.next().unwrap_or_default(), &op, "input_tensor")?;
-        let y = self.dropout.call(&self.dense.call(&h)?)?;
-        Ok(Value::Tensor(self.LayerNorm.call(&y.add(&res)?)?))
+        residual("BertSelfOutput.forward", &self.dense, &self.LayerNorm, &self.dropout, input)
+    }
+}
+
+/// `output` of a layer: the residual block after the feed-forward block, as
+/// [`BertSelfOutput`] with `dense` intermediate to hidden. Called with
+/// `(hidden_states, input_tensor)`.
+#[derive(nn::Module)]
+#[allow(non_snake_case)]
+pub struct BertOutput {
+    base: ModuleBase,
+    pub dense: Linear,
+    pub LayerNorm: LayerNorm,
+    pub dropout: Dropout,
+}
+
+impl BertOutput {
+    pub fn new(cfg: &BertConfig) -> Result<BertOutput> {
+        Ok(BertOutput {
+            base: ModuleBase::new(),
+            dense: linear(cfg, cfg.intermediate_size, cfg.hidden_size)?,
+            LayerNorm: layer_norm(cfg)?,
+            dropout: Dropout::new(cfg.hidden_dropout_prob)?,
+        })
+    }
+}
+
+impl Module for BertOutput {
+    fn forward_value(&self, input: Value) -> Result<Value> {
+        residual("BertOutput.forward", &self.dense, &self.LayerNorm, &self.dropout, input)
     }
 }
 
@@ -306,7 +338,7 @@ impl BertAttention {
     pub fn new(cfg: &BertConfig) -> Result<BertAttention> {
         let mut base = ModuleBase::new();
         base.add_module("self", BertSelfAttention::new(cfg)?)?;
-        Ok(BertAttention { base, output: BertResidualOutput::new(cfg, cfg.hidden_size, "BertSelfOutput")? })
+        Ok(BertAttention { base, output: BertSelfOutput::new(cfg)? })
     }
 
     /// `attention.self`.
@@ -383,7 +415,7 @@ impl BertLayer {
             base: ModuleBase::new(),
             attention: BertAttention::new(cfg)?,
             intermediate: BertIntermediate::new(cfg)?,
-            output: BertResidualOutput::new(cfg, cfg.intermediate_size, "BertOutput")?,
+            output: BertOutput::new(cfg)?,
         })
     }
 }
