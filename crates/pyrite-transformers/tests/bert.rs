@@ -185,11 +185,11 @@ fn forward_matches_transformers_in_f64() -> Result<()> {
     for batch in ["single", "pairs"] {
         let out = model.run(&inputs(&r, batch))?;
         assert_eq!(out.last_hidden_state.dtype(), DType::F64);
-        assert_close(&out.last_hidden_state, &r.get(&format!("{batch}/f64/last_hidden_state")), 1e-10, batch);
+        assert_close(&out.last_hidden_state, &r.get(&format!("{batch}/f64/last_hidden_state")), 1e-12, batch);
         assert_close(
             out.pooler_output.as_ref().unwrap(),
             &r.get(&format!("{batch}/f64/pooler_output")),
-            1e-10,
+            1e-12,
             batch,
         );
     }
