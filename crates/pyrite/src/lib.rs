@@ -47,6 +47,12 @@ pub use pyrite_serialization::save;
 /// `torch.load(path, weights_only=True)`: see [`serialization::load`].
 pub use pyrite_serialization::load;
 
+/// Hugging Face's `transformers`: BERT-family encoders loaded from a Hugging Face folder,
+/// tokenizers and sentence embeddings (the `pyrite-transformers` crate).
+pub mod transformers {
+    pub use pyrite_transformers::*;
+}
+
 /// The names most programs need: `use pyrite::prelude::*;`.
 pub mod prelude {
     pub use pyrite_core::{idx, DType, Device, Error, Result, Scalar, Shape, Tensor, TensorIndex};

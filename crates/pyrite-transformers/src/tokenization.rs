@@ -1,0 +1,364 @@
+//! [`AutoTokenizer`]: Hugging Face's fast tokenizers (`tokenizer.json`, read by the
+//! `tokenizers` crate), called the way `transformers` calls them: a batch of texts (or of
+//! sentence pairs) in, the model's `input_ids`, `token_type_ids` and `attention_mask` tensors
+//! out, padded and truncated as asked.
+//!
+//! Only in the `tokenizers` feature (on by default).
+//!
+//! ```no_run
+//! use pyrite::transformers::{AutoTokenizer, BertModel, Padding, TokenizerOptions};
+//! let tokenizer = AutoTokenizer::from_pretrained("path/to/bert")?;
+//! let model = BertModel::from_pretrained("path/to/bert")?;
+//! let opts = TokenizerOptions { padding: Padding::Longest, truncation: true, ..Default::default() };
+//! let batch = tokenizer.call(&["A first sentence.", "And a second one, longer."], &opts)?;
+//! let out = model.run(&batch.to_inputs())?;
+//! assert_eq!(out.last_hidden_state.dims()[..2], batch.input_ids.dims()[..]);
+//! # Ok::<(), pyrite::Error>(())
+//! ```
+
+use crate::bert::BertInputs;
+use pyrite_core::{bail, err, Result, Tensor};
+use std::path::Path;
+use tokenizers::{
+    EncodeInput, Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy,
+};
+
+/// `padding=` of a tokenizer call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Padding {
+    /// `padding=False` (the default): every sequence must then have the same length to make
+    /// a tensor.
+    #[default]
+    DoNotPad,
+    /// `padding=True` / `"longest"`: to the longest sequence of the batch.
+    Longest,
+    /// `padding="max_length"`: to `max_length` (or the tokenizer's `model_max_length`).
+    MaxLength,
+}
+
+/// `padding_side` of a tokenizer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PaddingSide {
+    #[default]
+    Right,
+    Left,
+}
+
+/// The keyword arguments of a tokenizer call, with `transformers`' defaults (the tensors are
+/// always PyTorch's: `return_tensors="pt"`).
+#[derive(Clone, Debug)]
+pub struct TokenizerOptions {
+    /// default [`Padding::DoNotPad`]
+    pub padding: Padding,
+    /// Cut sequences to `max_length` (longest first for pairs); default false.
+    pub truncation: bool,
+    /// default: the tokenizer's `model_max_length`
+    pub max_length: Option<usize>,
+    /// `[CLS]` / `[SEP]` and the like; default true.
+    pub add_special_tokens: bool,
+}
+
+impl Default for TokenizerOptions {
+    fn default() -> Self {
+        TokenizerOptions {
+            padding: Padding::DoNotPad,
+            truncation: false,
+            max_length: None,
+            add_special_tokens: true,
+        }
+    }
+}
+
+/// A tokenized batch: three int64 tensors of shape `[batch, seq]` (Hugging Face's
+/// `BatchEncoding`).
+#[derive(Clone, Debug)]
+pub struct BatchEncoding {
+    pub input_ids: Tensor,
+    /// Segment ids: 0 for the first sentence, 1 for the second of a pair.
+    pub token_type_ids: Tensor,
+    /// 1 for tokens, 0 for padding.
+    pub attention_mask: Tensor,
+}
+
+impl BatchEncoding {
+    /// The model inputs (`model(**batch)`).
+    pub fn to_inputs(&self) -> BertInputs {
+        BertInputs {
+            input_ids: Some(self.input_ids.clone()),
+            attention_mask: Some(self.attention_mask.clone()),
+            token_type_ids: Some(self.token_type_ids.clone()),
+            ..Default::default()
+        }
+    }
+}
+
+/// A fast tokenizer from `tokenizer.json` with the settings of `tokenizer_config.json`
+/// (`AutoTokenizer.from_pretrained(folder)` for a model with a fast tokenizer).
+#[derive(Clone)]
+pub struct AutoTokenizer {
+    inner: Tokenizer,
+    pad_token: Option<String>,
+    pad_token_id: Option<u32>,
+    padding_side: PaddingSide,
+    model_max_length: Option<usize>,
+}
+
+/// BERT's tokenizer is the generic one reading BERT's `tokenizer.json`.
+pub type BertTokenizerFast = AutoTokenizer;
+
+fn tok_err(what: &str, e: impl std::fmt::Display) -> pyrite_core::Error {
+    err!(Value, "tokenizer: {what}: {e}")
+}
+
+impl AutoTokenizer {
+    /// `tokenizer.json` of `folder`, with `tokenizer_config.json`'s `pad_token`,
+    /// `padding_side` and `model_max_length` when the folder has one.
+    pub fn from_pretrained(folder: impl AsRef<Path>) -> Result<AutoTokenizer> {
+        let folder = folder.as_ref();
+        let file = folder.join("tokenizer.json");
+        if !file.is_file() {
+            bail!(
+                Io,
+                "AutoTokenizer.from_pretrained: {} has no tokenizer.json (only fast tokenizers are supported; a folder with just vocab.txt needs converting with the `tokenizers` library)",
+                folder.display()
+            );
+        }
+        let mut t = AutoTokenizer::from_file(&file)?;
+        let cfg_path = folder.join("tokenizer_config.json");
+        if cfg_path.is_file() {
+            let text = std::fs::read_to_string(&cfg_path)
+                .map_err(|e| err!(Io, "AutoTokenizer: reading {}: {e}", cfg_path.display()))?;
+            let cfg: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| err!(Value, "AutoTokenizer: {} is not valid JSON: {e}", cfg_path.display()))?;
+            t.configure(&cfg)?;
+        }
+        Ok(t)
+    }
+
+    /// A `tokenizer.json` file alone: the pad token is `[PAD]` when the vocabulary has it (or
+    /// the file's padding settings name one), and there is no `model_max_length`.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<AutoTokenizer> {
+        let path = path.as_ref();
+        let mut inner =
+            Tokenizer::from_file(path).map_err(|e| tok_err(&format!("reading {}", path.display()), e))?;
+        let from_file_padding = inner.get_padding().map(|p| p.pad_token.clone());
+        // A call sets padding and truncation itself, as `transformers` does: the file's own
+        // settings are switched off.
+        inner.with_padding(None);
+        inner.with_truncation(None).map_err(|e| tok_err("clearing truncation", e))?;
+        let mut t = AutoTokenizer {
+            inner,
+            pad_token: None,
+            pad_token_id: None,
+            padding_side: PaddingSide::Right,
+            model_max_length: None,
+        };
+        let pad =
+            from_file_padding.filter(|p| t.inner.token_to_id(p).is_some()).unwrap_or_else(|| "[PAD]".into());
+        if t.inner.token_to_id(&pad).is_some() {
+            t.set_pad_token(&pad)?;
+        }
+        Ok(t)
+    }
+
+    fn configure(&mut self, cfg: &serde_json::Value) -> Result<()> {
+        // A special token is a string or an object `{"content": ...}` (an AddedToken).
+        let token = |v: &serde_json::Value| -> Option<String> {
+            v.as_str().map(String::from).or_else(|| v.get("content")?.as_str().map(String::from))
+        };
+        if let Some(p) = cfg.get("pad_token").and_then(token) {
+            self.set_pad_token(&p)?;
+        }
+        match cfg.get("padding_side").and_then(|v| v.as_str()) {
+            None => {}
+            Some("right") => self.padding_side = PaddingSide::Right,
+            Some("left") => self.padding_side = PaddingSide::Left,
+            Some(other) => {
+                bail!(Value, "AutoTokenizer: padding_side should be \"right\" or \"left\", got \"{other}\"")
+            }
+        }
+        // `transformers` writes a huge number (int(1e30)) for "no limit".
+        if let Some(n) = cfg.get("model_max_length").and_then(|v| v.as_f64()) {
+            self.model_max_length = (1.0..1e15).contains(&n).then_some(n as usize);
+        }
+        Ok(())
+    }
+
+    /// Sets the padding token (`tokenizer.pad_token = ...`); it must be in the vocabulary.
+    pub fn set_pad_token(&mut self, token: &str) -> Result<()> {
+        match self.inner.token_to_id(token) {
+            Some(id) => {
+                self.pad_token = Some(token.to_string());
+                self.pad_token_id = Some(id);
+                Ok(())
+            }
+            None => bail!(Value, "AutoTokenizer: the pad token \"{token}\" is not in the vocabulary"),
+        }
+    }
+
+    /// `tokenizer.padding_side = ...`.
+    pub fn set_padding_side(&mut self, side: PaddingSide) {
+        self.padding_side = side;
+    }
+
+    pub fn pad_token(&self) -> Option<&str> {
+        self.pad_token.as_deref()
+    }
+
+    pub fn pad_token_id(&self) -> Option<u32> {
+        self.pad_token_id
+    }
+
+    pub fn padding_side(&self) -> PaddingSide {
+        self.padding_side
+    }
+
+    pub fn model_max_length(&self) -> Option<usize> {
+        self.model_max_length
+    }
+
+    /// The vocabulary's size, with the added tokens (`len(tokenizer)`).
+    pub fn len(&self) -> usize {
+        self.inner.get_vocab_size(true)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The `tokenizers` crate's tokenizer, for everything this wrapper does not cover.
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.inner
+    }
+
+    /// `tokenizer.tokenize(text)`: the tokens, without special tokens.
+    pub fn tokenize(&self, text: &str) -> Result<Vec<String>> {
+        let enc = self.inner.encode(text, false).map_err(|e| tok_err("encode", e))?;
+        Ok(enc.get_tokens().to_vec())
+    }
+
+    /// `tokenizer.encode(text)`: the ids, with special tokens.
+    pub fn encode(&self, text: &str) -> Result<Vec<i64>> {
+        let enc = self.inner.encode(text, true).map_err(|e| tok_err("encode", e))?;
+        Ok(enc.get_ids().iter().map(|&i| i as i64).collect())
+    }
+
+    /// `tokenizer.convert_tokens_to_ids(token)`.
+    pub fn token_to_id(&self, token: &str) -> Option<i64> {
+        self.inner.token_to_id(token).map(i64::from)
+    }
+
+    /// `tokenizer.decode(ids, skip_special_tokens)`.
+    pub fn decode(&self, ids: &[i64], skip_special_tokens: bool) -> Result<String> {
+        let ids = ids
+            .iter()
+            .map(|&i| u32::try_from(i).map_err(|_| err!(Value, "tokenizer: decode: id {i} is out of range")))
+            .collect::<Result<Vec<u32>>>()?;
+        self.inner.decode(&ids, skip_special_tokens).map_err(|e| tok_err("decode", e))
+    }
+
+    /// `tokenizer(texts, padding=..., truncation=..., max_length=..., return_tensors="pt")`.
+    pub fn call(&self, texts: &[&str], opts: &TokenizerOptions) -> Result<BatchEncoding> {
+        self.batch(texts.iter().map(|&t| EncodeInput::from(t)).collect(), opts)
+    }
+
+    /// `tokenizer(first, second, ...)` for sentence pairs: the second sentence of each pair
+    /// gets token type 1.
+    pub fn call_pairs(&self, pairs: &[(&str, &str)], opts: &TokenizerOptions) -> Result<BatchEncoding> {
+        self.batch(pairs.iter().map(|&(a, b)| EncodeInput::from((a, b))).collect(), opts)
+    }
+
+    fn batch(&self, inputs: Vec<EncodeInput<'_>>, opts: &TokenizerOptions) -> Result<BatchEncoding> {
+        if inputs.is_empty() {
+            bail!(Value, "tokenizer: the batch is empty");
+        }
+        let max_length = opts.max_length.or(self.model_max_length);
+        let truncated;
+        let tok = if opts.truncation {
+            let Some(max_length) = max_length else {
+                bail!(
+                    Value,
+                    "tokenizer: truncation needs max_length (the tokenizer has no model_max_length)"
+                );
+            };
+            let mut t = self.inner.clone();
+            t.with_truncation(Some(TruncationParams {
+                direction: TruncationDirection::Right,
+                max_length,
+                strategy: TruncationStrategy::LongestFirst,
+                stride: 0,
+            }))
+            .map_err(|e| tok_err("truncation", e))?;
+            truncated = t;
+            &truncated
+        } else {
+            &self.inner
+        };
+        let encs: Vec<Encoding> = inputs
+            .into_iter()
+            .map(|i| tok.encode(i, opts.add_special_tokens).map_err(|e| tok_err("encode", e)))
+            .collect::<Result<_>>()?;
+        let longest = encs.iter().map(Encoding::len).max().unwrap_or(0);
+        let target = match opts.padding {
+            Padding::DoNotPad => {
+                if encs.iter().any(|e| e.len() != longest) {
+                    let lens: Vec<usize> = encs.iter().map(Encoding::len).collect();
+                    bail!(
+                        Value,
+                        "tokenizer: the sequences have different lengths {lens:?}: a tensor needs padding (padding=Padding::Longest) or truncation"
+                    );
+                }
+                longest
+            }
+            Padding::Longest => longest,
+            Padding::MaxLength => match max_length {
+                Some(m) => m.max(longest),
+                None => bail!(
+                    Value,
+                    "tokenizer: padding to max_length needs max_length (the tokenizer has no model_max_length)"
+                ),
+            },
+        };
+        let pad_id = match (target > 0 && encs.iter().any(|e| e.len() < target), self.pad_token_id) {
+            (true, None) => bail!(
+                Value,
+                "tokenizer: Asking to pad but the tokenizer does not have a padding token (set one with set_pad_token)"
+            ),
+            (_, id) => id.unwrap_or(0) as i64,
+        };
+        let n = encs.len();
+        let (mut ids, mut types, mut mask) =
+            (Vec::with_capacity(n * target), Vec::with_capacity(n * target), Vec::with_capacity(n * target));
+        for e in &encs {
+            let pad = target - e.len();
+            let row = |v: &[u32], fill: i64, out: &mut Vec<i64>| {
+                if self.padding_side == PaddingSide::Left {
+                    out.extend(std::iter::repeat_n(fill, pad));
+                }
+                out.extend(v.iter().map(|&x| x as i64));
+                if self.padding_side == PaddingSide::Right {
+                    out.extend(std::iter::repeat_n(fill, pad));
+                }
+            };
+            row(e.get_ids(), pad_id, &mut ids);
+            row(e.get_type_ids(), 0, &mut types);
+            row(e.get_attention_mask(), 0, &mut mask);
+        }
+        Ok(BatchEncoding {
+            input_ids: Tensor::from_vec(ids, [n, target])?,
+            token_type_ids: Tensor::from_vec(types, [n, target])?,
+            attention_mask: Tensor::from_vec(mask, [n, target])?,
+        })
+    }
+}
+
+impl std::fmt::Debug for AutoTokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AutoTokenizer")
+            .field("vocab_size", &self.len())
+            .field("pad_token", &self.pad_token)
+            .field("padding_side", &self.padding_side)
+            .field("model_max_length", &self.model_max_length)
+            .finish()
+    }
+}
