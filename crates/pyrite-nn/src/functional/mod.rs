@@ -14,6 +14,7 @@
 //! ```
 
 mod activation;
+mod attention;
 mod conv;
 mod linear;
 mod loss;
@@ -21,6 +22,7 @@ mod normalization;
 mod vision;
 
 pub use activation::*;
+pub use attention::*;
 pub use conv::*;
 pub use linear::*;
 pub use loss::*;
