@@ -542,7 +542,7 @@ pub fn multi_head_attention_forward(
     };
 
     // in-projection: (L, N, E) and (S, N, E)
-    let (q, k, v) = in_projection(&query, &key, &value, o, embed_dim, self_attn, kv_same)?;
+    let (q, k, v, packed) = in_projection(&query, &key, &value, o, embed_dim, self_attn, kv_same)?;
     let src_len0 = key.dims()[0];
 
     // attn_mask as (1, 1, L, S) or (N, H, L, S)
@@ -648,8 +648,19 @@ pub fn multi_head_attention_forward(
         let w = if o.average_attn_weights { w.mean_dims(&[1], false)? } else { w };
         (attn, Some(w))
     } else {
-        let sdpa = SdpaOptions { attn_mask, dropout_p, is_causal, scale: None, enable_gqa: false };
-        (scaled_dot_product_attention(&q, &k, &v, &sdpa)?, None)
+        let plain_keys = o.bias_k.is_none() && !o.add_zero_attn && o.static_k.is_none() && o.static_v.is_none();
+        let fused = plain_keys
+            && dropout_p == 0.0
+            && matches!(q.dtype(), DType::F32 | DType::F64)
+            && backend_allowed(SdpBackend::FlashAttention)
+            && !(attn_mask.as_ref().is_some_and(|m| m.requires_grad()) && autograd::is_grad_enabled());
+        match packed {
+            Some(p) if fused => (packed_self_attention(&p, heads, attn_mask.as_ref(), is_causal)?, None),
+            _ => {
+                let sdpa = SdpaOptions { attn_mask, dropout_p, is_causal, scale: None, enable_gqa: false };
+                (scaled_dot_product_attention(&q, &k, &v, &sdpa)?, None)
+            }
+        }
     };
     // (N, H, L, hd) -> (L, N, E), then the output projection
     let attn = attn.permute(&[2, 0, 1, 3])?.flatten(2, 3)?;
@@ -759,7 +770,7 @@ fn static_kv(t: &Tensor, name: &str, bsz: usize, heads: usize, head_dim: usize) 
 
 /// The q, k, v projections (PyTorch's `_in_projection_packed` / `_in_projection`), each in
 /// its input's layout. Self-attention is one product with the packed weight (q, k, v are
-/// column slices of it); `key is value` is two.
+/// column slices of it, and that product is returned too); `key is value` is two.
 fn in_projection(
     query: &Tensor,
     key: &Tensor,
@@ -768,7 +779,7 @@ fn in_projection(
     e: usize,
     self_attn: bool,
     kv_same: bool,
-) -> Result<(Tensor, Tensor, Tensor)> {
+) -> Result<(Tensor, Tensor, Tensor, Option<Tensor>)> {
     let chunk = |t: Option<&Tensor>, i: usize, n: usize| -> Result<Option<Tensor>> {
         t.map(|t| t.narrow(0, (i * e) as isize, n * e)).transpose()
     };
@@ -787,16 +798,16 @@ fn in_projection(
         let b = o.in_proj_bias;
         if self_attn {
             let p = project(query, w, b)?;
-            return Ok((p.narrow(-1, 0, e)?, p.narrow(-1, e as isize, e)?, p.narrow(-1, 2 * e as isize, e)?));
+            return Ok((p.narrow(-1, 0, e)?, p.narrow(-1, e as isize, e)?, p.narrow(-1, 2 * e as isize, e)?, Some(p)));
         }
         let q = project(query, &w.narrow(0, 0, e)?, chunk(b, 0, 1)?.as_ref())?;
         if kv_same {
             let kv = project(key, &w.narrow(0, e as isize, 2 * e)?, chunk(b, 1, 2)?.as_ref())?;
-            return Ok((q, kv.narrow(-1, 0, e)?, kv.narrow(-1, e as isize, e)?));
+            return Ok((q, kv.narrow(-1, 0, e)?, kv.narrow(-1, e as isize, e)?, None));
         }
         let k = project(key, &w.narrow(0, e as isize, e)?, chunk(b, 1, 1)?.as_ref())?;
         let v = project(value, &w.narrow(0, 2 * e as isize, e)?, chunk(b, 2, 1)?.as_ref())?;
-        return Ok((q, k, v));
+        return Ok((q, k, v, None));
     }
     let (Some(wq), Some(wk), Some(wv)) = (o.q_proj_weight, o.k_proj_weight, o.v_proj_weight) else {
         bail!(
@@ -816,6 +827,7 @@ fn in_projection(
         project(query, wq, chunk(b, 0, 1)?.as_ref())?,
         project(key, wk, chunk(b, 1, 1)?.as_ref())?,
         project(value, wv, chunk(b, 2, 1)?.as_ref())?,
+        None,
     ))
 }
 
@@ -841,4 +853,79 @@ pub(crate) fn project(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tens
         inv[d as usize] = i as isize;
     }
     y.permute(&inv)
+}
+
+/// q, k and v `(N, H, L, head_dim)` as views of a packed projection `(L, N, 3E)`.
+fn packed_views(p: &Tensor, heads: usize) -> Result<[Tensor; 3]> {
+    let e = p.dims()[2] / 3;
+    let part = |i: usize| -> Result<Tensor> {
+        p.narrow(-1, (i * e) as isize, e)?.unflatten(-1, [heads, e / heads])?.permute(&[1, 2, 0, 3])
+    };
+    Ok([part(0)?, part(1)?, part(2)?])
+}
+
+/// Self-attention on the packed projection `proj` `(L, N, 3E)` with the fused kernel, as one
+/// autograd function of `proj`: its backward writes the three gradients straight into the
+/// columns of one `(L, N, 3E)` gradient (laid out in memory as `proj` is), where separate
+/// column slices would each need a zero-filled full-size gradient and a sum of three.
+/// Returns `(N, H, L, head_dim)`.
+fn packed_self_attention(proj: &Tensor, heads: usize, mask: Option<&Tensor>, is_causal: bool) -> Result<Tensor> {
+    let (l, n, e3) = (proj.dims()[0], proj.dims()[1], proj.dims()[2]);
+    let head_dim = e3 / 3 / heads;
+    let mask = match mask {
+        Some(m) => Some(m.broadcast_to(&[n, heads, l, l])?),
+        None => None,
+    };
+    let f = PackedAttention { heads, scale: 1.0 / (head_dim as f64).sqrt(), is_causal, mask };
+    Ok(autograd::apply(f, &[proj])?.remove(0))
+}
+
+struct PackedAttention {
+    heads: usize,
+    scale: f64,
+    is_causal: bool,
+    mask: Option<Tensor>,
+}
+
+impl Function for PackedAttention {
+    fn forward(&self, ctx: &mut FunctionCtx, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        let [q, k, v] = packed_views(inputs[0], self.heads)?;
+        let a = FlashAttention { q: &q, k: &k, v: &v, mask: self.mask.as_ref(), scale: self.scale, is_causal: self.is_causal };
+        let (out, lse) = a.forward()?;
+        ctx.save_for_backward(&[inputs[0], &out, &lse]);
+        Ok(vec![out])
+    }
+
+    fn backward(&self, ctx: &FunctionCtx, grads: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        let s = ctx.saved_tensors();
+        let (proj, out, lse) = (&s[0], &s[1], &s[2]);
+        let [q, k, v] = packed_views(proj, self.heads)?;
+        if autograd::is_grad_enabled() {
+            let (dq, dk, dv) = composed_grads(&q, &k, &v, &grads[0], self.mask.as_ref(), self.scale, self.is_causal)?;
+            let back = |t: Tensor| t.permute(&[2, 0, 1, 3])?.flatten(2, 3);
+            return Ok(vec![Some(Tensor::cat(&[back(dq)?, back(dk)?, back(dv)?], -1)?)]);
+        }
+        let g = empty_in_memory_order(proj)?;
+        let [dq, dk, dv] = packed_views(&g, self.heads)?;
+        let a = FlashAttention { q: &q, k: &k, v: &v, mask: self.mask.as_ref(), scale: self.scale, is_causal: self.is_causal };
+        a.backward_into(&grads[0], out, lse, &dq, &dk, &dv)?;
+        Ok(vec![Some(g)])
+    }
+
+    fn name(&self) -> String {
+        "ScaledDotProductFlashAttentionForCpuBackward0".into()
+    }
+}
+
+/// An uninitialised tensor of `t`'s shape and dtype whose dims are laid out in memory in the
+/// order of `t`'s strides (a transposed `t` gets a transposed result).
+fn empty_in_memory_order(t: &Tensor) -> Result<Tensor> {
+    let mut order: Vec<usize> = (0..t.rank()).collect();
+    order.sort_by_key(|&d| std::cmp::Reverse(if t.dims()[d] == 1 { usize::MAX } else { t.stride()[d] }));
+    let dims: Vec<usize> = order.iter().map(|&d| t.dims()[d]).collect();
+    let mut inv = vec![0isize; order.len()];
+    for (i, &d) in order.iter().enumerate() {
+        inv[d] = i as isize;
+    }
+    Tensor::empty(dims, t.dtype())?.permute(&inv)
 }
