@@ -378,6 +378,24 @@ fn multi_head_attention_forward_passes_gradcheck() {
         gradgradcheck(f, &inputs, None, opts)
             .unwrap_or_else(|e| panic!("need_weights={need_weights} (2nd): {e}"));
     }
+    // self-attention without weights: the packed projection through the fused kernel
+    let mask = Tensor::new([[false, true, false], [false, false, true], [true, false, false]]).unwrap();
+    let self_attn = |x: &[Tensor]| -> Result<Tensor> {
+        let o = MhaOptions {
+            embed_dim_to_check: e,
+            num_heads: 2,
+            in_proj_weight: Some(&x[1]),
+            in_proj_bias: Some(&x[2]),
+            out_proj_weight: Some(&x[3]),
+            attn_mask: Some(&mask),
+            need_weights: false,
+            ..Default::default()
+        };
+        F::multi_head_attention_forward(&x[0], &x[0], &x[0], &o)?.0.square()?.sum()
+    };
+    let inputs = vec![inputs[0].clone(), inputs[3].clone(), inputs[4].clone(), inputs[5].clone()];
+    gradcheck(self_attn, &inputs, opts).unwrap_or_else(|e| panic!("self-attention: {e}"));
+    gradgradcheck(self_attn, &inputs, None, opts).unwrap_or_else(|e| panic!("self-attention (2nd): {e}"));
 }
 
 #[test]

@@ -48,6 +48,64 @@ const BQ: usize = 64;
 /// Keys per block.
 const BK: usize = 128;
 
+/// Lanes of the row reductions (independent accumulators, so that they vectorise).
+const LANES: usize = 16;
+
+/// The maximum of a row (NaN is skipped here; it reaches the result through `exp`).
+#[inline(always)]
+fn row_max<T: Flash>(row: &[T]) -> T {
+    let mut m = [T::NEG_INF; LANES];
+    let mut chunks = row.chunks_exact(LANES);
+    for c in &mut chunks {
+        for l in 0..LANES {
+            m[l] = if c[l] > m[l] { c[l] } else { m[l] };
+        }
+    }
+    let mut r = T::NEG_INF;
+    for &x in m.iter().chain(chunks.remainder()) {
+        r = if x > r { x } else { r };
+    }
+    r
+}
+
+/// `row[i] = exp(row[i] - sub)` for every element, returning their sum.
+#[inline(always)]
+fn exp_row<T: Flash>(row: &mut [T], sub: T) -> T {
+    let mut s = [T::ZERO; LANES];
+    let mut chunks = row.chunks_exact_mut(LANES);
+    for c in &mut chunks {
+        for l in 0..LANES {
+            c[l] = (c[l] - sub).exp_le0();
+            s[l] = s[l] + c[l];
+        }
+    }
+    let mut r = T::ZERO;
+    for x in chunks.into_remainder() {
+        *x = (*x - sub).exp_le0();
+        r = r + *x;
+    }
+    s.iter().fold(r, |a, &x| a + x)
+}
+
+/// The dot product of `n` elements from `a` and `b`.
+///
+/// # Safety
+/// Both pointers must address `n` elements.
+#[inline(always)]
+unsafe fn dot<T: Flash>(a: *const T, b: *const T, n: usize) -> T {
+    let (a, b) = (std::slice::from_raw_parts(a, n), std::slice::from_raw_parts(b, n));
+    let mut s = [T::ZERO; LANES];
+    let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for l in 0..LANES {
+            s[l] = s[l] + x[l] * y[l];
+        }
+    }
+    let r = ra.iter().zip(rb).fold(T::ZERO, |acc, (&x, &y)| acc + x * y);
+    s.iter().fold(r, |a, &x| a + x)
+}
+
 /// The element types the kernels run on, with an `exp` for non-positive arguments (f32 uses
 /// softmax's FMA polynomial).
 trait Flash: Element + Real {
@@ -364,7 +422,8 @@ fn forward_t<T: Flash>(
     let (out, lse) = (SendPtr(out), SendPtr(lse));
     let scale = <T as Real>::from_f64(a.scale);
     let group = d.h / d.hk;
-    let nqb = d.l.div_ceil(BQ);
+    let (bqs, bks) = (BQ, BK);
+    let nqb = d.l.div_ceil(bqs);
     run_tasks(d.b * d.h * nqb, |t| {
         let (out, lse) = (out, lse);
         simd(
@@ -373,16 +432,16 @@ fn forward_t<T: Flash>(
                 let (bh, qb) = (t / nqb, t % nqb);
                 let (bi, hi) = (bh / d.h, bh % d.h);
                 let hk = hi / group;
-                let i0 = qb * BQ;
-                let bq = BQ.min(d.l - i0);
-                let mut s = vec![T::ZERO; bq * BK];
+                let i0 = qb * bqs;
+                let bq = bqs.min(d.l - i0);
+                let mut s = vec![T::ZERO; bq * bks];
                 let mut acc = vec![T::ZERO; bq * d.ev];
                 let mut m = vec![T::NEG_INF; bq];
                 let mut sum = vec![T::ZERO; bq];
                 let kend = if a.is_causal { d.s.min(i0 + bq) } else { d.s };
                 let mut j0 = 0;
                 while j0 < kend {
-                    let bk = BK.min(kend - j0);
+                    let bk = bks.min(kend - j0);
                     // SAFETY: rows i0..i0+bq of q and j0..j0+bk of k/v exist; the mask is a
                     // [B, H, L, S] view.
                     unsafe {
@@ -404,18 +463,14 @@ fn forward_t<T: Flash>(
                     }
                     for r in 0..bq {
                         let row = &mut s[r * bk..(r + 1) * bk];
-                        let mx = row.iter().fold(T::NEG_INF, |a, &x| if x > a { x } else { a });
+                        let mx = row_max(row);
                         let mnew = if mx > m[r] { mx } else { m[r] };
                         if mnew == T::NEG_INF {
                             row.fill(T::ZERO);
                             continue;
                         }
                         let alpha = (m[r] - mnew).exp_le0();
-                        let mut rs = T::ZERO;
-                        for x in row.iter_mut() {
-                            *x = (*x - mnew).exp_le0();
-                            rs = rs + *x;
-                        }
+                        let rs = exp_row(row, mnew);
                         sum[r] = sum[r] * alpha + rs;
                         if alpha != T::ONE {
                             for y in &mut acc[r * d.ev..(r + 1) * d.ev] {
@@ -486,6 +541,7 @@ fn backward_t<T: Flash>(
     let (dq, dk, dv) = (op4::<T>(outs[0], w[0]), op4::<T>(outs[1], w[1]), op4::<T>(outs[2], w[2]));
     let scale = <T as Real>::from_f64(a.scale);
     let group = d.h / d.hk;
+    let (bqs, bks) = (BQ, BK);
     run_tasks(d.b * d.hk, |t| {
         let lse = lse;
         simd(
@@ -506,23 +562,19 @@ fn backward_t<T: Flash>(
                     for g in 0..group {
                         for i in 0..d.l {
                             let (gr, or) = (go.row(bi, hk * group + g, i), o.row(bi, hk * group + g, i));
-                            let mut acc = T::ZERO;
-                            for c in 0..d.ev {
-                                acc = acc + *gr.add(c) * *or.add(c);
-                            }
-                            dd[g * d.l + i] = acc;
+                            dd[g * d.l + i] = dot(gr, or, d.ev);
                         }
                     }
-                    let mut s = vec![T::ZERO; BQ * BK];
-                    let mut dp = vec![T::ZERO; BQ * BK];
+                    let mut s = vec![T::ZERO; bqs * bks];
+                    let mut dp = vec![T::ZERO; bqs * bks];
                     let mut j0 = 0;
                     while j0 < d.s {
-                        let bk = BK.min(d.s - j0);
+                        let bk = bks.min(d.s - j0);
                         for g in 0..group {
                             let hi = hk * group + g;
-                            let mut i0 = if a.is_causal { j0 / BQ * BQ } else { 0 };
+                            let mut i0 = if a.is_causal { j0 / bqs * bqs } else { 0 };
                             while i0 < d.l {
-                                let bq = BQ.min(d.l - i0);
+                                let bq = bqs.min(d.l - i0);
                                 scores(
                                     &mut s,
                                     (bq, bk, d.e),
@@ -544,9 +596,7 @@ fn backward_t<T: Flash>(
                                     if ls == T::NEG_INF {
                                         row.fill(T::ZERO);
                                     } else {
-                                        for x in row.iter_mut() {
-                                            *x = (*x - ls).exp_le0();
-                                        }
+                                        exp_row(row, ls);
                                     }
                                 }
                                 // dV_j += P^T dO_i

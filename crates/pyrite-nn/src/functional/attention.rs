@@ -648,7 +648,8 @@ pub fn multi_head_attention_forward(
         let w = if o.average_attn_weights { w.mean_dims(&[1], false)? } else { w };
         (attn, Some(w))
     } else {
-        let plain_keys = o.bias_k.is_none() && !o.add_zero_attn && o.static_k.is_none() && o.static_v.is_none();
+        let plain_keys =
+            o.bias_k.is_none() && !o.add_zero_attn && o.static_k.is_none() && o.static_v.is_none();
         let fused = plain_keys
             && dropout_p == 0.0
             && matches!(q.dtype(), DType::F32 | DType::F64)
@@ -798,7 +799,12 @@ fn in_projection(
         let b = o.in_proj_bias;
         if self_attn {
             let p = project(query, w, b)?;
-            return Ok((p.narrow(-1, 0, e)?, p.narrow(-1, e as isize, e)?, p.narrow(-1, 2 * e as isize, e)?, Some(p)));
+            return Ok((
+                p.narrow(-1, 0, e)?,
+                p.narrow(-1, e as isize, e)?,
+                p.narrow(-1, 2 * e as isize, e)?,
+                Some(p),
+            ));
         }
         let q = project(query, &w.narrow(0, 0, e)?, chunk(b, 0, 1)?.as_ref())?;
         if kv_same {
@@ -869,7 +875,12 @@ fn packed_views(p: &Tensor, heads: usize) -> Result<[Tensor; 3]> {
 /// columns of one `(L, N, 3E)` gradient (laid out in memory as `proj` is), where separate
 /// column slices would each need a zero-filled full-size gradient and a sum of three.
 /// Returns `(N, H, L, head_dim)`.
-fn packed_self_attention(proj: &Tensor, heads: usize, mask: Option<&Tensor>, is_causal: bool) -> Result<Tensor> {
+fn packed_self_attention(
+    proj: &Tensor,
+    heads: usize,
+    mask: Option<&Tensor>,
+    is_causal: bool,
+) -> Result<Tensor> {
     let (l, n, e3) = (proj.dims()[0], proj.dims()[1], proj.dims()[2]);
     let head_dim = e3 / 3 / heads;
     let mask = match mask {
@@ -890,7 +901,14 @@ struct PackedAttention {
 impl Function for PackedAttention {
     fn forward(&self, ctx: &mut FunctionCtx, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
         let [q, k, v] = packed_views(inputs[0], self.heads)?;
-        let a = FlashAttention { q: &q, k: &k, v: &v, mask: self.mask.as_ref(), scale: self.scale, is_causal: self.is_causal };
+        let a = FlashAttention {
+            q: &q,
+            k: &k,
+            v: &v,
+            mask: self.mask.as_ref(),
+            scale: self.scale,
+            is_causal: self.is_causal,
+        };
         let (out, lse) = a.forward()?;
         ctx.save_for_backward(&[inputs[0], &out, &lse]);
         Ok(vec![out])
@@ -901,13 +919,21 @@ impl Function for PackedAttention {
         let (proj, out, lse) = (&s[0], &s[1], &s[2]);
         let [q, k, v] = packed_views(proj, self.heads)?;
         if autograd::is_grad_enabled() {
-            let (dq, dk, dv) = composed_grads(&q, &k, &v, &grads[0], self.mask.as_ref(), self.scale, self.is_causal)?;
+            let (dq, dk, dv) =
+                composed_grads(&q, &k, &v, &grads[0], self.mask.as_ref(), self.scale, self.is_causal)?;
             let back = |t: Tensor| t.permute(&[2, 0, 1, 3])?.flatten(2, 3);
             return Ok(vec![Some(Tensor::cat(&[back(dq)?, back(dk)?, back(dv)?], -1)?)]);
         }
         let g = empty_in_memory_order(proj)?;
         let [dq, dk, dv] = packed_views(&g, self.heads)?;
-        let a = FlashAttention { q: &q, k: &k, v: &v, mask: self.mask.as_ref(), scale: self.scale, is_causal: self.is_causal };
+        let a = FlashAttention {
+            q: &q,
+            k: &k,
+            v: &v,
+            mask: self.mask.as_ref(),
+            scale: self.scale,
+            is_causal: self.is_causal,
+        };
         a.backward_into(&grads[0], out, lse, &dq, &dk, &dv)?;
         Ok(vec![Some(g)])
     }
