@@ -210,7 +210,7 @@ impl FlashAttention<'_> {
                 v.shape()
             );
         }
-        if d.hk == 0 || d.h % d.hk != 0 {
+        if d.hk == 0 || !d.h.is_multiple_of(d.hk) {
             bail!(Shape, "flash attention: key/value heads ({}) must divide query heads ({})", d.hk, d.h);
         }
         if let Some(m) = self.mask {

@@ -1,4 +1,12 @@
-//! Temporary: paired timing of SDPA forward+backward, fused kernel against composed ops.
+//! `F::scaled_dot_product_attention` forward + backward on its two paths, the fused kernel
+//! and the composed math ops, alternated in one process so that the machine's drift cancels:
+//! per shape, the median times and the median (and quartiles) of the per-pair ratios
+//! composed/fused (> 1: the fused kernel is faster). The numbers behind the choice of path in
+//! `docs/ARCHITECTURE.md`.
+//!
+//! ```text
+//! cargo run --release -p pyrite-bench --example sdpa_paths
+//! ```
 use pyrite::nn::attention::{sdpa_kernel, SdpBackend};
 use pyrite::nn::functional::{self as F, SdpaOptions};
 use pyrite::{DType, Tensor};
