@@ -42,6 +42,8 @@ def higher_is_better(key):
     k = key.lower()
     if k.endswith("_spread") or k == "spread":
         return None
+    if k.startswith("ms_per_") or k.startswith("us_per_"):
+        return False
     if any(t in k for t in ("gflops", "gbs", "per_s", "_acc")):
         return True
     if k.endswith(("_us", "_ms", "_s", "_us_best", "_ms_best")):

@@ -12,6 +12,7 @@ mod data;
 mod models;
 mod serve;
 mod timing;
+mod transformer;
 mod workloads;
 
 use serde_json::{json, Map, Value};

@@ -15,6 +15,7 @@ pub fn all() -> Vec<(&'static str, Workload)> {
         ("mlp_digits", crate::models::mlp_digits),
         ("mlp_big", crate::models::mlp_big),
         ("cnn", crate::models::cnn),
+        ("transformer", crate::transformer::transformer),
         ("overhead", overhead),
         ("autograd", autograd),
         ("dataloader", crate::data::dataloader),

@@ -7,12 +7,14 @@
 //!   ParameterList, ParameterDict), [`value`] (what a call takes and returns).
 //! - Layers, one file per family as in `torch/nn/modules`: [`linear`], [`activation`],
 //!   [`dropout`], [`sparse`] (embeddings), [`normalization`], [`loss`], [`flatten`], [`rnn`]
-//!   (recurrent layers; packed sequences are in [`utils::rnn`]).
+//!   (recurrent layers; packed sequences are in [`utils::rnn`]), [`attention`]
+//!   (MultiheadAttention), [`transformer`].
 //! - [`functional`] (each layer's op as a function) and [`init`].
 
 extern crate self as pyrite;
 
 pub mod activation;
+pub mod attention;
 pub mod container;
 pub mod conv;
 pub mod distance;
@@ -35,11 +37,13 @@ pub mod serialization;
 pub mod sparse;
 pub mod state_dict;
 pub mod summary;
+pub mod transformer;
 pub mod upsampling;
 pub mod utils;
 pub mod value;
 
 pub use activation::*;
+pub use attention::{MultiheadAttention, MultiheadAttentionOptions};
 pub use container::{ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential};
 pub use conv::{
     Conv1d, Conv2d, Conv3d, ConvOptions, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, Padding,
@@ -69,6 +73,10 @@ pub use serialization::{load_safetensors, save_safetensors};
 pub use sparse::{Embedding, EmbeddingBag};
 pub use state_dict::{IncompatibleKeys, StateDict};
 pub use summary::summary;
+pub use transformer::{
+    Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
+    TransformerLayerOptions, TransformerOptions,
+};
 pub use upsampling::{Upsample, UpsamplingBilinear2d, UpsamplingNearest2d};
 pub use value::Value;
 

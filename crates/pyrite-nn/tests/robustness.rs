@@ -30,6 +30,21 @@ fn inputs() -> Vec<(&'static str, Tensor)> {
     ]
 }
 
+fn small_layer() -> TransformerLayerOptions {
+    TransformerLayerOptions { dim_feedforward: 4, ..Default::default() }
+}
+
+fn small_transformer() -> TransformerOptions {
+    TransformerOptions {
+        d_model: 3,
+        nhead: 1,
+        num_encoder_layers: 1,
+        num_decoder_layers: 1,
+        dim_feedforward: 4,
+        ..Default::default()
+    }
+}
+
 fn layers() -> Vec<(&'static str, Box<dyn Module>)> {
     let b = |m: Box<dyn Module>| m;
     vec![
@@ -108,6 +123,38 @@ fn layers() -> Vec<(&'static str, Box<dyn Module>)> {
         ("MaxUnpool2d", Box::new(MaxUnpool2d::new(2, None, 0).unwrap())),
         ("Sequential", Box::new(Sequential::new().append(Linear::new(3, 3).unwrap()).append(ReLU::new()))),
         ("ModuleList", Box::new(ModuleList::new())),
+        ("MultiheadAttention", Box::new(MultiheadAttention::new(3, 1).unwrap())),
+        (
+            "TransformerEncoderLayer",
+            Box::new(TransformerEncoderLayer::with_options(3, 1, small_layer()).unwrap()),
+        ),
+        (
+            "TransformerDecoderLayer",
+            Box::new(TransformerDecoderLayer::with_options(3, 1, small_layer()).unwrap()),
+        ),
+        (
+            "TransformerEncoder",
+            Box::new(
+                TransformerEncoder::new(
+                    TransformerEncoderLayer::with_options(3, 1, small_layer()).unwrap(),
+                    2,
+                    None,
+                )
+                .unwrap(),
+            ),
+        ),
+        (
+            "TransformerDecoder",
+            Box::new(
+                TransformerDecoder::new(
+                    TransformerDecoderLayer::with_options(3, 1, small_layer()).unwrap(),
+                    1,
+                    None,
+                )
+                .unwrap(),
+            ),
+        ),
+        ("Transformer", Box::new(Transformer::new(small_transformer()).unwrap())),
         ("RNN", Box::new(RNN::new(3, 2, RnnOptions::new()).unwrap())),
         (
             "RNN relu 2 layers bidirectional batch_first",
@@ -311,4 +358,55 @@ fn bad_configurations_are_errors_at_construction() {
     assert_eq!(e.message(), "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x2)");
     let e = GroupNorm::new(1, 4).unwrap().call(&Tensor::zeros([2, 3], DType::F32).unwrap()).unwrap_err();
     assert!(e.message().contains("[N, 4, *]"), "{e}");
+}
+
+/// Attention takes several inputs: every edge-case tensor as query, key and value (and as
+/// masks) of `MultiheadAttention` and `F::scaled_dot_product_attention`, in both modes.
+#[test]
+fn no_attention_call_panics_on_edge_case_inputs() {
+    use pyrite::nn::attention::MhaCall;
+    use pyrite::nn::functional::SdpaOptions;
+    let ins = inputs();
+    let mut failures = Vec::new();
+    let mha = MultiheadAttention::with_options(
+        3,
+        1,
+        MultiheadAttentionOptions { add_bias_kv: true, ..Default::default() },
+    )
+    .unwrap();
+    for (xn, x) in &ins {
+        for (mn, m) in &ins {
+            for need_weights in [true, false] {
+                check(
+                    &mut failures,
+                    &format!("MultiheadAttention({xn}, mask {mn}, need_weights={need_weights})"),
+                    || {
+                        let call = MhaCall { attn_mask: Some(m), need_weights, ..Default::default() };
+                        let _ = mha.forward_with(x, x, x, &call);
+                        let call = MhaCall {
+                            key_padding_mask: Some(m),
+                            need_weights,
+                            is_causal: true,
+                            ..Default::default()
+                        };
+                        let _ = mha.forward_with(x, x, x, &call);
+                        Ok(())
+                    },
+                );
+            }
+            check(&mut failures, &format!("scaled_dot_product_attention({xn}, mask {mn})"), || {
+                let _ = F::scaled_dot_product_attention(x, x, x, &SdpaOptions::new().attn_mask(m));
+                let _ = F::scaled_dot_product_attention(
+                    x,
+                    m,
+                    m,
+                    &SdpaOptions::new().enable_gqa(true).is_causal(true),
+                );
+                let _ =
+                    F::scaled_dot_product_attention(x, x, x, &SdpaOptions::new().dropout_p(0.5).scale(-1.0));
+                Ok(())
+            });
+        }
+    }
+    assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));
 }

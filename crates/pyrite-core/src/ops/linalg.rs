@@ -591,7 +591,15 @@ fn run_one<T: MatElem>(
     // Shallow products (k < 256, e.g. a weight gradient over a batch of 128) gain nothing from
     // panels: every panel would re-pack the whole of `a` for little work (measured: 1024x128 @
     // 128x1024 in 1.8 ms whole, 2.3 ms in panels).
-    if T::PANELS && p.d.1 == 1 && p.l.1 == 1 && p.r.0 == 1 && m * n * k >= PANEL_WORK && n >= 256 {
+    if T::PANELS
+        && p.d.1 == 1
+        && p.l.1 == 1
+        && p.r.0 == 1
+        && m * n * k >= PANEL_WORK
+        && n >= 256
+        && m <= 256
+        && k >= 512
+    {
         return via_column_major(p, threads);
     }
     if T::PANELS && k >= 256 && m * n * k >= PANEL_WORK {
@@ -610,39 +618,76 @@ fn run_one<T: MatElem>(
 
 /// A row-major product whose operands both run along the depth (`x @ w.t()`, the layout of a
 /// linear layer's forward pass), computed into a column-major buffer and then copied over:
-/// `gemm` runs this layout 25-35% faster into a column-major output (measured: 128x1024 @
-/// 1024x1024 in 2.0-2.6 ms against 3.3-3.7 ms on one thread), and the copy of `m x n`
-/// elements costs a few percent of that.
+/// `gemm` runs this layout 25-35% faster into a column-major output for short, deep products
+/// (measured: 128x1024 @ 1024x1024 in 2.0-2.6 ms against 3.3-3.7 ms on one thread), and the
+/// copy of `m x n` elements costs a few percent of that. For tall or shallow products the
+/// direct product wins (paired runs, 2 threads, direct/via time: 2048x256 @ 256x768 0.67,
+/// 512x1024 @ 1024x1024 0.94, 256x1024 @ 1024x1024 1.03, 128x1024 @ 1024x1024 1.25,
+/// 128x784 @ 784x1024 1.07), hence the `m <= 256 && k >= 512` in `run_one`.
 fn via_column_major<T: MatElem>(p: Product<T>, threads: usize) {
     let (m, n) = (p.m, p.n);
-    let mut tmp: Vec<T> = Vec::with_capacity(m * n);
-    let t = SendPtr(tmp.as_mut_ptr());
+    // From the caching allocator: a fresh `Vec` of this size is mapped and zeroed by the OS
+    // on every call (page faults cost as much as the copy).
+    let Ok(mut tmp) = CpuBuffer::new(m * n * std::mem::size_of::<T>()) else {
+        split(p, threads);
+        return;
+    };
+    let t = SendPtr(tmp.as_mut_ptr() as *mut T);
     // `beta: None`: the buffer is written, never read, by the product.
     split(Product { dst: t, d: (1, m), beta: None, ..p }, threads);
-    // Copy in blocks of 8 output rows: 8 consecutive buffer elements per output column.
+    let (dst, ld, beta) = (p.dst, p.d.0, p.beta);
     let rows = |i0: usize, i1: usize| {
-        let (t, dst) = (t, p.dst);
-        for ib in (i0..i1).step_by(8) {
-            let ie = (ib + 8).min(i1);
-            for j in 0..n {
-                for i in ib..ie {
-                    // SAFETY: `tmp` holds m * n written elements; (i, j) is inside the output.
-                    unsafe {
-                        let v = *t.0.add(j * m + i);
-                        let o = dst.0.add(i * p.d.0 + j);
-                        *o = match p.beta {
-                            None => v,
-                            Some(b) => T::scale_add(b, *o, v),
-                        };
-                    }
-                }
-            }
-        }
+        let (t, dst) = (t, dst);
+        // SAFETY: `tmp` holds m * n written elements; rows i0..i1 of the output are this
+        // call's alone.
+        unsafe { transpose_rows(t.0.add(i0), m, dst.0.add(i0 * ld), ld, i1 - i0, n, beta) }
     };
     if threads > 1 {
-        crate::threads::parallel_for(m, 8, rows);
+        crate::threads::parallel_for(m.div_ceil(TILE), 4, |a, b| rows(a * TILE, (b * TILE).min(m)));
     } else {
         rows(0, m);
+    }
+}
+
+/// Side of the square tiles [`transpose_rows`] copies.
+const TILE: usize = 8;
+
+/// `dst[i, j] = src[j, i]` (or `beta * dst[i, j] + src[j, i]`) for `rows x cols` elements:
+/// `src` column-major with leading dimension `lds`, `dst` row-major with `ldd`. The copy walks
+/// 8 x 8 tiles, so that both sides touch whole runs of cache lines.
+///
+/// # Safety
+/// Both pointers must address every element in range, and not overlap.
+#[inline(never)]
+unsafe fn transpose_rows<T: MatElem>(
+    src: *const T,
+    lds: usize,
+    dst: *mut T,
+    ldd: usize,
+    rows: usize,
+    cols: usize,
+    beta: Option<T>,
+) {
+    let mut i0 = 0;
+    while i0 < rows {
+        let h = TILE.min(rows - i0);
+        let mut j0 = 0;
+        while j0 < cols {
+            let w = TILE.min(cols - j0);
+            for i in i0..i0 + h {
+                let d = dst.add(i * ldd);
+                for j in j0..j0 + w {
+                    let v = *src.add(j * lds + i);
+                    let o = d.add(j);
+                    *o = match beta {
+                        None => v,
+                        Some(b) => T::scale_add(b, *o, v),
+                    };
+                }
+            }
+            j0 += w;
+        }
+        i0 += h;
     }
 }
 

@@ -6,6 +6,7 @@
 //! - [`Tensor::with_slice`]: read access to a contiguous tensor's elements;
 //! - `Tensor::build`: a fresh contiguous tensor filled by a closure.
 
+pub mod attention;
 pub mod binary;
 pub mod cast;
 pub mod compare;

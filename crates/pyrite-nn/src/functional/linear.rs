@@ -22,6 +22,14 @@ pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tens
     if x.rank() == 2 {
         return x.linear(weight, bias);
     }
+    if x.rank() > 2 && x.is_contiguous() {
+        // One 2-D product with the bias fused: its backward computes the weight gradient as
+        // one product over every row, where a batched matmul would sum per-batch products.
+        let mut out = x.dims().to_vec();
+        *out.last_mut().unwrap() = weight.dims()[0];
+        let rows: usize = x.dims()[..x.rank() - 1].iter().product();
+        return x.reshape([rows, in_features])?.linear(weight, bias)?.reshape(out);
+    }
     let wt = weight.t()?;
     match bias {
         Some(b) => x.matmul(&wt)?.add(b),

@@ -14,6 +14,7 @@
 //! ```
 
 mod activation;
+mod attention;
 mod conv;
 mod linear;
 mod loss;
@@ -22,6 +23,7 @@ mod rnn;
 mod vision;
 
 pub use activation::*;
+pub use attention::*;
 pub use conv::*;
 pub use linear::*;
 pub use loss::*;
