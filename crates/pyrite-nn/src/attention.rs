@@ -309,7 +309,7 @@ impl MultiheadAttention {
                 "embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and num_heads={num_heads} instead"
             );
         }
-        if embed_dim % num_heads != 0 {
+        if !embed_dim.is_multiple_of(num_heads) {
             bail!(Value, "embed_dim must be divisible by num_heads");
         }
         if !(0.0..=1.0).contains(&opts.dropout) {

@@ -33,13 +33,16 @@ use crate::value::Value;
 use pyrite_core::{bail, DType, Result, Tensor};
 use std::sync::Arc;
 
+/// A user's activation function, shared between the layer copies of a stack.
+pub type ActivationFn = Arc<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>;
+
 /// The feed-forward activation (`activation="relu"`, `"gelu"`, or a function).
 #[derive(Clone, Default)]
 pub enum Activation {
     #[default]
     Relu,
     Gelu,
-    Custom(Arc<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>),
+    Custom(ActivationFn),
 }
 
 impl Activation {
