@@ -332,7 +332,12 @@ impl DataLoader {
         let Some(global_start) = state.global_generator.clone() else {
             bail!(Value, "DataLoader.load_state_dict: a mid-epoch state needs 'global_generator'");
         };
-        global.set_state_bytes(&global_start)?;
+        // The global generator is only rewound when the draws may use it (no loader generator,
+        // or a sampler without one of its own), as other threads may be drawing from it.
+        let uses_global = self.options.generator.is_none() || self.batches.generator().is_none();
+        if uses_global {
+            global.set_state_bytes(&global_start)?;
+        }
         let drawn = (|| -> Result<(u64, Vec<Vec<usize>>)> {
             if let (Some(g), Some(bytes)) = (&self.options.generator, &state.generator) {
                 g.set_state_bytes(bytes)?;
@@ -342,7 +347,9 @@ impl DataLoader {
             }
             Ok((draw_seed(self.options.generator.as_deref())?, self.batches.batches()?))
         })();
-        global.set_state_bytes(&now)?;
+        if uses_global {
+            global.set_state_bytes(&now)?;
+        }
         let (base_seed, batches) = drawn?;
         if base_seed != state.base_seed {
             bail!(

@@ -319,8 +319,6 @@ impl CheckpointManager {
     }
 }
 
-use std::io::Write as _;
-
 /// The pid in a temporary file name of `atomic_write` (`.<name>.tmp-<pid>-<n>`).
 fn temp_file_pid(name: &str) -> Option<u32> {
     let rest = name.strip_prefix('.')?;

@@ -106,6 +106,7 @@ fn format_value(value: FieldValue, spec: &str) -> Result<String> {
         (FieldValue::Float(v), None, Some(p)) => format!("{v:.p$}"),
         (FieldValue::Float(v), None, None) => python_str(v),
         (FieldValue::Int(v), _, _) => v.to_string(),
+        (FieldValue::Float(v), _, _) => python_str(v), // not reached: `kind` is d, f, e or none
     };
     let (sign, digits) = match body.strip_prefix('-') {
         Some(d) => ("-", d.to_string()),
