@@ -398,7 +398,11 @@ impl DataLoader {
                 global_generator: None,
                 base_seed: 0,
                 // A persistent pool lives on into the next epoch with its seed.
-                worker_seed: if self.options.persistent_workers { p.worker_seed.or(p.resume_worker_seed) } else { None },
+                worker_seed: if self.options.persistent_workers {
+                    p.worker_seed.or(p.resume_worker_seed)
+                } else {
+                    None
+                },
             },
         }
     }
@@ -429,14 +433,20 @@ impl DataLoader {
             );
         }
         if state.generator.is_some() != self.options.generator.is_some() {
-            bail!(Value, "DataLoader.load_state_dict: the state {} a loader generator, this loader {}",
+            bail!(
+                Value,
+                "DataLoader.load_state_dict: the state {} a loader generator, this loader {}",
                 if state.generator.is_some() { "has" } else { "has no" },
-                if self.options.generator.is_some() { "has one" } else { "has none" });
+                if self.options.generator.is_some() { "has one" } else { "has none" }
+            );
         }
         if state.sampler_generator.is_some() != self.batches.generator().is_some() {
-            bail!(Value, "DataLoader.load_state_dict: the state {} a sampler generator, this loader's sampler {}",
+            bail!(
+                Value,
+                "DataLoader.load_state_dict: the state {} a sampler generator, this loader's sampler {}",
                 if state.sampler_generator.is_some() { "has" } else { "has no" },
-                if self.batches.generator().is_some() { "has one" } else { "has none" });
+                if self.batches.generator().is_some() { "has one" } else { "has none" }
+            );
         }
         if state.mid_epoch && state.global_generator.is_none() {
             bail!(Value, "DataLoader.load_state_dict: a mid-epoch state needs 'global_generator'");

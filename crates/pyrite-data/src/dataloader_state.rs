@@ -111,7 +111,9 @@ impl DataLoaderState {
         let int = |key: &str| -> Result<i64> {
             match get(key)?.as_int() {
                 Some(v) => Ok(v),
-                None => bail!(Value, "DataLoaderState: '{key}' should be an int, got {}", get(key)?.type_name()),
+                None => {
+                    bail!(Value, "DataLoaderState: '{key}' should be an int, got {}", get(key)?.type_name())
+                }
             }
         };
         let count = |key: &str| -> Result<u64> {

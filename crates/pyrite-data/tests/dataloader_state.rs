@@ -83,11 +83,10 @@ fn check_every_cut(workers: usize, persistent: bool, seeded: bool) {
                 pyrite::manual_seed(999); // whatever happens in between
             }
             let state = DataLoaderState::from_object(&saved).unwrap();
-            assert_eq!((state.epoch as usize, state.mid_epoch), if cut < per_epoch {
-                (cut_epoch, true)
-            } else {
-                (cut_epoch + 1, false)
-            });
+            assert_eq!(
+                (state.epoch as usize, state.mid_epoch),
+                if cut < per_epoch { (cut_epoch, true) } else { (cut_epoch + 1, false) }
+            );
 
             let fetched = Arc::new(AtomicUsize::new(0));
             let resumed = loader(workers, persistent, seeded, fetched.clone());
@@ -104,8 +103,10 @@ fn check_every_cut(workers: usize, persistent: bool, seeded: bool) {
                     assert_eq!(fetched.load(Ordering::Relaxed), left, "consumed batches are not fetched");
                 }
             }
-            let expected: Vec<Batch> = full.iter().flatten().skip(cut_epoch * per_epoch + cut).cloned().collect();
-            let case = format!("workers {workers}, persistent {persistent}, seeded {seeded}, cut {cut_epoch}/{cut}");
+            let expected: Vec<Batch> =
+                full.iter().flatten().skip(cut_epoch * per_epoch + cut).cloned().collect();
+            let case =
+                format!("workers {workers}, persistent {persistent}, seeded {seeded}, cut {cut_epoch}/{cut}");
             assert_eq!(rest.len(), expected.len(), "{case}");
             for (k, (a, b)) in rest.iter().zip(&expected).enumerate() {
                 assert_eq!(a.0, b.0, "{case}: labels of batch {k}");

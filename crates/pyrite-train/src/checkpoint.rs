@@ -104,10 +104,15 @@ impl CheckpointManager {
             bail!(Value, "CheckpointManager: save_top_k and keep_last are both 0: nothing would be kept");
         }
         if options.save_top_k > 0 && options.monitor.is_none() && options.keep_last == 0 {
-            bail!(Value, "CheckpointManager: save_top_k={} needs a monitor (or keep_last > 0)", options.save_top_k);
+            bail!(
+                Value,
+                "CheckpointManager: save_top_k={} needs a monitor (or keep_last > 0)",
+                options.save_top_k
+            );
         }
         // The template must format with the fields a save gives.
-        let mut probe: Vec<(&str, FieldValue)> = vec![("epoch", FieldValue::Int(0)), ("step", FieldValue::Int(0))];
+        let mut probe: Vec<(&str, FieldValue)> =
+            vec![("epoch", FieldValue::Int(0)), ("step", FieldValue::Int(0))];
         if let Some(m) = &options.monitor {
             probe.push((m.as_str(), FieldValue::Float(0.0)));
         }
@@ -116,7 +121,8 @@ impl CheckpointManager {
                 return Err(e);
             }
         }
-        std::fs::create_dir_all(&dir).map_err(|e| err!(Io, "CheckpointManager: creating {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| err!(Io, "CheckpointManager: creating {}: {e}", dir.display()))?;
         let mut manager = CheckpointManager { dir, options, kept: vec![], next_seq: 0 };
         manager.recover()?;
         Ok(manager)
@@ -158,7 +164,13 @@ impl CheckpointManager {
     /// `metrics` (which must hold the monitored metric), then removes the checkpoints that are
     /// neither among the last `keep_last` nor the best `save_top_k`. A file of the same name
     /// is replaced. Returns the path written.
-    pub fn save(&mut self, checkpoint: &Object, epoch: u64, step: u64, metrics: &[(&str, f64)]) -> Result<PathBuf> {
+    pub fn save(
+        &mut self,
+        checkpoint: &Object,
+        epoch: u64,
+        step: u64,
+        metrics: &[(&str, f64)],
+    ) -> Result<PathBuf> {
         let score = match &self.options.monitor {
             Some(m) => match metrics.iter().find(|(n, _)| n == m) {
                 Some((_, v)) => Some(*v),
@@ -169,7 +181,8 @@ impl CheckpointManager {
             },
             None => None,
         };
-        let mut fields = vec![("epoch", FieldValue::Int(epoch as i64)), ("step", FieldValue::Int(step as i64))];
+        let mut fields =
+            vec![("epoch", FieldValue::Int(epoch as i64)), ("step", FieldValue::Int(step as i64))];
         fields.extend(metrics.iter().map(|(n, v)| (*n, FieldValue::Float(*v))));
         let name = format_filename(&self.options.filename, &fields)?;
         if name == INDEX_FILE {
@@ -246,15 +259,16 @@ impl CheckpointManager {
             "monitor": self.options.monitor,
             "checkpoints": entries,
         });
-        let text = serde_json::to_string_pretty(&index).map_err(|e| err!(Io, "CheckpointManager: index: {e}"))?;
+        let text =
+            serde_json::to_string_pretty(&index).map_err(|e| err!(Io, "CheckpointManager: index: {e}"))?;
         atomic_write(self.dir.join(INDEX_FILE), |w| Ok(w.write_all(text.as_bytes())?))
     }
 
     /// Reads what an earlier run left in the folder (see the module docs).
     fn recover(&mut self) -> Result<()> {
         let me = std::process::id();
-        let listing =
-            std::fs::read_dir(&self.dir).map_err(|e| err!(Io, "CheckpointManager: reading {}: {e}", self.dir.display()))?;
+        let listing = std::fs::read_dir(&self.dir)
+            .map_err(|e| err!(Io, "CheckpointManager: reading {}: {e}", self.dir.display()))?;
         let mut names = vec![];
         for entry in listing.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -270,8 +284,9 @@ impl CheckpointManager {
         }
         let index_path = self.dir.join(INDEX_FILE);
         if let Ok(text) = std::fs::read_to_string(&index_path) {
-            let index: serde_json::Value = serde_json::from_str(&text)
-                .map_err(|e| err!(Value, "CheckpointManager: {} is not a valid index: {e}", index_path.display()))?;
+            let index: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+                err!(Value, "CheckpointManager: {} is not a valid index: {e}", index_path.display())
+            })?;
             for c in index["checkpoints"].as_array().map(|v| v.as_slice()).unwrap_or(&[]) {
                 let (Some(file), Some(epoch), Some(step), Some(seq)) =
                     (c["file"].as_str(), c["epoch"].as_u64(), c["step"].as_u64(), c["seq"].as_u64())
@@ -346,12 +361,22 @@ fn parse_filename(template: &str, name: &str) -> Option<Vec<(String, f64)>> {
             let key = field.split_once(':').map_or(field, |(k, _)| k);
             let len = n
                 .char_indices()
-                .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'n' || c == 'a' || c == 'i' || c == 'f' || ((c == '-' || c == '+') && (i == 0 || n[..i].ends_with('e')))))
+                .find(|&(i, c)| {
+                    !(c.is_ascii_digit()
+                        || c == '.'
+                        || c == 'e'
+                        || c == 'n'
+                        || c == 'a'
+                        || c == 'i'
+                        || c == 'f'
+                        || ((c == '-' || c == '+') && (i == 0 || n[..i].ends_with('e'))))
+                })
                 .map_or(n.len(), |(i, _)| i);
             // A number never ends with '.', so a literal '.' after a field (".pt") stays literal.
             let mut take = &n[..len];
             let literal_after = &rest[end + 1..];
-            while !take.is_empty() && !(n[take.len()..].starts_with(literal_after.split('{').next().unwrap_or("")))
+            while !take.is_empty()
+                && !(n[take.len()..].starts_with(literal_after.split('{').next().unwrap_or("")))
             {
                 take = &take[..take.len() - 1];
             }
@@ -374,7 +399,8 @@ mod tests {
 
     #[test]
     fn names_parse_back() {
-        let f = parse_filename("epoch={epoch:02}-val_loss={val_loss:.4f}.pt", "epoch=03-val_loss=0.1235.pt").unwrap();
+        let f = parse_filename("epoch={epoch:02}-val_loss={val_loss:.4f}.pt", "epoch=03-val_loss=0.1235.pt")
+            .unwrap();
         assert_eq!(f, vec![("epoch".into(), 3.0), ("val_loss".into(), 0.1235)]);
         let f = parse_filename("e{epoch}_{loss:.2e}.pt", "e7_1.50e-03.pt").unwrap();
         assert_eq!(f, vec![("epoch".into(), 7.0), ("loss".into(), 1.5e-3)]);

@@ -41,7 +41,10 @@ pub fn format_filename(template: &str, values: &[(&str, FieldValue)]) -> Result<
                 chars.next();
                 out.push('}');
             }
-            '}' => bail!(Value, "checkpoint file name '{template}': single '}}' at byte {at} (write '}}}}' for a brace)"),
+            '}' => bail!(
+                Value,
+                "checkpoint file name '{template}': single '}}' at byte {at} (write '}}}}' for a brace)"
+            ),
             '{' => {
                 let rest = &template[at + 1..];
                 let Some(end) = rest.find('}') else {
@@ -54,7 +57,11 @@ pub fn format_filename(template: &str, values: &[(&str, FieldValue)]) -> Result<
                 let (name, spec) = field.split_once(':').unwrap_or((field, ""));
                 let Some(value) = values.iter().find(|(n, _)| *n == name).map(|(_, v)| *v) else {
                     let known: Vec<&str> = values.iter().map(|(n, _)| *n).collect();
-                    bail!(Value, "checkpoint file name '{template}': unknown field '{name}' (known: {})", known.join(", "));
+                    bail!(
+                        Value,
+                        "checkpoint file name '{template}': unknown field '{name}' (known: {})",
+                        known.join(", ")
+                    );
                 };
                 out.push_str(&format_value(value, spec).map_err(|e| {
                     pyrite_core::err!(Value, "checkpoint file name '{template}', field '{field}': {e}")

@@ -13,7 +13,6 @@ pub mod checkpoint;
 pub mod early_stopping;
 pub mod filename;
 
-
 pub use checkpoint::{CheckpointManager, CheckpointOptions, SavedCheckpoint};
 pub use early_stopping::{EarlyStopping, EarlyStoppingOptions};
 pub use filename::{format_filename, FieldValue};

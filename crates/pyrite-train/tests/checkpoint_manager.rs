@@ -13,8 +13,10 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn files(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> =
-        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     v.sort();
     v
 }
@@ -42,7 +44,13 @@ fn keeps_the_best_k_and_the_last_n() {
     }
     assert_eq!(
         files(&dir),
-        ["checkpoints.json", "epoch=01-val_loss=0.400.pt", "epoch=03-val_loss=0.300.pt", "epoch=04-val_loss=0.800.pt", "epoch=05-val_loss=0.700.pt"]
+        [
+            "checkpoints.json",
+            "epoch=01-val_loss=0.400.pt",
+            "epoch=03-val_loss=0.300.pt",
+            "epoch=04-val_loss=0.800.pt",
+            "epoch=05-val_loss=0.700.pt"
+        ]
     );
     assert!(m.best_path().unwrap().ends_with("epoch=03-val_loss=0.300.pt"));
     assert_eq!(m.best_score(), Some(0.3));
@@ -69,11 +77,15 @@ fn max_mode_last_only_and_no_monitor() {
     std::fs::remove_dir_all(&dir).unwrap();
 
     let dir = temp_dir("last");
-    let mut m = CheckpointManager::new(&dir, CheckpointOptions { keep_last: 3, ..Default::default() }).unwrap();
+    let mut m =
+        CheckpointManager::new(&dir, CheckpointOptions { keep_last: 3, ..Default::default() }).unwrap();
     for s in 0..5u64 {
         m.save(&ck(0), 0, s, &[]).unwrap();
     }
-    assert_eq!(files(&dir), ["checkpoints.json", "epoch=0-step=2.pt", "epoch=0-step=3.pt", "epoch=0-step=4.pt"]);
+    assert_eq!(
+        files(&dir),
+        ["checkpoints.json", "epoch=0-step=2.pt", "epoch=0-step=3.pt", "epoch=0-step=4.pt"]
+    );
     assert_eq!(m.best_path(), None);
     // The same name again replaces the file and counts as the newest.
     m.save(&ck(1), 0, 2, &[]).unwrap();

@@ -17,7 +17,12 @@ const DIR_VAR: &str = "PYRITE_CRASH_TEST_DIR";
 const NUMEL: usize = 2 << 20;
 
 fn options() -> CheckpointOptions {
-    CheckpointOptions { filename: "ckpt-{step:05}.pt".into(), keep_last: 2, save_top_k: 0, ..Default::default() }
+    CheckpointOptions {
+        filename: "ckpt-{step:05}.pt".into(),
+        keep_last: 2,
+        save_top_k: 0,
+        ..Default::default()
+    }
 }
 
 /// The checkpoint of step `n`: its number and a large tensor filled with it.
@@ -88,6 +93,13 @@ fn a_killed_save_leaves_the_previous_checkpoint_intact() {
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
 
+        let mid_write = std::fs::read_dir(&dir)
+            .unwrap()
+            .any(|e| e.unwrap().file_name().to_string_lossy().contains(".tmp-"));
+        eprintln!(
+            "round {round}: killed after save {newest_reported}{}",
+            if mid_write { ", mid-write" } else { "" }
+        );
         let manager = CheckpointManager::new(&dir, options()).unwrap();
         let kept = manager.checkpoints();
         assert!(!kept.is_empty() && kept.len() <= 2, "round {round}: {kept:?}");
@@ -95,7 +107,10 @@ fn a_killed_save_leaves_the_previous_checkpoint_intact() {
             assert_eq!(check(&c.path) as u64, c.step, "round {round}");
         }
         let last = check(manager.last_path().unwrap());
-        assert!(last >= newest_reported, "round {round}: newest {last}, the child reported {newest_reported}");
+        assert!(
+            last >= newest_reported,
+            "round {round}: newest {last}, the child reported {newest_reported}"
+        );
         let leftovers: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -2,9 +2,8 @@
 //! (min_delta as a magnitude, NaN never), a baseline that is never beaten, patience 0, max
 //! mode, and restoring the best weights.
 
-use pyrite::nn::{Linear, Module};
+use pyrite::nn::Linear;
 use pyrite::train::{EarlyStopping, EarlyStoppingOptions, Mode};
-use pyrite::Tensor;
 
 /// The epoch (from 0) at which `step` first says stop, feeding `values` in order.
 fn stop_epoch(options: EarlyStoppingOptions, values: &[f64]) -> Option<usize> {
@@ -24,7 +23,10 @@ fn patience_counts_epochs_without_improvement() {
     assert_eq!(stop_epoch(EarlyStoppingOptions { patience: 3, ..opts() }, &losses), Some(4));
     assert_eq!(stop_epoch(EarlyStoppingOptions { patience: 4, ..opts() }, &losses), None);
     // An improvement resets the count.
-    assert_eq!(stop_epoch(EarlyStoppingOptions { patience: 2, ..opts() }, &[1.0, 1.1, 0.9, 1.0, 0.8, 0.9, 0.95]), Some(6));
+    assert_eq!(
+        stop_epoch(EarlyStoppingOptions { patience: 2, ..opts() }, &[1.0, 1.1, 0.9, 1.0, 0.8, 0.9, 0.95]),
+        Some(6)
+    );
 }
 
 #[test]
@@ -71,14 +73,21 @@ fn a_baseline_never_beaten_stops_after_patience_epochs() {
     // Max mode.
     let om = || EarlyStoppingOptions { mode: Mode::Max, baseline: Some(0.9), patience: 2, ..opts() };
     assert_eq!(stop_epoch(om(), &[0.5, 0.6, 0.55]), Some(2));
-    assert_eq!(stop_epoch(EarlyStoppingOptions { mode: Mode::Max, patience: 2, ..opts() }, &[0.5, 0.6, 0.55]), None);
+    assert_eq!(
+        stop_epoch(EarlyStoppingOptions { mode: Mode::Max, patience: 2, ..opts() }, &[0.5, 0.6, 0.55]),
+        None
+    );
 }
 
 #[test]
 fn restore_best_weights_loads_the_best_epochs_state_when_stopping() {
     let model = Linear::new(2, 1).unwrap();
-    let set = |v: f32| model.weight.detach().fill_(v).unwrap();
-    let mut s = EarlyStopping::new(EarlyStoppingOptions { patience: 1, restore_best_weights: true, ..opts() }).unwrap();
+    let set = |v: f32| {
+        model.weight.detach().fill_(v).unwrap();
+    };
+    let mut s =
+        EarlyStopping::new(EarlyStoppingOptions { patience: 1, restore_best_weights: true, ..opts() })
+            .unwrap();
     for (epoch, (w, loss)) in [(1.0f32, 0.9), (2.0, 0.5), (3.0, 0.7), (4.0, 0.8)].into_iter().enumerate() {
         set(w);
         if s.step(loss, &model).unwrap() {
@@ -92,7 +101,6 @@ fn restore_best_weights_loads_the_best_epochs_state_when_stopping() {
     set(9.0);
     s.restore_best(&model).unwrap();
     assert_eq!(model.weight.detach().to_vec2::<f32>().unwrap(), vec![vec![2.0, 2.0]]);
-    let _ = Tensor::zeros([1], pyrite::DType::F32);
 }
 
 #[test]

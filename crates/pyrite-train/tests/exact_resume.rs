@@ -6,7 +6,9 @@
 
 use pyrite::data::{DataLoader, DataLoaderOptions, DataLoaderState, Dataset, Subset};
 use pyrite::nn::{self, Dropout, Linear, Module, ModuleBase, StateDict};
-use pyrite::optim::lr_scheduler::{LRScheduler, SchedulerStateDict, SchedulerStateObject, StepLR, StepLROptions};
+use pyrite::optim::lr_scheduler::{
+    LRScheduler, SchedulerStateDict, SchedulerStateObject, StepLR, StepLROptions,
+};
 use pyrite::optim::{Adam, AdamOptions, Optimizer, OptimizerStateDict};
 use pyrite::prelude::*;
 use pyrite::serialization::{load, save, Object};
@@ -29,7 +31,12 @@ struct Mlp {
 
 impl Mlp {
     fn new() -> Result<Mlp> {
-        Ok(Mlp { base: ModuleBase::new(), fc1: Linear::new(64, 32)?, drop: Dropout::new(0.3)?, fc2: Linear::new(32, 10)? })
+        Ok(Mlp {
+            base: ModuleBase::new(),
+            fc1: Linear::new(64, 32)?,
+            drop: Dropout::new(0.3)?,
+            fc2: Linear::new(32, 10)?,
+        })
     }
 }
 
@@ -50,7 +57,8 @@ struct Run {
 
 fn build(workers: usize) -> Result<Run> {
     pyrite::manual_seed(0);
-    let shift = RandomCrop::with_options(8, RandomCropOptions { padding: Some(vec![1]), ..Default::default() });
+    let shift =
+        RandomCrop::with_options(8, RandomCropOptions { padding: Some(vec![1]), ..Default::default() });
     let digits: Arc<dyn Dataset> = Arc::new(Digits::new(DigitsSplit::Train)?.with_transform(shift));
     let subset = Arc::new(Subset::new(digits, (0..SAMPLES).collect()));
     let loader = DataLoader::new(
@@ -72,7 +80,12 @@ fn build(workers: usize) -> Result<Run> {
 
 /// Trains from (`epoch`, as the loader stands) to the end, or until `stop_after` steps in all
 /// (then saves a checkpoint to `save_to`). Returns the losses of the steps it ran.
-fn train(run: &mut Run, start_epoch: usize, mut step: usize, stop: Option<(usize, &Path)>) -> Result<Vec<f32>> {
+fn train(
+    run: &mut Run,
+    start_epoch: usize,
+    mut step: usize,
+    stop: Option<(usize, &Path)>,
+) -> Result<Vec<f32>> {
     let mut losses = vec![];
     run.model.train();
     for epoch in start_epoch..EPOCHS {
@@ -117,7 +130,9 @@ fn resume(workers: usize, path: &Path) -> Result<(Run, usize, usize)> {
     let mut run = build(workers)?;
     pyrite::manual_seed(12345); // the resumed process's global state does not matter
     let ck = load(path)?;
-    let get = |k: &str| ck.get(k).ok_or_else(|| pyrite::Error::new(pyrite::ErrorKind::Value, format!("missing {k}")));
+    let get = |k: &str| {
+        ck.get(k).ok_or_else(|| pyrite::Error::new(pyrite::ErrorKind::Value, format!("missing {k}")))
+    };
     run.model.load_state_dict(&StateDict::from_object(get("model_state_dict")?)?, true)?;
     run.opt.load_state_dict(&OptimizerStateDict::from_object(get("optimizer_state_dict")?)?)?;
     run.sched.load_state_dict(&SchedulerStateDict::from_object(get("scheduler_state_dict")?)?)?;
@@ -129,7 +144,11 @@ fn resume(workers: usize, path: &Path) -> Result<(Run, usize, usize)> {
 }
 
 fn params(run: &Run) -> Vec<Vec<u32>> {
-    run.model.parameters().iter().map(|p| p.flatten(0, -1).unwrap().to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect()).collect()
+    run.model
+        .parameters()
+        .iter()
+        .map(|p| p.flatten(0, -1).unwrap().to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect())
+        .collect()
 }
 
 #[test]
@@ -153,7 +172,10 @@ fn a_resumed_run_equals_the_uninterrupted_one_bit_for_bit() {
             losses.extend(train(&mut resumed, start, step, None).unwrap());
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&losses), bits(&full_losses), "{workers} workers, stopped at step {stop_at}");
-            assert!(params(&resumed) == full_params, "{workers} workers, stopped at step {stop_at}: parameters differ");
+            assert!(
+                params(&resumed) == full_params,
+                "{workers} workers, stopped at step {stop_at}: parameters differ"
+            );
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();

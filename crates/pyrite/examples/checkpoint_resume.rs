@@ -9,7 +9,9 @@
 
 use pyrite::data::{DataLoader, DataLoaderOptions, DataLoaderState, Dataset};
 use pyrite::nn::{self, Dropout, Linear, Module, ModuleBase, StateDict};
-use pyrite::optim::lr_scheduler::{LRScheduler, SchedulerStateDict, SchedulerStateObject, StepLR, StepLROptions};
+use pyrite::optim::lr_scheduler::{
+    LRScheduler, SchedulerStateDict, SchedulerStateObject, StepLR, StepLROptions,
+};
 use pyrite::optim::{Adam, AdamOptions, Optimizer, OptimizerStateDict};
 use pyrite::prelude::*;
 use pyrite::serialization::{load, Object};
@@ -49,7 +51,8 @@ struct Run {
 
 fn build(out: &PathBuf) -> Result<Run> {
     pyrite::manual_seed(0);
-    let shift = RandomCrop::with_options(8, RandomCropOptions { padding: Some(vec![1]), ..Default::default() });
+    let shift =
+        RandomCrop::with_options(8, RandomCropOptions { padding: Some(vec![1]), ..Default::default() });
     let train: Arc<dyn Dataset> = Arc::new(Digits::new(DigitsSplit::Train)?.with_transform(shift));
     let loader = DataLoader::new(
         train,
@@ -62,7 +65,12 @@ fn build(out: &PathBuf) -> Result<Run> {
             ..Default::default()
         },
     )?;
-    let model = Mlp { base: ModuleBase::new(), fc1: Linear::new(64, 64)?, drop: Dropout::new(0.2)?, fc2: Linear::new(64, 10)? };
+    let model = Mlp {
+        base: ModuleBase::new(),
+        fc1: Linear::new(64, 64)?,
+        drop: Dropout::new(0.2)?,
+        fc2: Linear::new(64, 10)?,
+    };
     let mut opt = Adam::new(model.parameters(), AdamOptions { lr: 5e-3, ..Default::default() })?;
     let sched = StepLR::new(&mut opt, 2, StepLROptions { gamma: 0.5, ..Default::default() })?;
     let manager = CheckpointManager::new(
@@ -75,7 +83,11 @@ fn build(out: &PathBuf) -> Result<Run> {
             keep_last: 1,
         },
     )?;
-    let stopper = EarlyStopping::new(EarlyStoppingOptions { patience: 2, restore_best_weights: true, ..Default::default() })?;
+    let stopper = EarlyStopping::new(EarlyStoppingOptions {
+        patience: 2,
+        restore_best_weights: true,
+        ..Default::default()
+    })?;
     Ok(Run { model, opt, sched, loader, manager, stopper, val: Digits::new(DigitsSplit::Test)?.tensors()? })
 }
 
@@ -118,7 +130,12 @@ fn train(run: &mut Run, first_epoch: usize, mut step: usize, kill_at: Option<usi
             last = loss.item::<f32>()? as f64;
             if step % 10 == 0 {
                 let v = val_loss(run)?;
-                run.manager.save(&checkpoint(run, epoch, step, last)?, epoch as u64, step as u64, &[("val_loss", v)])?;
+                run.manager.save(
+                    &checkpoint(run, epoch, step, last)?,
+                    epoch as u64,
+                    step as u64,
+                    &[("val_loss", v)],
+                )?;
             }
             if kill_at == Some(step) {
                 println!("stopped at step {step} (epoch {epoch}, mid-epoch)");
@@ -127,14 +144,25 @@ fn train(run: &mut Run, first_epoch: usize, mut step: usize, kill_at: Option<usi
         }
         run.sched.step(&mut run.opt)?;
         let v = val_loss(run)?;
-        let path = run.manager.save(&checkpoint(run, epoch, step, last)?, epoch as u64, step as u64, &[("val_loss", v)])?;
+        let path = run.manager.save(
+            &checkpoint(run, epoch, step, last)?,
+            epoch as u64,
+            step as u64,
+            &[("val_loss", v)],
+        )?;
         println!("epoch {epoch}: train loss {last:.4}, val loss {v:.4}, saved {}", path.display());
         if run.stopper.step(v, &run.model)? {
-            println!("early stopping at epoch {epoch}; best val loss {:.4}", run.stopper.best_score().unwrap_or(f64::NAN));
+            println!(
+                "early stopping at epoch {epoch}; best val loss {:.4}",
+                run.stopper.best_score().unwrap_or(f64::NAN)
+            );
             break;
         }
     }
-    println!("best checkpoint: {}", run.manager.best_path().map(|p| p.display().to_string()).unwrap_or_default());
+    println!(
+        "best checkpoint: {}",
+        run.manager.best_path().map(|p| p.display().to_string()).unwrap_or_default()
+    );
     Ok(())
 }
 
@@ -152,7 +180,9 @@ fn main() -> Result<()> {
     let mut run = build(&out)?;
     let last = run.manager.last_path().expect("a checkpoint").to_path_buf();
     let ck = load(&last)?;
-    let get = |k: &str| ck.get(k).ok_or_else(|| pyrite::Error::new(pyrite::ErrorKind::Value, format!("missing {k}")));
+    let get = |k: &str| {
+        ck.get(k).ok_or_else(|| pyrite::Error::new(pyrite::ErrorKind::Value, format!("missing {k}")))
+    };
     run.model.load_state_dict(&StateDict::from_object(get("model_state_dict")?)?, true)?;
     run.opt.load_state_dict(&OptimizerStateDict::from_object(get("optimizer_state_dict")?)?)?;
     run.sched.load_state_dict(&SchedulerStateDict::from_object(get("scheduler_state_dict")?)?)?;
@@ -161,7 +191,11 @@ fn main() -> Result<()> {
     run.loader.load_state_dict(&position)?;
     let epoch = get("epoch")?.as_int().unwrap_or(0) as usize;
     let step = get("step")?.as_int().unwrap_or(0) as usize;
-    println!("resuming from {} (epoch {epoch}, step {step}, {} batches of it done)", last.display(), position.batches_yielded);
+    println!(
+        "resuming from {} (epoch {epoch}, step {step}, {} batches of it done)",
+        last.display(),
+        position.batches_yielded
+    );
     let first = if position.mid_epoch { epoch } else { epoch + 1 };
     train(&mut run, first, step, None)
 }
