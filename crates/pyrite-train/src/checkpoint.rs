@@ -296,10 +296,7 @@ impl CheckpointManager {
                 if !names.iter().any(|n| n == file) || file.contains('/') {
                     continue; // removed, or never completed
                 }
-                let score = match &self.options.monitor {
-                    Some(_) => Some(c["score"].as_f64().unwrap_or(f64::NAN)),
-                    None => None,
-                };
+                let score = self.options.monitor.as_ref().map(|_| c["score"].as_f64().unwrap_or(f64::NAN));
                 self.kept.push(SavedCheckpoint { path: self.dir.join(file), epoch, step, score, seq });
             }
         }
@@ -313,10 +310,7 @@ impl CheckpointManager {
             }
             let Some(fields) = parse_filename(&self.options.filename, &name) else { continue };
             let get = |k: &str| fields.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
-            let score = match &self.options.monitor {
-                Some(m) => Some(get(m).unwrap_or(f64::NAN)),
-                None => None,
-            };
+            let score = self.options.monitor.as_ref().map(|m| get(m).unwrap_or(f64::NAN));
             let epoch = get("epoch").unwrap_or(0.0).max(0.0) as u64;
             let step = get("step").unwrap_or(0.0).max(0.0) as u64;
             let mtime = std::fs::metadata(&path).and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);

@@ -128,7 +128,7 @@ fn train(run: &mut Run, first_epoch: usize, mut step: usize, kill_at: Option<usi
             run.opt.step()?;
             step += 1;
             last = loss.item::<f32>()? as f64;
-            if step % 10 == 0 {
+            if step.is_multiple_of(10) {
                 let v = val_loss(run)?;
                 run.manager.save(
                     &checkpoint(run, epoch, step, last)?,
