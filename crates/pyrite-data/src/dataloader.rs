@@ -14,6 +14,11 @@
 //! comes from the loader's `generator` (or the global one), once per epoch, as PyTorch draws its
 //! `_base_seed`; [`get_worker_info`] gives each worker PyTorch's `base_seed + id`.
 //!
+//! The loader keeps its position: [`DataLoader::state_dict`] says which epoch it is in, how many
+//! batches were handed out, and the generator states at the start of the epoch;
+//! [`DataLoader::load_state_dict`] on a fresh loader makes its next `iter()` continue that epoch
+//! exactly (see [`DataLoaderState`]).
+//!
 //! An error in a worker reaches the consumer as an error naming the worker and the sample
 //! index; a panic in user code becomes such an error; `timeout` bounds each wait. Dropping the
 //! iterator mid-epoch stops its workers (they check between samples) and joins them.
@@ -39,6 +44,7 @@
 //! ```
 
 use crate::collate::default_collate;
+use crate::dataloader_state::DataLoaderState;
 use crate::dataset::{set_worker_info, Dataset, WorkerInfo};
 use crate::iterable_loader::panic_text;
 use crate::sample::Sample;
@@ -51,7 +57,7 @@ use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -178,7 +184,33 @@ pub struct DataLoader {
     fetcher: Arc<Fetcher>,
     batches: Arc<dyn BatchSampling>,
     options: DataLoaderOptions,
-    pool: std::sync::Mutex<Option<WorkerPool>>,
+    pool: Mutex<Option<WorkerPool>>,
+    progress: Mutex<Progress>,
+}
+
+/// Where the loader is in its epochs (for [`DataLoader::state_dict`]).
+#[derive(Default)]
+struct Progress {
+    /// Epochs begun by `iter()`.
+    epochs_begun: u64,
+    /// Batches of the latest epoch handed out.
+    yielded: usize,
+    /// The latest epoch's start: generator states before its draws, and its base seed.
+    start: Option<EpochStart>,
+    /// The seed the current worker pool was started with.
+    worker_seed: Option<u64>,
+    /// A mid-epoch state loaded by `load_state_dict`, replayed by the next `iter()`.
+    resume: Option<DataLoaderState>,
+    /// The worker seed of a loaded state, for the next pool started.
+    resume_worker_seed: Option<u64>,
+}
+
+#[derive(Clone)]
+struct EpochStart {
+    generator: Option<Vec<u8>>,
+    sampler_generator: Option<Vec<u8>>,
+    global_generator: Vec<u8>,
+    base_seed: u64,
 }
 
 impl DataLoader {
@@ -217,7 +249,13 @@ impl DataLoader {
         };
         let batching = o.batch_size.is_some() || o.batch_sampler.is_some();
         let fetcher = Arc::new(Fetcher { dataset, collate: o.collate_fn.clone(), batching });
-        Ok(DataLoader { fetcher, batches, options, pool: std::sync::Mutex::new(None) })
+        Ok(DataLoader {
+            fetcher,
+            batches,
+            options,
+            pool: Mutex::new(None),
+            progress: Mutex::new(Progress::default()),
+        })
     }
 
     /// The number of batches per epoch (`len(loader)`).
@@ -229,16 +267,40 @@ impl DataLoader {
         self.len() == 0
     }
 
-    /// One epoch: draws the order and the base seed, then yields the batches.
+    /// One epoch: draws the order and the base seed, then yields the batches. After
+    /// [`DataLoader::load_state_dict`] of a mid-epoch state, it continues that epoch instead.
     pub fn iter(&self) -> Result<DataLoaderIter<'_>> {
-        let base_seed = draw_seed(self.options.generator.as_deref())?;
-        let batches = self.batches.batches()?;
+        let mut progress = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        let resume = progress.resume.take();
+        let worker_seed = progress.resume_worker_seed.take();
+        let (start, batches, skip) = match resume {
+            Some(state) => {
+                let (start, batches) = self.replay_epoch_start(&state)?;
+                (start, batches, state.batches_yielded)
+            }
+            None => {
+                let global = pyrite_core::default_generator();
+                let generator = self.options.generator.as_ref().map(|g| g.get_state_bytes());
+                let sampler_generator = self.batches.generator().map(|g| g.get_state_bytes());
+                let global_generator = global.get_state_bytes();
+                let base_seed = draw_seed(self.options.generator.as_deref())?;
+                let batches = self.batches.batches()?;
+                progress.epochs_begun += 1;
+                let start = EpochStart { generator, sampler_generator, global_generator, base_seed };
+                (start, batches, 0)
+            }
+        };
+        let base_seed = start.base_seed;
+        progress.start = Some(start);
+        progress.yielded = skip;
+        let epoch_id = progress.epochs_begun;
         let mut it = DataLoaderIter {
             loader: self,
             batches,
             base_seed,
-            next_send: 0,
-            next_yield: 0,
+            epoch_id,
+            next_send: skip,
+            next_yield: skip,
             received: BTreeMap::new(),
             in_flight: 0,
             pool: None,
@@ -249,12 +311,175 @@ impl DataLoader {
                 if persistent { self.pool.lock().unwrap_or_else(|e| e.into_inner()).take() } else { None };
             it.pool = Some(match pool {
                 Some(p) => p,
-                None => WorkerPool::start(self.fetcher.clone(), &self.options, base_seed)?,
+                None => {
+                    let seed = worker_seed.unwrap_or(base_seed);
+                    progress.worker_seed = Some(seed);
+                    WorkerPool::start(self.fetcher.clone(), &self.options, seed)?
+                }
             });
             it.pool.as_mut().unwrap().epoch += 1;
+            drop(progress);
             it.fill()?;
         }
         Ok(it)
+    }
+
+    /// Draws a saved epoch's base seed and order again from the generator states at its
+    /// start; the global generator is put back as it was found.
+    fn replay_epoch_start(&self, state: &DataLoaderState) -> Result<(EpochStart, Vec<Vec<usize>>)> {
+        let global = pyrite_core::default_generator();
+        let now = global.get_state_bytes();
+        let Some(global_start) = state.global_generator.clone() else {
+            bail!(Value, "DataLoader.load_state_dict: a mid-epoch state needs 'global_generator'");
+        };
+        // The global generator is only rewound when the draws may use it (no loader generator,
+        // or a sampler without one of its own), as other threads may be drawing from it.
+        let uses_global = self.options.generator.is_none() || self.batches.generator().is_none();
+        if uses_global {
+            global.set_state_bytes(&global_start)?;
+        }
+        let drawn = (|| -> Result<(u64, Vec<Vec<usize>>)> {
+            if let (Some(g), Some(bytes)) = (&self.options.generator, &state.generator) {
+                g.set_state_bytes(bytes)?;
+            }
+            if let (Some(g), Some(bytes)) = (self.batches.generator(), &state.sampler_generator) {
+                g.set_state_bytes(bytes)?;
+            }
+            Ok((draw_seed(self.options.generator.as_deref())?, self.batches.batches()?))
+        })();
+        if uses_global {
+            global.set_state_bytes(&now)?;
+        }
+        let (base_seed, batches) = drawn?;
+        if base_seed != state.base_seed {
+            bail!(
+                Value,
+                "DataLoader.load_state_dict: the epoch's base seed drawn again ({base_seed}) differs from the saved one ({}): the loader's generator or sampler is not the one the state was saved from",
+                state.base_seed
+            );
+        }
+        let start = EpochStart {
+            generator: state.generator.clone(),
+            sampler_generator: state.sampler_generator.clone(),
+            global_generator: global_start,
+            base_seed,
+        };
+        Ok((start, batches))
+    }
+
+    /// The loader's position (torchdata's `StatefulDataLoader.state_dict()`): mid-epoch, the
+    /// epoch and the batches handed out so far with the generator states at the epoch's start;
+    /// between epochs (none begun, or the last one fully handed out), the generator states now.
+    pub fn state_dict(&self) -> DataLoaderState {
+        let p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = &p.resume {
+            return r.clone();
+        }
+        let num_batches = self.len();
+        match &p.start {
+            Some(start) if p.yielded < num_batches => DataLoaderState {
+                epoch: p.epochs_begun - 1,
+                mid_epoch: true,
+                batches_yielded: p.yielded,
+                num_batches,
+                generator: start.generator.clone(),
+                sampler_generator: start.sampler_generator.clone(),
+                global_generator: Some(start.global_generator.clone()),
+                base_seed: start.base_seed,
+                worker_seed: p.worker_seed,
+            },
+            _ => DataLoaderState {
+                epoch: p.epochs_begun,
+                mid_epoch: false,
+                batches_yielded: 0,
+                num_batches,
+                generator: self.options.generator.as_ref().map(|g| g.get_state_bytes()),
+                sampler_generator: self.batches.generator().map(|g| g.get_state_bytes()),
+                global_generator: None,
+                base_seed: 0,
+                // A persistent pool lives on into the next epoch with its seed.
+                worker_seed: if self.options.persistent_workers {
+                    p.worker_seed.or(p.resume_worker_seed)
+                } else {
+                    None
+                },
+            },
+        }
+    }
+
+    /// Restores a position saved by [`DataLoader::state_dict`] on a loader built with the same
+    /// dataset and options (torchdata's `load_state_dict`). Mid-epoch, the next `iter()`
+    /// continues that epoch: it draws the order and the base seed again from the saved
+    /// generator states, skips the batches already handed out without fetching them, and
+    /// yields the rest. Between epochs, the generators are set and the next `iter()` starts
+    /// the next epoch. Workers of a persistent loader are restarted.
+    ///
+    /// The global generator is left as it is: restore it separately
+    /// (`pyrite::set_rng_state`), as a checkpoint's `rng_state`.
+    pub fn load_state_dict(&self, state: &DataLoaderState) -> Result<()> {
+        let num_batches = self.len();
+        if state.num_batches != num_batches {
+            bail!(
+                Value,
+                "DataLoader.load_state_dict: the state is for {} batches per epoch, this loader has {num_batches}",
+                state.num_batches
+            );
+        }
+        if state.batches_yielded > num_batches {
+            bail!(
+                Value,
+                "DataLoader.load_state_dict: batches_yielded ({}) exceeds the batches per epoch ({num_batches})",
+                state.batches_yielded
+            );
+        }
+        if state.generator.is_some() != self.options.generator.is_some() {
+            bail!(
+                Value,
+                "DataLoader.load_state_dict: the state {} a loader generator, this loader {}",
+                if state.generator.is_some() { "has" } else { "has no" },
+                if self.options.generator.is_some() { "has one" } else { "has none" }
+            );
+        }
+        if state.sampler_generator.is_some() != self.batches.generator().is_some() {
+            bail!(
+                Value,
+                "DataLoader.load_state_dict: the state {} a sampler generator, this loader's sampler {}",
+                if state.sampler_generator.is_some() { "has" } else { "has no" },
+                if self.batches.generator().is_some() { "has one" } else { "has none" }
+            );
+        }
+        if state.mid_epoch && state.global_generator.is_none() {
+            bail!(Value, "DataLoader.load_state_dict: a mid-epoch state needs 'global_generator'");
+        }
+        // Workers restart: their seed comes from the state.
+        *self.pool.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        p.start = None;
+        p.yielded = 0;
+        p.worker_seed = None;
+        p.resume_worker_seed = state.worker_seed;
+        if state.mid_epoch {
+            p.epochs_begun = state.epoch + 1;
+            p.resume = Some(state.clone());
+        } else {
+            if let (Some(g), Some(bytes)) = (&self.options.generator, &state.generator) {
+                g.set_state_bytes(bytes)?;
+            }
+            if let (Some(g), Some(bytes)) = (self.batches.generator(), &state.sampler_generator) {
+                g.set_state_bytes(bytes)?;
+            }
+            p.epochs_begun = state.epoch;
+            p.resume = None;
+        }
+        Ok(())
+    }
+
+    /// Counts one more batch of epoch `epoch_id` as handed out.
+    fn count_yielded(&self, epoch_id: u64) {
+        let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        if p.epochs_begun == epoch_id && p.resume.is_none() {
+            p.yielded += 1;
+        }
     }
 }
 
@@ -402,6 +627,8 @@ pub struct DataLoaderIter<'a> {
     loader: &'a DataLoader,
     batches: Vec<Vec<usize>>,
     base_seed: u64,
+    /// Which epoch of the loader this is (for its progress).
+    epoch_id: u64,
     next_send: usize,
     next_yield: usize,
     received: BTreeMap<usize, (usize, Result<Sample>)>,
@@ -436,6 +663,7 @@ impl DataLoaderIter<'_> {
     /// reorder buffer still counts, as in PyTorch), and the next batch is sent.
     fn hand_out(&mut self, worker: usize, r: Result<Sample>) -> Result<Sample> {
         self.next_yield += 1;
+        self.loader.count_yielded(self.epoch_id);
         self.in_flight -= 1;
         self.fill()?;
         r.map_err(|e| pyrite_core::err!(Value, "DataLoader worker {worker}: {e}"))
@@ -496,7 +724,9 @@ impl Iterator for DataLoaderIter<'_> {
         }
         let b = self.batches.get(self.next_yield)?;
         self.next_yield += 1;
-        Some(self.loader.fetcher.fetch(b, self.base_seed, None))
+        let r = self.loader.fetcher.fetch(b, self.base_seed, None);
+        self.loader.count_yielded(self.epoch_id);
+        Some(r)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

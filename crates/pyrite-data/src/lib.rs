@@ -37,6 +37,7 @@
 pub mod collate;
 pub mod csv_dataset;
 pub mod dataloader;
+pub mod dataloader_state;
 pub mod dataset;
 pub mod iterable_loader;
 pub mod npy_dataset;
@@ -48,6 +49,7 @@ pub use csv_dataset::{CsvDataset, CsvOptions};
 pub use dataloader::{
     sample_generator, CollateFn, DataLoader, DataLoaderIter, DataLoaderOptions, WorkerInitFn,
 };
+pub use dataloader_state::DataLoaderState;
 pub use dataset::{
     get_worker_info, random_split, set_worker_info, ChainDataset, ConcatDataset, Dataset, FnDataset,
     IterableDataset, SplitLength, StackDataset, Subset, TensorDataset, WorkerInfo,

@@ -26,6 +26,12 @@ pub trait Sampler: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The sampler's own generator, if it has one: `DataLoader::state_dict` records its state
+    /// at the start of an epoch so that a resumed loader draws the same order. A sampler that
+    /// draws from a generator of its own must return it here to be resumable.
+    fn generator(&self) -> Option<&Generator> {
+        None
+    }
 }
 
 impl<S: Sampler + ?Sized> Sampler for Arc<S> {
@@ -35,6 +41,9 @@ impl<S: Sampler + ?Sized> Sampler for Arc<S> {
     fn len(&self) -> usize {
         (**self).len()
     }
+    fn generator(&self) -> Option<&Generator> {
+        (**self).generator()
+    }
 }
 
 impl<S: Sampler + ?Sized> Sampler for Box<S> {
@@ -43,6 +52,9 @@ impl<S: Sampler + ?Sized> Sampler for Box<S> {
     }
     fn len(&self) -> usize {
         (**self).len()
+    }
+    fn generator(&self) -> Option<&Generator> {
+        (**self).generator()
     }
 }
 
@@ -55,6 +67,11 @@ pub trait BatchSampling: Send + Sync {
     /// Whether an epoch has no batches.
     fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// The generator this batch sampler (or the sampler inside it) draws from, if it has its
+    /// own; see [`Sampler::generator`].
+    fn generator(&self) -> Option<&Generator> {
+        None
     }
 }
 
@@ -195,6 +212,9 @@ impl Sampler for RandomSampler {
     fn len(&self) -> usize {
         self.num_samples
     }
+    fn generator(&self) -> Option<&Generator> {
+        self.generator.as_ref()
+    }
 }
 
 /// The given indices in random order (`torch.utils.data.SubsetRandomSampler`): each epoch is
@@ -219,6 +239,9 @@ impl Sampler for SubsetRandomSampler {
     }
     fn len(&self) -> usize {
         self.indices.len()
+    }
+    fn generator(&self) -> Option<&Generator> {
+        self.generator.as_ref()
     }
 }
 
@@ -276,6 +299,9 @@ impl Sampler for WeightedRandomSampler {
     fn len(&self) -> usize {
         self.num_samples
     }
+    fn generator(&self) -> Option<&Generator> {
+        self.generator.as_ref()
+    }
 }
 
 /// Groups another sampler's indices into batches (`torch.utils.data.BatchSampler`): batches of
@@ -322,6 +348,9 @@ impl BatchSampling for BatchSampler {
         } else {
             n.div_ceil(self.batch_size)
         }
+    }
+    fn generator(&self) -> Option<&Generator> {
+        self.sampler.generator()
     }
 }
 

@@ -15,6 +15,7 @@
 
 use crate::module::{Member, Module};
 use pyrite_core::{bail, Result, Tensor};
+use pyrite_serialization::Object;
 use std::collections::HashMap;
 
 /// An ordered map from dotted names to tensors (PyTorch's `OrderedDict`).
@@ -87,6 +88,36 @@ impl StateDict {
             }
         }
         out
+    }
+}
+
+// ------------------------------------------------------------ to and from a pickled Object
+
+impl StateDict {
+    /// The state_dict as `torch.save(model.state_dict(), path)` pickles it: an `OrderedDict`
+    /// of tensors in this dict's key order, each detached (a plain tensor, not a Parameter).
+    /// PyTorch's `_metadata` (per-module versions) is not written; `load_state_dict` in
+    /// PyTorch does without it.
+    ///
+    /// ```
+    /// use pyrite::nn::{Linear, Module, StateDict};
+    /// use pyrite::serialization::{load_from_bytes, save_to_bytes};
+    /// let model = Linear::new(3, 2)?;
+    /// let bytes = save_to_bytes(&model.state_dict()?.to_object())?; // torch.save(model.state_dict(), f)
+    /// let sd = StateDict::from_object(&load_from_bytes(&bytes)?)?; // torch.load(f, weights_only=True)
+    /// assert_eq!(sd.keys().collect::<Vec<_>>(), ["weight", "bias"]);
+    /// Linear::new(3, 2)?.load_state_dict(&sd, true)?;
+    /// # Ok::<(), pyrite::Error>(())
+    /// ```
+    pub fn to_object(&self) -> Object {
+        Object::from_named_tensors(self.iter().map(|(k, t)| (k, t.detach())))
+    }
+
+    /// A state_dict from what `torch.load` returns for a module's `state_dict()`: a dict or
+    /// `OrderedDict` of tensors with string keys, in the file's order (`_metadata` is ignored).
+    /// Anything else is an error naming the first entry that is not a named tensor.
+    pub fn from_object(obj: &Object) -> Result<StateDict> {
+        Ok(obj.to_named_tensors()?.into_iter().collect())
     }
 }
 

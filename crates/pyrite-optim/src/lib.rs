@@ -15,6 +15,7 @@ pub mod lbfgs;
 pub mod lr_scheduler;
 pub mod nadam;
 pub mod optimizer;
+pub mod optimizer_object;
 pub mod radam;
 pub mod rmsprop;
 pub mod rprop;

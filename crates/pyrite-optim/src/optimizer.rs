@@ -213,6 +213,10 @@ pub(crate) fn state_f64(s: &ParamState, key: &str) -> Result<f64> {
 pub struct OptimizerStateDict {
     pub state: BTreeMap<usize, ParamState>,
     pub param_groups: Vec<SavedGroup>,
+    /// The `torch.optim` class whose layout [`OptimizerStateDict::to_object`] writes (`"Adam"`):
+    /// set by [`Optimizer::state_dict`], and by [`OptimizerStateDict::from_object`] when it
+    /// recognises the group keys. With `None` the groups keep Pyrite's keys, `lr` first.
+    pub optimizer: Option<String>,
 }
 
 /// One saved parameter group: indices into the flattened parameter list and every option.
@@ -386,7 +390,7 @@ impl OptimizerBase {
 
     /// `state_dict()`.
     pub fn state_dict(&self) -> OptimizerStateDict {
-        let mut sd = OptimizerStateDict::default();
+        let mut sd = OptimizerStateDict { optimizer: Some(self.name.to_string()), ..Default::default() };
         let mut index = 0;
         for (g, s) in self.groups.iter().zip(&self.state) {
             let mut options = g.options.clone();
@@ -409,11 +413,38 @@ impl OptimizerBase {
     pub fn load_state_dict(&mut self, sd: &OptimizerStateDict) -> Result<()> {
         let name = self.name;
         if sd.param_groups.len() != self.groups.len() {
-            bail!(Value, "{name}: loaded state dict has a different number of parameter groups");
+            bail!(
+                Value,
+                "{name}: loaded state dict has a different number of parameter groups ({} saved, the optimizer has {})",
+                sd.param_groups.len(),
+                self.groups.len()
+            );
         }
-        for (g, s) in self.groups.iter().zip(&sd.param_groups) {
+        for (i, (g, s)) in self.groups.iter().zip(&sd.param_groups).enumerate() {
             if g.params.len() != s.params.len() {
-                bail!(Value, "{name}: loaded state dict contains a parameter group that doesn't match the size of optimizer's group");
+                bail!(
+                    Value,
+                    "{name}: loaded state dict contains a parameter group that doesn't match the size of optimizer's group \
+                     (param_groups[{i}] has {} parameters saved, the optimizer's has {})",
+                    s.params.len(),
+                    g.params.len()
+                );
+            }
+            for (p, idx) in g.params.iter().zip(&s.params) {
+                for (k, v) in sd.state.get(idx).into_iter().flatten() {
+                    if let StateValue::Tensor(t) = v {
+                        if crate::optimizer_object::PARAM_SHAPED_KEYS.contains(&k.as_str())
+                            && t.dims() != p.dims()
+                        {
+                            bail!(
+                                Value,
+                                "{name}: loaded state dict has '{k}' of shape {:?} for parameter {idx} of shape {:?}",
+                                t.dims(),
+                                p.dims()
+                            );
+                        }
+                    }
+                }
             }
         }
         let mut new_state = Vec::with_capacity(self.groups.len());

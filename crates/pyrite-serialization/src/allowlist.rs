@@ -15,6 +15,8 @@ use pyrite_core::{bail, DType, Result};
 pub(crate) enum Global {
     /// `collections.OrderedDict`
     OrderedDict,
+    /// `collections.Counter` (a dict of counts: `MultiStepLR`'s milestones)
+    Counter,
     /// `torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks[, metadata])`
     RebuildTensorV2,
     /// `torch._utils._rebuild_tensor_v3(...)`: v2 with the dtype given (untyped storages).
@@ -48,6 +50,7 @@ impl Global {
     pub(crate) fn name(self) -> String {
         match self {
             Global::OrderedDict => "collections.OrderedDict".into(),
+            Global::Counter => "collections.Counter".into(),
             Global::RebuildTensorV2 => "torch._utils._rebuild_tensor_v2".into(),
             Global::RebuildTensorV3 => "torch._utils._rebuild_tensor_v3".into(),
             Global::RebuildParameter => "torch._utils._rebuild_parameter".into(),
@@ -152,7 +155,6 @@ const UNSUPPORTED_ALLOWED: &[(&str, &str)] = &[
     ("torch.nn.parameter.Parameter", "Parameters pickled with NEWOBJ"),
     ("torch.Tensor", "tensors pickled with NEWOBJ"),
     ("torch.serialization._get_layout", "sparse layouts"),
-    ("collections.Counter", "collections.Counter"),
     ("torch.per_tensor_affine", "quantized tensors"),
     ("torch.per_tensor_symmetric", "quantized tensors"),
     ("torch.per_channel_affine", "quantized tensors"),
@@ -186,6 +188,7 @@ pub(crate) fn resolve(module: &str, name: &str) -> Result<Global> {
     let full = format!("{module}.{name}");
     let g = match (module, name) {
         ("collections", "OrderedDict") => Global::OrderedDict,
+        ("collections", "Counter") => Global::Counter,
         ("torch._utils", "_rebuild_tensor_v2") => Global::RebuildTensorV2,
         ("torch._utils", "_rebuild_tensor_v3") => Global::RebuildTensorV3,
         ("torch._utils", "_rebuild_parameter") => Global::RebuildParameter,

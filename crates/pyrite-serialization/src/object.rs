@@ -24,7 +24,7 @@ use std::hash::{Hash, Hasher};
 /// | `tuple`, `torch.Size` | `Tuple` (a Size comes back as a tuple) |
 /// | `list` | `List` |
 /// | `set`, `frozenset` | `Set` (a frozenset comes back as a set) |
-/// | `dict`, `collections.OrderedDict` | `Dict`, `OrderedDict` |
+/// | `dict`, `collections.OrderedDict`, `collections.Counter` | `Dict`, `OrderedDict`, `Counter` |
 ///
 /// Equality is structural, with tensors equal only when they are the same tensor handle
 /// ([`Tensor::is_same`]): the way Python compares tensors used as dict keys.
@@ -71,6 +71,8 @@ pub enum Object {
     Dict(Dict),
     /// A `collections.OrderedDict`, such as a module's `state_dict()`.
     OrderedDict(Dict),
+    /// A `collections.Counter`: a dict of counts (`MultiStepLR`'s `milestones`).
+    Counter(Dict),
 }
 
 impl Object {
@@ -92,6 +94,7 @@ impl Object {
             Object::Set(_) => "set",
             Object::Dict(_) => "dict",
             Object::OrderedDict(_) => "OrderedDict",
+            Object::Counter(_) => "Counter",
         }
     }
 
@@ -189,17 +192,17 @@ impl Object {
             _ => None,
         }
     }
-    /// The map, for `Dict` and `OrderedDict`.
+    /// The map, for `Dict`, `OrderedDict` and `Counter`.
     pub fn as_dict(&self) -> Option<&Dict> {
         match self {
-            Object::Dict(d) | Object::OrderedDict(d) => Some(d),
+            Object::Dict(d) | Object::OrderedDict(d) | Object::Counter(d) => Some(d),
             _ => None,
         }
     }
-    /// The map, mutably, for `Dict` and `OrderedDict`.
+    /// The map, mutably, for `Dict`, `OrderedDict` and `Counter`.
     pub fn as_dict_mut(&mut self) -> Option<&mut Dict> {
         match self {
-            Object::Dict(d) | Object::OrderedDict(d) => Some(d),
+            Object::Dict(d) | Object::OrderedDict(d) | Object::Counter(d) => Some(d),
             _ => None,
         }
     }
@@ -231,7 +234,7 @@ impl PartialEq for Object {
             (Device(a), Device(b)) => a == b,
             (Tuple(a), Tuple(b)) | (List(a), List(b)) => a == b,
             (Set(a), Set(b)) => a.len() == b.len() && a.iter().all(|x| b.contains(x)),
-            (Dict(a), Dict(b)) => a.eq_unordered(b),
+            (Dict(a), Dict(b)) | (Counter(a), Counter(b)) => a.eq_unordered(b),
             (OrderedDict(a), OrderedDict(b)) => a.entries == b.entries,
             _ => false,
         }
@@ -264,7 +267,7 @@ fn hash_object(o: &Object, h: &mut impl Hasher) {
         }
         // Order-free containers hash only their sizes: cheap and consistent with equality.
         Object::Set(v) => v.len().hash(h),
-        Object::Dict(d) | Object::OrderedDict(d) => d.len().hash(h),
+        Object::Dict(d) | Object::OrderedDict(d) | Object::Counter(d) => d.len().hash(h),
     }
 }
 

@@ -211,6 +211,14 @@ impl Pickler {
                 self.op(b'}');
                 self.setitems(d, depth)?;
             }
+            Object::Counter(d) => {
+                // Counter.__reduce__: (Counter, (dict(self),))
+                self.global("collections", "Counter");
+                self.op(b'}');
+                self.setitems(d, depth)?;
+                self.op(0x85);
+                self.op(b'R');
+            }
             Object::OrderedDict(d) => {
                 self.global("collections", "OrderedDict");
                 self.op(b')');

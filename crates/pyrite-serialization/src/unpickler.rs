@@ -54,7 +54,7 @@ enum Node {
     Tuple(Vec<V>),
     List(Vec<V>),
     Set(Vec<V>),
-    Dict { items: Vec<(V, V)>, ordered: bool, metadata: Option<V> },
+    Dict { items: Vec<(V, V)>, ordered: bool, metadata: Option<V>, counter: bool },
 }
 
 impl V {
@@ -77,6 +77,7 @@ impl V {
                 Node::List(_) => "list".into(),
                 Node::Set(_) => "set".into(),
                 Node::Dict { ordered: true, .. } => "OrderedDict".into(),
+                Node::Dict { counter: true, .. } => "Counter".into(),
                 Node::Dict { .. } => "dict".into(),
             },
         }
@@ -357,7 +358,12 @@ impl Machine<'_> {
                     self.stack.push(v)
                 }
                 b'}' => {
-                    let v = self.node(Node::Dict { items: Vec::new(), ordered: false, metadata: None });
+                    let v = self.node(Node::Dict {
+                        items: Vec::new(),
+                        ordered: false,
+                        metadata: None,
+                        counter: false,
+                    });
                     self.stack.push(v)
                 }
                 0x8f => {
@@ -387,7 +393,12 @@ impl Machine<'_> {
                 }
                 b'd' => {
                     let items = self.pop_mark()?;
-                    let v = self.node(Node::Dict { items: Vec::new(), ordered: false, metadata: None });
+                    let v = self.node(Node::Dict {
+                        items: Vec::new(),
+                        ordered: false,
+                        metadata: None,
+                        counter: false,
+                    });
                     self.stack.push(v);
                     self.set_items(items, "DICT")?;
                 }
@@ -614,7 +625,12 @@ impl Machine<'_> {
         Ok(match g {
             Global::OrderedDict => {
                 Self::check_arity(g, &args, 0..=1)?;
-                let v = self.node(Node::Dict { items: Vec::new(), ordered: true, metadata: None });
+                let v = self.node(Node::Dict {
+                    items: Vec::new(),
+                    ordered: true,
+                    metadata: None,
+                    counter: false,
+                });
                 if let Some(pairs) = args.first() {
                     let pairs = self.seq_items(pairs, f)?;
                     let mut kv = Vec::new();
@@ -631,6 +647,20 @@ impl Machine<'_> {
                     r?;
                 }
                 v
+            }
+            Global::Counter => {
+                Self::check_arity(g, &args, 0..=1)?;
+                let mut items = Vec::new();
+                if let Some(V::Node(i)) = args.first() {
+                    match &self.arena[*i] {
+                        Node::Dict { items: src, .. } => items = src.clone(),
+                        _ => return Err(corrupt("Counter argument is not a dict")),
+                    }
+                } else if !args.is_empty() {
+                    return Err(corrupt("Counter argument is not a dict"));
+                }
+                self.charge(items.len())?;
+                self.node(Node::Dict { items, ordered: false, metadata: None, counter: true })
             }
             Global::RebuildTensorV2 | Global::RebuildTensorV3 => {
                 let v3 = g == Global::RebuildTensorV3;
@@ -850,7 +880,7 @@ impl Machine<'_> {
                 Node::Tuple(x) => Object::Tuple(seq(x, budget)?),
                 Node::List(x) => Object::List(seq(x, budget)?),
                 Node::Set(x) => Object::Set(seq(x, budget)?),
-                Node::Dict { items, ordered, metadata } => {
+                Node::Dict { items, ordered, metadata, counter } => {
                     let mut d = Dict::new();
                     for (k, val) in items {
                         let k = self.to_object(k, depth + 1, budget)?;
@@ -860,7 +890,9 @@ impl Machine<'_> {
                     if let Some(m) = metadata {
                         d.metadata = Some(Box::new(self.to_object(m, depth + 1, budget)?));
                     }
-                    if *ordered {
+                    if *counter {
+                        Object::Counter(d)
+                    } else if *ordered {
                         Object::OrderedDict(d)
                     } else {
                         Object::Dict(d)

@@ -49,6 +49,10 @@ pub use pyrite_serialization::load;
 
 /// Hugging Face's `transformers`: BERT-family encoders loaded from a Hugging Face folder,
 /// tokenizers and sentence embeddings (the `pyrite-transformers` crate).
+pub mod train {
+    pub use pyrite_train::*;
+}
+
 pub mod transformers {
     pub use pyrite_transformers::*;
 }

@@ -41,6 +41,7 @@ mod compose;
 mod cosine;
 mod cyclic;
 mod plateau;
+mod state_object;
 
 pub use basic::{
     ConstantLR, ConstantLROptions, ExponentialLR, LambdaLR, LinearLR, LinearLROptions, LrLambda, MultiStepLR,
@@ -55,6 +56,7 @@ pub use cyclic::{
     AnnealStrategy, CyclicLR, CyclicLROptions, CyclicMode, OneCycleLR, OneCycleLROptions, ScaleFn, ScaleMode,
 };
 pub use plateau::{PlateauMode, ReduceLROnPlateau, ReduceLROnPlateauOptions, ThresholdMode};
+pub use state_object::{SchedulerStateObject, SCHEDULER_LAYOUTS};
 
 use crate::optimizer::{HookHandle, Optimizer, ParamGroup};
 use pyrite_core::{bail, warnings, Result};
