@@ -41,25 +41,33 @@ fn shapes() -> Vec<(String, Vec<usize>)> {
 
 pub fn checkpoint(args: &Args) -> Map<String, Value> {
     pyrite::manual_seed(0);
-    let sd: Vec<(String, Tensor)> =
-        shapes().into_iter().map(|(k, s)| (k, Tensor::randn(s.as_slice(), DType::F32).expect("randn"))).collect();
+    let sd: Vec<(String, Tensor)> = shapes()
+        .into_iter()
+        .map(|(k, s)| (k, Tensor::randn(s.as_slice(), DType::F32).expect("randn")))
+        .collect();
     let nbytes: usize = sd.iter().map(|(_, t)| t.numel() * 4).sum();
     let dir = std::env::temp_dir().join(format!("pyrite-bench-checkpoint-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let pt = dir.join("weights.pt");
     let st = dir.join("weights.safetensors");
-    pyrite::save(&Object::from_named_tensors(sd.iter().map(|(k, t)| (k.as_str(), t))), &pt).expect("save .pt");
+    pyrite::save(&Object::from_named_tensors(sd.iter().map(|(k, t)| (k.as_str(), t))), &pt)
+        .expect("save .pt");
     safetensors::save_file(sd.iter().map(|(k, t)| (k.as_str(), t)), &st, None).expect("save safetensors");
     drop(sd);
 
     let mut res = Map::new();
     res.insert("tensors".into(), json!(shapes().len()));
     res.insert("mb".into(), json!(round(nbytes as f64 / 1e6, 1)));
-    let (t_pt, times_pt) = timeit(args, 1, None, || drop(std::hint::black_box(pyrite::load(&pt).expect("load .pt"))));
-    let (t_st, times_st) =
-        timeit(args, 1, None, || drop(std::hint::black_box(safetensors::load_file(&st).expect("load safetensors"))));
-    for (name, t, times) in [("pt_load", t_pt, &times_pt), ("safetensors_load", t_st, &times_st), ("weights_load", t_st, &times_st)]
-    {
+    let (t_pt, times_pt) =
+        timeit(args, 1, None, || drop(std::hint::black_box(pyrite::load(&pt).expect("load .pt"))));
+    let (t_st, times_st) = timeit(args, 1, None, || {
+        drop(std::hint::black_box(safetensors::load_file(&st).expect("load safetensors")))
+    });
+    for (name, t, times) in [
+        ("pt_load", t_pt, &times_pt),
+        ("safetensors_load", t_st, &times_st),
+        ("weights_load", t_st, &times_st),
+    ] {
         res.insert(format!("{name}_ms"), json!(round(t * 1e3, 3)));
         res.insert(format!("{name}_ms_best"), json!(round(min(times) * 1e3, 3)));
         res.insert(format!("{name}_gbs"), json!(round(nbytes as f64 / t / 1e9, 2)));
@@ -67,7 +75,9 @@ pub fn checkpoint(args: &Args) -> Map<String, Value> {
     }
     res.insert(
         "note".into(),
-        json!("weights_load = Pyrite's safetensors load vs PyTorch's torch.load(.pt); files in the page cache"),
+        json!(
+            "weights_load = Pyrite's safetensors load vs PyTorch's torch.load(.pt); files in the page cache"
+        ),
     );
     std::fs::remove_dir_all(&dir).ok();
     res

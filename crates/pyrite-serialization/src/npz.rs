@@ -34,11 +34,15 @@ use std::path::Path;
 /// [`atomic_write`](crate::atomic_write)). numpy adds the `.npz` extension when it is missing;
 /// this writes to `path` as given. Errors for duplicate names and for bfloat16, which NumPy
 /// lacks.
-pub fn savez<'a>(path: impl AsRef<Path>, tensors: impl IntoIterator<Item = (&'a str, &'a Tensor)>) -> Result<()> {
+pub fn savez<'a>(
+    path: impl AsRef<Path>,
+    tensors: impl IntoIterator<Item = (&'a str, &'a Tensor)>,
+) -> Result<()> {
     let path = path.as_ref();
     let members = npy_members(tensors)?; // fail before touching the disk
-    crate::atomic_write(path, |w| write_members(w, &members))
-        .map_err(|e| pyrite_core::Error::new(e.kind(), format!("savez: {} ({})", e.message(), path.display())))
+    crate::atomic_write(path, |w| write_members(w, &members)).map_err(|e| {
+        pyrite_core::Error::new(e.kind(), format!("savez: {} ({})", e.message(), path.display()))
+    })
 }
 
 /// [`savez`] into memory: the bytes of the `.npz` file.
@@ -50,7 +54,9 @@ pub fn savez_to_bytes<'a>(tensors: impl IntoIterator<Item = (&'a str, &'a Tensor
 }
 
 /// The `.npy` bytes of every tensor, under its member name.
-fn npy_members<'a>(tensors: impl IntoIterator<Item = (&'a str, &'a Tensor)>) -> Result<Vec<(String, Vec<u8>)>> {
+fn npy_members<'a>(
+    tensors: impl IntoIterator<Item = (&'a str, &'a Tensor)>,
+) -> Result<Vec<(String, Vec<u8>)>> {
     let mut members: Vec<(String, Vec<u8>)> = Vec::new();
     for (name, t) in tensors {
         let member = format!("{name}.npy");
@@ -58,7 +64,8 @@ fn npy_members<'a>(tensors: impl IntoIterator<Item = (&'a str, &'a Tensor)>) -> 
             bail!(Value, "savez: duplicate array name '{name}'");
         }
         let mut bytes = Vec::new();
-        t.write_npy(&mut bytes).map_err(|e| pyrite_core::Error::new(e.kind(), format!("savez: '{name}': {}", e.message())))?;
+        t.write_npy(&mut bytes)
+            .map_err(|e| pyrite_core::Error::new(e.kind(), format!("savez: '{name}': {}", e.message())))?;
         members.push((member, bytes));
     }
     Ok(members)
@@ -98,8 +105,9 @@ pub fn load_from_reader<R: Read + Seek>(src: R) -> Result<Vec<(String, Tensor)>>
             bail!(Value, "npz: member '{member}' is not a .npy array (Pyrite reads arrays only)");
         };
         let bytes = zip.read_inflated(&member)?;
-        let t = Tensor::read_npy(&bytes)
-            .map_err(|e| pyrite_core::Error::new(e.kind(), format!("{} (in npz member '{member}')", e.message())))?;
+        let t = Tensor::read_npy(&bytes).map_err(|e| {
+            pyrite_core::Error::new(e.kind(), format!("{} (in npz member '{member}')", e.message()))
+        })?;
         out.push((key.to_string(), t));
     }
     Ok(out)

@@ -91,8 +91,9 @@ pub fn save_file<'a>(
 ) -> Result<()> {
     let path = path.as_ref();
     let plan = Plan::new(tensors, metadata)?; // fail before touching the disk
-    crate::atomic_write(path, |w| plan.write(w))
-        .map_err(|e| pyrite_core::Error::new(e.kind(), format!("safetensors: {} ({})", e.message(), path.display())))
+    crate::atomic_write(path, |w| plan.write(w)).map_err(|e| {
+        pyrite_core::Error::new(e.kind(), format!("safetensors: {} ({})", e.message(), path.display()))
+    })
 }
 
 /// `safetensors.torch.save(tensors, metadata)`: the bytes of a safetensors file.
@@ -202,10 +203,13 @@ pub fn load_file_with_metadata(
     path: impl AsRef<Path>,
 ) -> Result<(Vec<(String, Tensor)>, BTreeMap<String, String>)> {
     let path = path.as_ref();
-    let with_path = |e: pyrite_core::Error| pyrite_core::Error::new(e.kind(), format!("{} ({})", e.message(), path.display()));
+    let with_path = |e: pyrite_core::Error| {
+        pyrite_core::Error::new(e.kind(), format!("{} ({})", e.message(), path.display()))
+    };
     let file = std::fs::File::open(path)
         .map_err(|e| err!(Io, "safetensors: cannot open {}: {e}", path.display()))?;
-    let len = file.metadata().map_err(|e| err!(Io, "safetensors: cannot stat {}: {e}", path.display()))?.len();
+    let len =
+        file.metadata().map_err(|e| err!(Io, "safetensors: cannot stat {}: {e}", path.display()))?.len();
     if len < 8 {
         // Mapping an empty file fails on some systems; this is not a safetensors file anyway.
         return load_with_metadata(&[0u8; 8][..len as usize]).map_err(with_path);
@@ -236,7 +240,11 @@ pub fn load_with_metadata(bytes: &[u8]) -> Result<(Vec<(String, Tensor)>, BTreeM
         let (a, b) = info.data_offsets;
         // Checked by the crate; checked again so a change there cannot make this panic.
         let Some(src) = data.get(a..b) else {
-            bail!(Io, "safetensors: tensor '{name}' has data offsets [{a}, {b}] outside the data ({} bytes)", data.len());
+            bail!(
+                Io,
+                "safetensors: tensor '{name}' has data offsets [{a}, {b}] outside the data ({} bytes)",
+                data.len()
+            );
         };
         infos.push((name, dtype, info.shape.clone(), src));
     }
@@ -246,7 +254,10 @@ pub fn load_with_metadata(bytes: &[u8]) -> Result<(Vec<(String, Tensor)>, BTreeM
     let tensors: Vec<Tensor> = if threads > 1 && total >= PARALLEL_MIN_BYTES {
         copy_parallel(&infos, threads)?
     } else {
-        infos.iter().map(|(_, d, s, src)| Tensor::from_raw_bytes(src, s.as_slice(), *d)).collect::<Result<_>>()?
+        infos
+            .iter()
+            .map(|(_, d, s, src)| Tensor::from_raw_bytes(src, s.as_slice(), *d))
+            .collect::<Result<_>>()?
     };
     let named = infos.into_iter().map(|i| i.0).zip(tensors).collect();
     let metadata = meta.metadata().as_ref().map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect());

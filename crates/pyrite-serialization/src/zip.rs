@@ -461,17 +461,22 @@ impl<R: Read + Seek> ZipReader<R> {
                 e.size, e.compressed_size
             )));
         }
-        let size =
-            usize::try_from(e.size).map_err(|_| err!(OutOfMemory, "zip: cannot allocate {} bytes", e.size))?;
+        let size = usize::try_from(e.size)
+            .map_err(|_| err!(OutOfMemory, "zip: cannot allocate {} bytes", e.size))?;
         let start = local_data_start(&mut self.src, self.len, &e)?;
         let packed = read_at(&mut self.src, start, e.compressed_size as usize)?;
         let data = miniz_oxide::inflate::decompress_to_vec_with_limit(&packed, size)
             .map_err(|err| corrupt(format!("cannot inflate '{name}': {err}")))?;
         if data.len() != size {
-            return Err(corrupt(format!("entry '{name}' inflates to {} bytes, not the {size} it claims", data.len())));
+            return Err(corrupt(format!(
+                "entry '{name}' inflates to {} bytes, not the {size} it claims",
+                data.len()
+            )));
         }
         if crc32(&data) != e.crc {
-            return Err(corrupt(format!("invalid header or archive is corrupted: CRC-32 mismatch in '{name}'")));
+            return Err(corrupt(format!(
+                "invalid header or archive is corrupted: CRC-32 mismatch in '{name}'"
+            )));
         }
         Ok(data)
     }

@@ -7,7 +7,9 @@ mod formats_common;
 
 use formats_common::{data_dir, dtype_named, from_hex};
 use pyrite_core::{DType, Tensor};
-use pyrite_serialization::safetensors::{load, load_file, load_file_with_metadata, load_with_metadata, save, save_file};
+use pyrite_serialization::safetensors::{
+    load, load_file, load_file_with_metadata, load_with_metadata, save, save_file,
+};
 use std::collections::BTreeMap;
 
 fn dir() -> std::path::PathBuf {
@@ -62,7 +64,8 @@ fn bad_files_are_refused_with_an_error() {
 fn every_dtype() -> Vec<(String, Tensor)> {
     let base = Tensor::arange(-3.0, 9.0, 1.0, DType::F32).unwrap().reshape([3, 4]).unwrap();
     let mut out = Vec::new();
-    for d in [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::I32, DType::U8, DType::Bool] {
+    for d in [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64, DType::I32, DType::U8, DType::Bool]
+    {
         let t = if d == DType::U8 { base.abs().unwrap().to_dtype(d) } else { base.to_dtype(d) }.unwrap();
         out.push((format!("t_{d}"), t));
     }
@@ -77,7 +80,10 @@ fn every_dtype() -> Vec<(String, Tensor)> {
 fn pyrite_files_round_trip_and_parse_with_the_safetensors_crate() {
     let tensors = every_dtype();
     let refs: Vec<(&str, &Tensor)> = tensors.iter().map(|(k, t)| (k.as_str(), t)).collect();
-    let meta = BTreeMap::from([("format".to_string(), "pt".to_string()), ("q\"uote".to_string(), "ü\n".to_string())]);
+    let meta = BTreeMap::from([
+        ("format".to_string(), "pt".to_string()),
+        ("q\"uote".to_string(), "ü\n".to_string()),
+    ]);
     let bytes = save(refs.iter().copied(), Some(&meta)).unwrap();
     let (back, back_meta) = load_with_metadata(&bytes).unwrap();
     assert_eq!(back_meta, meta);

@@ -56,21 +56,8 @@ impl Rng {
 }
 
 /// Interesting values to write over a field: boundaries of the sizes that headers hold.
-const SPECIAL: &[u64] = &[
-    0,
-    1,
-    0x7F,
-    0x80,
-    0xFF,
-    0xFFFF,
-    0x7FFF_FFFF,
-    0xFFFF_FFFF,
-    0xFFFF_FFFE,
-    64,
-    1000,
-    u64::MAX,
-    1 << 40,
-];
+const SPECIAL: &[u64] =
+    &[0, 1, 0x7F, 0x80, 0xFF, 0xFFFF, 0x7FFF_FFFF, 0xFFFF_FFFF, 0xFFFF_FFFE, 64, 1000, u64::MAX, 1 << 40];
 
 /// One to three random edits of `input`: bit flips, random bytes, truncation, inserted and
 /// deleted bytes, boundary values written over 1-8 bytes, duplicated chunks, and (for text
