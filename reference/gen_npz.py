@@ -48,7 +48,7 @@ errors = []
 
 
 def describe(arr):
-    c = np.ascontiguousarray(arr)
+    c = arr.copy(order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
     return {
         "dtype": DTYPE_NAMES[c.dtype],
         "shape": list(c.shape),
@@ -59,8 +59,9 @@ def describe(arr):
 def expect(name, save):
     path = os.path.join(OUT, name + ".npz")
     save(path, *positional, **arrays)
-    keys = ["arr_0"] + list(arrays)
-    vals = positional + list(arrays.values())
+    # numpy names positional arrays arr_0, ... after the keyword ones.
+    keys = list(arrays) + ["arr_0"]
+    vals = list(arrays.values()) + positional
     with zipfile.ZipFile(path) as z:
         methods = sorted({i.compress_type for i in z.infolist()})
     cases.append(
