@@ -85,6 +85,9 @@ fn pyrite_files_round_trip_and_parse_with_the_safetensors_crate() {
         ("q\"uote".to_string(), "ü\n".to_string()),
     ]);
     let bytes = save(refs.iter().copied(), Some(&meta)).unwrap();
+    if let Ok(keep) = std::env::var("PYRITE_KEEP_SAFETENSORS") {
+        std::fs::write(keep, &bytes).unwrap(); // for checking with safetensors.torch by hand
+    }
     let (back, back_meta) = load_with_metadata(&bytes).unwrap();
     assert_eq!(back_meta, meta);
     let mut want = tensors.clone();
