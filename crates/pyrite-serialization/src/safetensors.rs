@@ -41,6 +41,9 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
+/// A file's `__metadata__`: string keys to string values.
+pub type Metadata = BTreeMap<String, String>;
+
 /// Files with more data than this are copied on several threads.
 const PARALLEL_MIN_BYTES: usize = 8 << 20;
 
@@ -199,9 +202,7 @@ pub fn load_file(path: impl AsRef<Path>) -> Result<Vec<(String, Tensor)>> {
 ///
 /// The file must not change while it is read (as with any memory-mapped reader, another
 /// process truncating it meanwhile can crash this one).
-pub fn load_file_with_metadata(
-    path: impl AsRef<Path>,
-) -> Result<(Vec<(String, Tensor)>, BTreeMap<String, String>)> {
+pub fn load_file_with_metadata(path: impl AsRef<Path>) -> Result<(Vec<(String, Tensor)>, Metadata)> {
     let path = path.as_ref();
     let with_path = |e: pyrite_core::Error| {
         pyrite_core::Error::new(e.kind(), format!("{} ({})", e.message(), path.display()))
@@ -228,7 +229,7 @@ pub fn load(bytes: &[u8]) -> Result<Vec<(String, Tensor)>> {
 }
 
 /// [`load`], plus the file's `__metadata__` (empty when it has none).
-pub fn load_with_metadata(bytes: &[u8]) -> Result<(Vec<(String, Tensor)>, BTreeMap<String, String>)> {
+pub fn load_with_metadata(bytes: &[u8]) -> Result<(Vec<(String, Tensor)>, Metadata)> {
     // The crate checks the header length against the buffer before parsing it, and every
     // tensor's range against the data (in bounds, covering it exactly, matching the shape).
     let (n, meta) = ::safetensors::SafeTensors::read_metadata(bytes)
