@@ -16,6 +16,10 @@ stable than one run each.
 Ratios are printed as "speedup": > 1 means Pyrite is faster. For throughput metrics (GFLOP/s,
 GB/s, steps/s, samples/s, ...) speedup = pyrite / torch; for times (_us, _ms, _s) it is
 torch / pyrite. Requires: cargo build --release -p pyrite-bench, and torch installed.
+
+Workloads that the shared torch_bench.py lacks have their PyTorch side in this repository
+(TORCH_SCRIPTS below, e.g. reference/bench/checkpoint.py), with the same command line and
+JSON record.
 """
 import argparse
 import json
@@ -25,6 +29,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "pyrite-bench")
+# PyTorch sides of workloads that are not in the shared torch_bench.py.
+TORCH_SCRIPTS = {"checkpoint": os.path.join(ROOT, "reference", "bench", "checkpoint.py")}
 
 
 def run(cmd):
@@ -73,7 +79,7 @@ def main():
             common = ["--only", name, "--threads", threads, "--repeats", a.repeats]
             per_round = []
             for _ in range(a.rounds):
-                t = run([sys.executable, a.torch_bench] + common)[0]
+                t = run([sys.executable, TORCH_SCRIPTS.get(name, a.torch_bench)] + common)[0]
                 r = run([BIN] + common)[0]
                 if a.json:
                     with open(a.json, "a") as f:

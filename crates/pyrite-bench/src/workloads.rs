@@ -19,6 +19,7 @@ pub fn all() -> Vec<(&'static str, Workload)> {
         ("overhead", overhead),
         ("autograd", autograd),
         ("dataloader", crate::data::dataloader),
+        ("checkpoint", crate::checkpoint::checkpoint),
     ]
 }
 

@@ -47,8 +47,10 @@
 mod allowlist;
 mod atomic;
 mod load;
+pub mod npz;
 mod object;
 mod pickler;
+pub mod safetensors;
 mod save;
 mod unpickler;
 pub mod zip;

@@ -1,5 +1,6 @@
 //! The zip container of a `.pt` file: a small reader and writer for *stored* (uncompressed)
-//! entries, which is all PyTorch writes.
+//! entries, which is all PyTorch writes (the reader also inflates deflated entries on request,
+//! for `.npz` files: [`ZipReader::read_inflated`]).
 //!
 //! The writer aligns every entry's data to 64 bytes, as PyTorch does, by padding the local
 //! header's extra field (so a reader could map tensors straight from the file). It switches to
@@ -435,18 +436,49 @@ impl<R: Read + Seek> ZipReader<R> {
         if e.compressed_size != e.size {
             return Err(corrupt(format!("stored entry '{name}' has different sizes")));
         }
-        let hdr = read_at(&mut self.src, e.header_offset, 30)?;
-        if u32_at(&hdr, 0) != LOCAL_SIG {
-            return Err(corrupt(format!("bad local header for '{name}'")));
+        let start = local_data_start(&mut self.src, self.len, e)?;
+        Ok((start, e))
+    }
+
+    /// Reads entry `name` in full, stored or deflated (method 8, as `zipfile.ZIP_DEFLATED`
+    /// and `numpy.savez_compressed` write it), checking its CRC-32. A deflated entry may not
+    /// claim more than deflate's largest ratio (1032:1) allows, and it is inflated with its
+    /// claimed size as the limit, so memory grows only with what the data really expands to.
+    pub fn read_inflated(&mut self, name: &str) -> Result<Vec<u8>> {
+        let Some(&i) = self.by_name.get(name) else {
+            bail!(Io, "zip: no entry named {name}");
+        };
+        let e = self.entries[i].clone();
+        if e.method != 8 {
+            return self.read(name);
         }
-        let start = e.header_offset + 30 + u16_at(&hdr, 26) as u64 + u16_at(&hdr, 28) as u64;
-        if start.checked_add(e.size).is_none_or(|end| end > self.len) {
+        if e.flags & 1 != 0 {
+            bail!(NotImplemented, "zip: entry '{name}' is encrypted, which is not supported");
+        }
+        if e.size > e.compressed_size.saturating_mul(1032).saturating_add(64) {
             return Err(corrupt(format!(
-                "entry '{name}' ({} bytes at {start}) runs past the end of the file ({} bytes)",
-                e.size, self.len
+                "deflated entry '{name}' claims {} bytes from {} compressed bytes, more than deflate can expand to",
+                e.size, e.compressed_size
             )));
         }
-        Ok((start, e))
+        let size = usize::try_from(e.size)
+            .map_err(|_| err!(OutOfMemory, "zip: cannot allocate {} bytes", e.size))?;
+        let start = local_data_start(&mut self.src, self.len, &e)?;
+        let packed = read_at(&mut self.src, start, e.compressed_size as usize)?;
+        let data = miniz_oxide::inflate::decompress_to_vec_with_limit(&packed, size)
+            .map_err(|err| corrupt(format!("cannot inflate '{name}': {err}")))?;
+        if data.len() != size {
+            return Err(corrupt(format!(
+                "entry '{name}' inflates to {} bytes, not the {size} it claims",
+                data.len()
+            )));
+        }
+        if crc32(&data) != e.crc {
+            return Err(corrupt(format!(
+                "invalid header or archive is corrupted: CRC-32 mismatch in '{name}'"
+            )));
+        }
+        Ok(data)
     }
 
     /// Reads entry `name` in full (checking its CRC-32).
@@ -480,6 +512,24 @@ impl<R: Read + Seek> ZipReader<R> {
         }
         Ok(())
     }
+}
+
+/// Where entry `e`'s data starts (after its local header), checking that its compressed
+/// bytes lie inside the file of `len` bytes.
+fn local_data_start<R: Read + Seek>(src: &mut R, len: u64, e: &Entry) -> Result<u64> {
+    let name = &e.name;
+    let hdr = read_at(src, e.header_offset, 30)?;
+    if u32_at(&hdr, 0) != LOCAL_SIG {
+        return Err(corrupt(format!("bad local header for '{name}'")));
+    }
+    let start = e.header_offset + 30 + u16_at(&hdr, 26) as u64 + u16_at(&hdr, 28) as u64;
+    if start.checked_add(e.compressed_size).is_none_or(|end| end > len) {
+        return Err(corrupt(format!(
+            "entry '{name}' ({} bytes at {start}) runs past the end of the file ({len} bytes)",
+            e.compressed_size
+        )));
+    }
+    Ok(start)
 }
 
 /// Reads `n` bytes at `at`; the caller has checked that they lie inside the source.
