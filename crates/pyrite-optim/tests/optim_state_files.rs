@@ -87,7 +87,9 @@ fn build(name: &str, params: Vec<Tensor>) -> Result<(Box<dyn Optimizer>, Option<
     fn epoch(s: impl LRScheduler + 'static) -> Result<Option<Sched>> {
         Ok(Some(Sched::Epoch(Box::new(s))))
     }
-    let none = |_: &mut _| Ok(None);
+    fn none<O>(_: &mut O) -> Result<Option<Sched>> {
+        Ok(None)
+    }
     match name {
         "sgd_momentum_steplr" => boxed(
             SGD::new(
@@ -333,6 +335,10 @@ fn pyrite_saves_the_state_dicts_pytorch_saves() {
         let path = std::env::temp_dir().join(format!("pyrite-optim-state-{}-{name}.pt", std::process::id()));
         save(&osd, &path).unwrap();
         assert_same(&format!("{name}: optimizer reloaded"), &load(&path).unwrap(), &osd);
+        if let Some(ssd) = &ssd {
+            save(ssd, &path).unwrap(); // MultiStepLR's Counter included
+            assert_same(&format!("{name}: scheduler reloaded"), &load(&path).unwrap(), ssd);
+        }
         std::fs::remove_file(&path).ok();
 
         if let Some(dir) = &out_dir {

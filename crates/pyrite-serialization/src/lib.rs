@@ -46,6 +46,7 @@
 
 mod allowlist;
 mod atomic;
+mod lightning;
 mod load;
 pub mod npz;
 mod object;
@@ -56,6 +57,7 @@ mod unpickler;
 pub mod zip;
 
 pub use atomic::atomic_write;
-pub use load::{load, load_from_bytes, load_from_reader};
+pub use lightning::load_lightning_checkpoint;
+pub use load::{load, load_from_bytes, load_from_reader, load_from_reader_with, load_with, LoadOptions};
 pub use object::{Dict, Object};
 pub use save::{save, save_to_bytes, save_to_writer};

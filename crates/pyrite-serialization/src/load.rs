@@ -46,7 +46,41 @@ pub fn load_from_bytes(bytes: &[u8]) -> Result<Object> {
 }
 
 /// [`load`] from any seekable reader.
-pub fn load_from_reader<R: Read + Seek>(mut src: R) -> Result<Object> {
+pub fn load_from_reader<R: Read + Seek>(src: R) -> Result<Object> {
+    load_from_reader_with(src, LoadOptions::default())
+}
+
+/// How [`load_with`] reads a checkpoint.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LoadOptions {
+    /// Load what can be loaded: an object of a class outside the weights-only allowlist (a
+    /// `__main__.Foo`, Lightning's `AttributeDict`) becomes an [`Object::Unsupported`]
+    /// placeholder naming the class, instead of failing the whole load. Nothing is imported or
+    /// called either way. [`Object::unsupported`] lists the placeholders by key.
+    pub skip_unsupported: bool,
+}
+
+/// [`load`] with options; `load_with(path, LoadOptions::default())` is [`load`].
+///
+/// ```
+/// use pyrite::serialization::{load_with, save, LoadOptions, Object};
+/// let path = std::env::temp_dir().join(format!("pyrite-load-with-doc-{}.pt", std::process::id()));
+/// save(&Object::from_pairs([("epoch", 3)]), &path)?;
+/// let obj = load_with(&path, LoadOptions { skip_unsupported: true })?;
+/// assert!(obj.unsupported().is_empty());
+/// # std::fs::remove_file(&path).ok();
+/// # Ok::<(), pyrite::Error>(())
+/// ```
+pub fn load_with(path: impl AsRef<Path>, options: LoadOptions) -> Result<Object> {
+    let path = path.as_ref();
+    let file =
+        std::fs::File::open(path).map_err(|e| err!(Io, "torch.load: cannot open {}: {e}", path.display()))?;
+    load_from_reader_with(file, options)
+        .map_err(|e| pyrite_core::Error::new(e.kind(), format!("{} (in {})", e.message(), path.display())))
+}
+
+/// [`load_with`] from any seekable reader.
+pub fn load_from_reader_with<R: Read + Seek>(mut src: R, options: LoadOptions) -> Result<Object> {
     check_kind(&mut src)?;
     let mut zip = ZipReader::new(src)?;
     let prefix = archive_prefix(&zip)?;
@@ -99,7 +133,7 @@ pub fn load_from_reader<R: Read + Seek>(mut src: R) -> Result<Object> {
         cache.insert(r.key.to_string(), (s.clone(), r.dtype, r.numel));
         Ok(s)
     };
-    unpickle(&pkl, &mut load_storage)
+    unpickle(&pkl, options.skip_unsupported, &mut load_storage)
 }
 
 /// Refuses, with a clear message, files that are not zip checkpoints.

@@ -73,6 +73,14 @@ pub enum Object {
     OrderedDict(Dict),
     /// A `collections.Counter`: a dict of counts (`MultiStepLR`'s `milestones`).
     Counter(Dict),
+    /// A placeholder for an object of a class outside the weights-only allowlist (an instance
+    /// of `__main__.Foo`, Lightning's `AttributeDict`), made only when loading with
+    /// [`crate::LoadOptions::skip_unsupported`]: the global it names, nothing of its content.
+    /// It cannot be saved.
+    Unsupported {
+        /// The class or function the file names, `module.name`.
+        global: String,
+    },
 }
 
 impl Object {
@@ -95,6 +103,7 @@ impl Object {
             Object::Dict(_) => "dict",
             Object::OrderedDict(_) => "OrderedDict",
             Object::Counter(_) => "Counter",
+            Object::Unsupported { .. } => "unsupported object",
         }
     }
 
@@ -210,6 +219,46 @@ impl Object {
     pub fn get(&self, key: impl Into<Object>) -> Option<&Object> {
         self.as_dict()?.get(key)
     }
+    /// Every [`Object::Unsupported`] placeholder inside this value, as `(path, global)` pairs
+    /// in order; a path joins dict keys and list indices with `/` (`"callbacks/MyCallback/cfg"`,
+    /// `""` for the value itself).
+    ///
+    /// ```
+    /// use pyrite_serialization::Object;
+    /// let ckpt = Object::from_pairs([
+    ///     ("epoch", Object::from(3)),
+    ///     ("hyper_parameters", Object::Unsupported { global: "__main__.Config".into() }),
+    /// ]);
+    /// assert_eq!(ckpt.unsupported(), [("hyper_parameters".to_string(), "__main__.Config".to_string())]);
+    /// ```
+    pub fn unsupported(&self) -> Vec<(String, String)> {
+        fn walk(o: &Object, path: &str, out: &mut Vec<(String, String)>) {
+            let join = |k: String| if path.is_empty() { k } else { format!("{path}/{k}") };
+            match o {
+                Object::Unsupported { global } => out.push((path.to_string(), global.clone())),
+                Object::List(v) | Object::Tuple(v) | Object::Set(v) => {
+                    for (i, x) in v.iter().enumerate() {
+                        walk(x, &join(i.to_string()), out);
+                    }
+                }
+                Object::Dict(d) | Object::OrderedDict(d) | Object::Counter(d) => {
+                    for (k, x) in d.iter() {
+                        let k = match k {
+                            Object::Str(s) => s.clone(),
+                            Object::Int(i) => i.to_string(),
+                            k => format!("{k:?}"),
+                        };
+                        walk(x, &join(k), out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, "", &mut out);
+        out
+    }
+
     /// True for `None`.
     pub fn is_none(&self) -> bool {
         matches!(self, Object::None)
@@ -235,6 +284,7 @@ impl PartialEq for Object {
             (Tuple(a), Tuple(b)) | (List(a), List(b)) => a == b,
             (Set(a), Set(b)) => a.len() == b.len() && a.iter().all(|x| b.contains(x)),
             (Dict(a), Dict(b)) | (Counter(a), Counter(b)) => a.eq_unordered(b),
+            (Unsupported { global: a }, Unsupported { global: b }) => a == b,
             (OrderedDict(a), OrderedDict(b)) => a.entries == b.entries,
             _ => false,
         }
@@ -268,6 +318,7 @@ fn hash_object(o: &Object, h: &mut impl Hasher) {
         // Order-free containers hash only their sizes: cheap and consistent with equality.
         Object::Set(v) => v.len().hash(h),
         Object::Dict(d) | Object::OrderedDict(d) | Object::Counter(d) => d.len().hash(h),
+        Object::Unsupported { global } => global.hash(h),
     }
 }
 

@@ -211,6 +211,9 @@ impl Pickler {
                 self.op(b'}');
                 self.setitems(d, depth)?;
             }
+            Object::Unsupported { global } => {
+                bail!(Value, "torch.save: cannot save the placeholder for an unsupported {global} object (it was loaded without its content)")
+            }
             Object::Counter(d) => {
                 // Counter.__reduce__: (Counter, (dict(self),))
                 self.global("collections", "Counter");

@@ -46,6 +46,8 @@ enum V {
     DType(DType),
     Device(Device),
     Global(Global),
+    /// A global outside the allowlist, kept as a name when loading leniently.
+    Unsupported(Rc<str>),
     Storage(usize),
     Node(usize),
 }
@@ -54,7 +56,15 @@ enum Node {
     Tuple(Vec<V>),
     List(Vec<V>),
     Set(Vec<V>),
-    Dict { items: Vec<(V, V)>, ordered: bool, metadata: Option<V>, counter: bool },
+    Dict {
+        items: Vec<(V, V)>,
+        ordered: bool,
+        metadata: Option<V>,
+        counter: bool,
+    },
+    /// An object made by an [`V::Unsupported`] global (lenient loading): its arguments, items
+    /// and state are dropped unread.
+    Opaque(Rc<str>),
 }
 
 impl V {
@@ -71,6 +81,7 @@ impl V {
             V::DType(_) => "torch.dtype".into(),
             V::Device(_) => "torch.device".into(),
             V::Global(g) => g.name(),
+            V::Unsupported(g) => g.to_string(),
             V::Storage(_) => "storage".into(),
             V::Node(i) => match &m.arena[*i] {
                 Node::Tuple(_) => "tuple".into(),
@@ -79,6 +90,7 @@ impl V {
                 Node::Dict { ordered: true, .. } => "OrderedDict".into(),
                 Node::Dict { counter: true, .. } => "Counter".into(),
                 Node::Dict { .. } => "dict".into(),
+                Node::Opaque(g) => g.to_string(),
             },
         }
     }
@@ -96,6 +108,8 @@ struct Machine<'a> {
     /// Items the machine may still copy between containers (calls copy their arguments), so
     /// that a small file cannot make it do quadratic work.
     work: u64,
+    /// Lenient loading: a global outside the allowlist becomes a placeholder instead of an error.
+    lenient: bool,
 }
 
 fn corrupt(msg: impl std::fmt::Display) -> pyrite_core::Error {
@@ -104,8 +118,12 @@ fn corrupt(msg: impl std::fmt::Display) -> pyrite_core::Error {
 
 /// Unpickles `data` (the bytes of `data.pkl`); `load_storage` supplies the storage records
 /// that `BINPERSID` references name.
+///
+/// With `lenient`, a global outside the allowlist does not fail the load: it, and any object
+/// it would make, become [`Object::Unsupported`] placeholders naming it (nothing is called).
 pub(crate) fn unpickle(
     data: &[u8],
+    lenient: bool,
     load_storage: &mut dyn FnMut(&StorageRef) -> Result<UntypedStorage>,
 ) -> Result<Object> {
     let mut m = Machine {
@@ -118,6 +136,7 @@ pub(crate) fn unpickle(
         storages: Vec::new(),
         load_storage,
         work: budget_for(data.len()),
+        lenient,
     };
     let top = m.run()?;
     let mut budget = budget_for(data.len());
@@ -242,6 +261,7 @@ impl Machine<'_> {
     fn append(&mut self, items: Vec<V>, op: &str) -> Result<()> {
         let i = self.target(op)?;
         match &mut self.arena[i] {
+            Node::Opaque(_) => {}
             Node::List(v) => v.extend(items),
             Node::Set(v) if op == "ADDITEMS" => v.extend(items),
             _ => bail!(Io, "torch.load: {op} needs a list, got a {}", V::Node(i).type_name(self)),
@@ -253,6 +273,9 @@ impl Machine<'_> {
             return Err(corrupt(format!("{op} with an odd number of items")));
         }
         let i = self.target(op)?;
+        if matches!(self.arena[i], Node::Opaque(_)) {
+            return Ok(());
+        }
         let Node::Dict { items: d, .. } = &mut self.arena[i] else {
             bail!(Io, "torch.load: {op} needs a dict, got a {}", V::Node(i).type_name(self));
         };
@@ -465,8 +488,8 @@ impl Machine<'_> {
                 b'c' => {
                     let module = self.line()?.to_string();
                     let name = self.line()?.to_string();
-                    let g = allowlist::resolve(&module, &name)?;
-                    self.stack.push(global_value(g));
+                    let v = self.resolve(&module, &name)?;
+                    self.stack.push(v);
                 }
                 0x93 => {
                     let name = self.pop()?;
@@ -474,8 +497,8 @@ impl Machine<'_> {
                     let (V::Str(module), V::Str(name)) = (module, name) else {
                         return Err(corrupt("STACK_GLOBAL needs two strings"));
                     };
-                    let g = allowlist::resolve(&module, &name)?;
-                    self.stack.push(global_value(g));
+                    let v = self.resolve(&module, &name)?;
+                    self.stack.push(v);
                 }
                 b'R' => {
                     let args = self.pop()?;
@@ -483,6 +506,11 @@ impl Machine<'_> {
                     let Some(args) = self.tuple_items(&args)? else {
                         return Err(corrupt("REDUCE arguments are not a tuple"));
                     };
+                    if let Some(g) = self.unsupported_callable(&func) {
+                        let v = self.node(Node::Opaque(g));
+                        self.stack.push(v);
+                        continue;
+                    }
                     let V::Global(g) = func else {
                         bail!(
                             Io,
@@ -504,7 +532,16 @@ impl Machine<'_> {
                 }
                 0x81 | 0x92 => {
                     let what = if op == 0x81 { "NEWOBJ" } else { "NEWOBJ_EX" };
-                    let cls = self.stack.iter().rev().nth(if op == 0x81 { 1 } else { 2 });
+                    let n_args = if op == 0x81 { 1 } else { 2 };
+                    let cls = self.stack.iter().rev().nth(n_args).cloned();
+                    if let Some(g) = cls.as_ref().and_then(|c| self.unsupported_callable(c)) {
+                        for _ in 0..=n_args {
+                            self.pop()?;
+                        }
+                        let v = self.node(Node::Opaque(g));
+                        self.stack.push(v);
+                        continue;
+                    }
                     let cls = cls.map_or("?".to_string(), |c| c.type_name(self));
                     bail!(Io, "Weights only load failed: {what} of {cls} is not supported");
                 }
@@ -803,6 +840,29 @@ impl Machine<'_> {
         })
     }
 
+    /// `GLOBAL module name`: the recognised global, or, loading leniently, a placeholder for
+    /// a name outside the allowlist.
+    fn resolve(&mut self, module: &str, name: &str) -> Result<V> {
+        match allowlist::resolve(module, name) {
+            Ok(g) => Ok(global_value(g)),
+            Err(_) if self.lenient => Ok(V::Unsupported(Rc::from(format!("{module}.{name}")))),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The global name when `v` is something lenient loading turns into a placeholder when
+    /// called: an unsupported global or an object it made.
+    fn unsupported_callable(&self, v: &V) -> Option<Rc<str>> {
+        match v {
+            V::Unsupported(g) => Some(g.clone()),
+            V::Node(i) => match &self.arena[*i] {
+                Node::Opaque(g) => Some(g.clone()),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// A copy of the items of a tuple, list or set value (charged).
     fn seq_items(&mut self, v: &V, f: &str) -> Result<Vec<V>> {
         let Some(n) = self.items_of(v, true).map(Vec::len) else {
@@ -815,6 +875,11 @@ impl Machine<'_> {
     /// BUILD: sets an object's state. Only an OrderedDict's `__dict__` (a state_dict's
     /// `_metadata`) is accepted; other attributes are ignored.
     fn build(&mut self, state: V) -> Result<()> {
+        if let V::Node(i) = self.top()? {
+            if matches!(self.arena[*i], Node::Opaque(_)) {
+                return Ok(()); // a placeholder's state is dropped
+            }
+        }
         let i = match self.top()? {
             V::Node(i) if matches!(self.arena[*i], Node::Dict { ordered: true, .. }) => *i,
             other => {
@@ -872,6 +937,7 @@ impl Machine<'_> {
             V::Global(g) => {
                 bail!(NotImplemented, "torch.load: a reference to {} cannot be loaded as a value", g.name())
             }
+            V::Unsupported(g) => Object::Unsupported { global: g.to_string() },
             V::Storage(_) => bail!(
                 NotImplemented,
                 "torch.load: bare storages (torch.save(t.untyped_storage())) are not supported; save tensors"
@@ -880,6 +946,7 @@ impl Machine<'_> {
                 Node::Tuple(x) => Object::Tuple(seq(x, budget)?),
                 Node::List(x) => Object::List(seq(x, budget)?),
                 Node::Set(x) => Object::Set(seq(x, budget)?),
+                Node::Opaque(g) => Object::Unsupported { global: g.to_string() },
                 Node::Dict { items, ordered, metadata, counter } => {
                     let mut d = Dict::new();
                     for (k, val) in items {
