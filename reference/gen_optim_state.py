@@ -21,6 +21,7 @@ structurally. reference/check_pyrite_optim_files.py does the reverse with files 
 CI needs no Python. Run: python3 reference/gen_optim_state.py
 """
 import os
+from collections import OrderedDict
 
 import torch
 from torch.optim import lr_scheduler as L
@@ -116,7 +117,8 @@ def main():
             "initial_model": initial,
             "x": x,
             "y": y,
-            "model_state_dict": {k: v.clone() for k, v in model.state_dict().items()},
+            # an OrderedDict, as model.state_dict() returns, with its tensors copied
+            "model_state_dict": OrderedDict((k, v.clone()) for k, v in model.state_dict().items()),
         }
         # torch.save writes the live state; the next steps below mutate it in place, so save now.
         out["optimizer_state_dict"] = opt.state_dict()

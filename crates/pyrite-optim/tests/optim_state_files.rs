@@ -259,8 +259,9 @@ fn pyrite_continues_pytorchs_trajectory_from_pytorchs_files() {
             for (i, p) in params.iter().enumerate() {
                 let want = flat(tensor_at(&next_params[step], i));
                 for (a, b) in flat(p).iter().zip(&want) {
+                    // f32: 1e-6 relative to the value (a few ulps), absolute below 1
                     assert!(
-                        (a - b).abs() <= 1e-6,
+                        (a - b).abs() <= 1e-6 * b.abs().max(1.0),
                         "{name}: step {} param {i}: {a} vs PyTorch {b}",
                         K + step + 1
                     );
@@ -303,7 +304,9 @@ fn assert_same(path: &str, ours: &Object, theirs: &Object) {
             assert_eq!(a.dims(), b.dims(), "{path}: shape");
             assert_eq!(a.requires_grad(), b.requires_grad(), "{path}: requires_grad");
             for (x, y) in flat(a).iter().zip(flat(b)) {
-                assert!((x - y).abs() <= 1e-6, "{path}: {x} vs PyTorch {y}");
+                // 1e-5 relative: these states come from K training steps run here, whose f32
+                // rounding (matmul order) RMSprop's 1 / sqrt(v) amplifies in its first steps
+                assert!((x - y).abs() <= 1e-5 * y.abs().max(1.0), "{path}: {x} vs PyTorch {y}");
             }
         }
         (Object::Float(a), Object::Float(b)) => {
