@@ -233,7 +233,7 @@ fn flat(t: &Tensor) -> Vec<f64> {
     t.detach().to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap()
 }
 
-fn tensor_at<'a>(o: &'a Object, i: usize) -> &'a Tensor {
+fn tensor_at(o: &Object, i: usize) -> &Tensor {
     o.as_slice().unwrap()[i].as_tensor().unwrap()
 }
 
