@@ -206,6 +206,18 @@ impl CpuBuffer {
         }
     }
 
+    /// A buffer for `n` elements of `elem_size` bytes; a byte size that overflows is an error.
+    /// Every output buffer is sized through this or [`CpuBuffer::for_shape`], never by an
+    /// unchecked product (a wrapped size would make a tensor larger than its storage).
+    pub fn for_elems(n: usize, elem_size: usize) -> Result<CpuBuffer> {
+        match n.checked_mul(elem_size) {
+            Some(b) => CpuBuffer::new(b),
+            None => {
+                bail!(OutOfMemory, "Storage size calculation overflowed: {n} elements of {elem_size} bytes")
+            }
+        }
+    }
+
     /// Allocates `bytes` bytes (uninitialised), reusing a cached buffer when one fits.
     /// Fails (recoverably) when the system is out of memory.
     pub fn new(bytes: usize) -> Result<CpuBuffer> {
@@ -324,10 +336,18 @@ fn check_cpu(device: Device, what: &str) -> Result<()> {
     }
 }
 
-/// A scratch vector of `n` copies of `value` whose size comes from user input (a sample count,
-/// a permutation length): an allocation that fails returns `OutOfMemory` instead of aborting
-/// the process as `vec![value; n]` would.
-pub(crate) fn try_vec<T: Clone>(n: usize, value: T, op: &str) -> Result<Vec<T>> {
+/// A `Vec` with room for `n` items whose count comes from user input (a sample count, a
+/// permutation length, the per-position tables an op builds beside its output: pooling
+/// windows, interpolation plans, gather indices): an allocation that fails returns
+/// `OutOfMemory` naming `op` instead of aborting the process as `Vec::with_capacity` would.
+///
+/// ```
+/// use pyrite_core::alloc::try_with_capacity;
+/// let v: Vec<u64> = try_with_capacity(16, "example").unwrap();
+/// assert!(v.capacity() >= 16);
+/// assert!(try_with_capacity::<u64>(usize::MAX / 4, "example").is_err());
+/// ```
+pub fn try_with_capacity<T>(n: usize, op: &str) -> Result<Vec<T>> {
     let mut v = Vec::new();
     if v.try_reserve_exact(n).is_err() {
         bail!(
@@ -336,6 +356,12 @@ pub(crate) fn try_vec<T: Clone>(n: usize, value: T, op: &str) -> Result<Vec<T>> 
             fmt_bytes((n as u128 * std::mem::size_of::<T>() as u128).min(u64::MAX as u128) as u64)
         );
     }
+    Ok(v)
+}
+
+/// A scratch vector of `n` copies of `value` (see [`try_with_capacity`]).
+pub(crate) fn try_vec<T: Clone>(n: usize, value: T, op: &str) -> Result<Vec<T>> {
+    let mut v = try_with_capacity(n, op)?;
     v.resize(n, value);
     Ok(v)
 }

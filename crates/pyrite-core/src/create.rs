@@ -59,6 +59,31 @@ impl Tensor {
         Tensor::full(self.shape(), value, self.dtype())
     }
 
+    /// `t.new_zeros(size)`: zeros of another shape with this tensor's dtype and device.
+    ///
+    /// ```
+    /// use pyrite_core::{DType, Tensor};
+    /// let t = Tensor::ones([2], DType::F64).unwrap();
+    /// let z = t.new_zeros([3, 1]).unwrap();
+    /// assert_eq!((z.dims(), z.dtype()), (&[3usize, 1][..], DType::F64));
+    /// assert_eq!(t.new_full([2], 7).unwrap().to_vec::<f64>().unwrap(), vec![7.0, 7.0]);
+    /// ```
+    pub fn new_zeros(&self, shape: impl Into<Shape>) -> Result<Tensor> {
+        Tensor::zeros(shape, self.dtype())
+    }
+    /// `t.new_ones(size)`.
+    pub fn new_ones(&self, shape: impl Into<Shape>) -> Result<Tensor> {
+        Tensor::ones(shape, self.dtype())
+    }
+    /// `t.new_empty(size)`.
+    pub fn new_empty(&self, shape: impl Into<Shape>) -> Result<Tensor> {
+        Tensor::empty(shape, self.dtype())
+    }
+    /// `t.new_full(size, fill_value)`.
+    pub fn new_full(&self, shape: impl Into<Shape>, value: impl Into<Scalar>) -> Result<Tensor> {
+        Tensor::full(shape, value, self.dtype())
+    }
+
     /// Values `start, start + step, ...` below `end` (`torch.arange`).
     ///
     /// ```

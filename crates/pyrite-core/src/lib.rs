@@ -49,7 +49,7 @@ pub use half;
 
 pub use device::{cuda_is_available, Device};
 pub use dtype::{get_default_dtype, promote_types, set_default_dtype, DType, Element, FloatElement, Scalar};
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, ModuleFrame, Result};
 pub use ops::binary::{result_type, BinaryOp, RoundingMode};
 pub use ops::einsum::einsum;
 pub use random::{

@@ -45,7 +45,13 @@ impl Tensor {
 
     /// A new contiguous tensor owning `buf`, which the caller has fully written.
     pub(crate) fn from_cpu_buffer(buf: CpuBuffer, shape: Shape, dtype: DType) -> Tensor {
-        debug_assert_eq!(buf.len_bytes(), shape.numel() * dtype.size_in_bytes());
+        // Memory safety rests on this: a tensor never claims more elements than its storage
+        // holds (output sizes go through the checked `CpuBuffer::for_shape` / `for_elems`).
+        assert!(
+            shape.checked_numel().and_then(|n| n.checked_mul(dtype.size_in_bytes())) == Some(buf.len_bytes()),
+            "internal error: a {} buffer for a tensor of shape {shape} and dtype {dtype}",
+            buf.len_bytes()
+        );
         Tensor::from_parts(
             Arc::new(StorageCell::new_for(Storage::Cpu(buf), dtype)),
             Layout::contiguous(shape),

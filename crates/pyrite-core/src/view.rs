@@ -332,6 +332,21 @@ impl Tensor {
         self.view_ad("ExpandBackward0", out, move |g| g.sum_to_size(shape.clone()))
     }
 
+    /// `t.view_as(other)`: a view with `other`'s shape.
+    pub fn view_as(&self, other: &Tensor) -> Result<Tensor> {
+        self.view(other.dims())
+    }
+
+    /// `t.reshape_as(other)`.
+    pub fn reshape_as(&self, other: &Tensor) -> Result<Tensor> {
+        self.reshape(other.dims())
+    }
+
+    /// `t.type_as(other)`: this tensor in `other`'s dtype (itself when they match).
+    pub fn type_as(&self, other: &Tensor) -> Result<Tensor> {
+        self.to_dtype(other.dtype())
+    }
+
     /// `t.expand_as(other)`.
     pub fn expand_as(&self, other: &Tensor) -> Result<Tensor> {
         self.broadcast_to(other.dims())

@@ -809,3 +809,56 @@ fn conv_and_pool_never_panic_on_edge_cases() {
     }
     assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// Empty tensors with huge sizes: an op whose output is not empty must fail with an
+/// out-of-memory error before allocating, never wrap a size into a small buffer (a tensor
+/// larger than its storage, which the next op would write past) nor abort. A wrapped output
+/// buffer would also trip the check every fresh tensor passes (`from_cpu_buffer`).
+#[test]
+fn huge_empty_inputs_never_wrap_a_size() {
+    use pyrite_core::ErrorKind;
+    // the defect found by fuzzing: var over the empty dim of [1, 2^62, 0] made a tensor of
+    // 2^62 elements over a 0-byte storage (the value and index buffers sized unchecked)
+    let x = Tensor::zeros([1, 1 << 62, 0], DType::F32).unwrap();
+    let e = x.var_dims(&[2], 1.0, false).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{e}");
+    assert_eq!(x.var_mean(&[2], 1.0, true).unwrap_err().kind(), ErrorKind::OutOfMemory);
+    assert_eq!(x.sum_dims(&[2], false).unwrap_err().kind(), ErrorKind::OutOfMemory);
+
+    let huge = [
+        ("[1,2^62,0]", x.clone()),
+        ("[0,2^40,2^22]", Tensor::zeros([0, 1 << 40, 1 << 22], DType::F32).unwrap()),
+        ("[2^31,0,2^33] i64", Tensor::zeros([1 << 31, 0, 1 << 33], DType::I64).unwrap()),
+    ];
+    let mut failures = Vec::new();
+    for (name, x) in &huge {
+        for (op, f) in unary_ops() {
+            for d in [0, 1, 2, -1] {
+                for k in [0, 2] {
+                    check(&mut failures, &format!("{op}({name}, dim={d}, size={k})"), || f(x, d, k));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Pooling with huge output or kernel sizes: per-window tables are never built for an empty
+/// result, and a table too large for memory is an out-of-memory error, not an abort.
+#[test]
+fn pooling_with_huge_sizes_is_an_error_not_an_abort() {
+    use pyrite_core::ErrorKind;
+    let empty = Tensor::zeros([0, 1, 4], DType::F32).unwrap();
+    assert_eq!(pool::adaptive_avg_pool(&empty, &[1 << 40]).unwrap().dims(), &[0, 1, 1 << 40]);
+    assert_eq!(pool::adaptive_max_pool(&empty, &[1 << 40]).unwrap().0.dims(), &[0, 1, 1 << 40]);
+    let x = Tensor::ones([1, 1, 4], DType::F32).unwrap();
+    assert_eq!(pool::adaptive_avg_pool(&x, &[1 << 40]).unwrap_err().kind(), ErrorKind::OutOfMemory);
+    assert_eq!(pool::adaptive_max_pool(&x, &[1 << 40]).unwrap_err().kind(), ErrorKind::OutOfMemory);
+    // a kernel of 2^40 taps over one input element (padding half the kernel, as allowed)
+    let one = Tensor::ones([1, 1, 1], DType::F32).unwrap();
+    let r = pool::max_pool(&one, &[1 << 40], &[1 << 40], &[1 << 39], &[1], false);
+    assert_eq!(r.unwrap_err().kind(), ErrorKind::OutOfMemory);
+    let empty_batch = Tensor::zeros([0, 1, 1], DType::F32).unwrap();
+    let (v, _) = pool::max_pool(&empty_batch, &[1 << 40], &[1 << 40], &[1 << 39], &[1], false).unwrap();
+    assert_eq!(v.numel(), 0);
+}

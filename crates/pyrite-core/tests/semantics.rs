@@ -504,3 +504,35 @@ fn threads_writing_into_each_others_sources_never_deadlock() {
         rx.recv_timeout(std::time::Duration::from_secs(120)).expect("the two threads deadlocked");
     }
 }
+
+/// Conveniences PyTorch code uses everywhere: `new_*`, `*_as`, a number on the left of an
+/// operator, in-place ops with `alpha`.
+#[test]
+fn pytorch_conveniences_port_literally() {
+    let x = Tensor::new([[1f64, 2.], [3., 4.]]).unwrap();
+    let z = x.new_zeros([3]).unwrap();
+    assert_eq!((z.dims(), z.dtype()), (&[3usize][..], DType::F64));
+    assert_eq!(x.new_ones([1]).unwrap().to_vec::<f64>().unwrap(), vec![1.0]);
+    assert_eq!(x.new_full([2], -1).unwrap().to_vec::<f64>().unwrap(), vec![-1.0, -1.0]);
+    assert_eq!(x.new_empty([0, 2]).unwrap().dims(), &[0, 2]);
+
+    let flat = Tensor::arange(0.0, 4.0, 1.0, DType::F32).unwrap();
+    assert_eq!(flat.view_as(&x).unwrap().dims(), &[2, 2]);
+    assert_eq!(flat.reshape_as(&x).unwrap().dims(), &[2, 2]);
+    assert_eq!(flat.type_as(&x).unwrap().dtype(), DType::F64);
+
+    // 2.0 * x, 1.0 - x, 1.0 / x, 3.0 + x
+    assert_eq!((2.0 * &x).unwrap().to_vec2::<f64>().unwrap(), vec![vec![2., 4.], vec![6., 8.]]);
+    assert_eq!((1.0 - &x).unwrap().to_vec::<f64>().unwrap(), vec![0., -1., -2., -3.]);
+    assert_eq!((1.0 / x.clone()).unwrap().to_vec::<f64>().unwrap(), vec![1., 0.5, 1. / 3., 0.25]);
+    assert_eq!((3.0 + &x).unwrap().to_vec::<f64>().unwrap(), vec![4., 5., 6., 7.]);
+
+    // x.add_(y, alpha=2), x.sub_(y, alpha=0.5), torch.sub(x, y, alpha=3)
+    let y = Tensor::ones([2, 2], DType::F64).unwrap();
+    let a = x.deep_clone().unwrap();
+    a.add_alpha_(&y, 2).unwrap();
+    assert_eq!(a.to_vec::<f64>().unwrap(), vec![3., 4., 5., 6.]);
+    a.sub_alpha_(&y, 0.5).unwrap();
+    assert_eq!(a.to_vec::<f64>().unwrap(), vec![2.5, 3.5, 4.5, 5.5]);
+    assert_eq!(x.sub_alpha(&y, 3).unwrap().to_vec::<f64>().unwrap(), vec![-2., -1., 0., 1.]);
+}

@@ -419,6 +419,26 @@ plain_members!(
     Option<String>
 );
 
+/// Adds the frame of module `m` to an error leaving its call, naming the frame below (the
+/// failing child) by its name among `m`'s children. The error path only: nothing is done on
+/// success.
+#[cold]
+#[inline(never)]
+fn in_module(m: &dyn Module, e: pyrite_core::Error) -> pyrite_core::Error {
+    let child = e.module_frames().last().and_then(|f| {
+        m.named_children()
+            .into_iter()
+            .find(|(_, c)| module_addr(*c) == f.addr && c.type_name() == f.type_name)
+            .map(|(name, _)| name)
+    });
+    e.push_module_frame(child, module_addr(m), m.type_name())
+}
+
+/// A module's address, as an identity.
+fn module_addr(m: &dyn Module) -> usize {
+    m as *const dyn Module as *const () as usize
+}
+
 /// A module: `forward` and its structure. Implement `forward` (one tensor in, one out) or
 /// `forward_value` (several inputs or outputs, as attention and LSTM take and return); call a
 /// module with [`Module::call`] / [`Module::call_value`], which run its hooks around
@@ -456,19 +476,22 @@ pub trait Module: ModuleFields {
     // ------------------------------------------------------------------------------ calling
 
     /// `module(x)`: runs the hooks around `forward` on one tensor.
+    ///
+    /// An error raised inside a sub-module's `forward` says where it happened, as a Python
+    /// traceback would: `in features.3 (Conv2d): expected input[64, 28, 1, 28] to have 1
+    /// channels, ...` (see [`pyrite_core::Error::module_context`]).
     fn call(&self, input: &Tensor) -> Result<Tensor> {
-        if !hooks::any_active(self.base()) {
-            return self.forward_value(Value::Tensor(input.clone()))?.into_tensor();
-        }
-        hooks::call(self.as_module(), Value::Tensor(input.clone()))?.into_tensor()
+        self.call_value(Value::Tensor(input.clone()))?.into_tensor()
     }
 
     /// `module(*inputs)`: runs the hooks around `forward_value`.
     fn call_value(&self, input: Value) -> Result<Value> {
-        if !hooks::any_active(self.base()) {
-            return self.forward_value(input);
-        }
-        hooks::call(self.as_module(), input)
+        let out = if !hooks::any_active(self.base()) {
+            self.forward_value(input)
+        } else {
+            hooks::call(self.as_module(), input)
+        };
+        out.map_err(|e| in_module(self.as_module(), e))
     }
 
     /// `module(a, b)` for modules of two tensors (a loss's `(input, target)`).

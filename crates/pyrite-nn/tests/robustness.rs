@@ -410,3 +410,45 @@ fn no_attention_call_panics_on_edge_case_inputs() {
     }
     assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// Sizes that would wrap or allocate without bound are errors before any allocation: unfold's
+/// effective kernel `d * (k - 1) + 1`, its gather tables, interpolation plans of a huge scale,
+/// a pixel-shuffle factor whose square wraps to 0.
+#[test]
+fn huge_sizes_are_errors_not_aborts_or_wraps() {
+    use pyrite::ErrorKind;
+    let x = Tensor::ones([1, 1, 4, 4], DType::F32).unwrap();
+    // d * (k - 1) + 1 wraps to a small kernel in usize
+    assert!(F::unfold(&x, &[1 << 40], &[1 << 40], &[0], &[1]).is_err());
+    assert!(F::unfold(&x, &[(1usize << 63) + 1], &[2], &[0], &[1]).is_err());
+    // huge padding: the gather tables would be k * blocks entries
+    let e = F::unfold(&x, &[1 << 21], &[1], &[1 << 21], &[1]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{e}");
+    let cols = Tensor::ones([1, 4, 1], DType::F32).unwrap();
+    assert!(F::fold(&cols, &[usize::MAX, 1], &[2, 2], &[1], &[0], &[1]).is_err());
+
+    let s = Tensor::ones([1, 1, 4], DType::F32).unwrap();
+    for mode in [
+        F::InterpolateMode::Nearest,
+        F::InterpolateMode::NearestExact,
+        F::InterpolateMode::Linear,
+        F::InterpolateMode::Area,
+    ] {
+        let e = F::interpolate(&s, None, Some(&[1e10]), mode, None, None).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{mode}: {e}");
+    }
+    let up = Upsample::new(None, Some(&[1e10]), F::InterpolateMode::Nearest);
+    assert_eq!(up.call(&s).unwrap_err().kind(), ErrorKind::OutOfMemory);
+    // an empty batch interpolates to an empty result of any size, as in PyTorch
+    let empty = Tensor::zeros([0, 1, 4], DType::F32).unwrap();
+    let y = F::interpolate(&empty, None, Some(&[1e10]), F::InterpolateMode::Nearest, None, None).unwrap();
+    assert_eq!(y.dims(), &[0, 1, 40_000_000_000]);
+
+    // r * r wraps to 0 for r = 2^32: a division by zero before
+    let p = Tensor::ones([1, 4, 2, 2], DType::F32).unwrap();
+    assert_eq!(F::pixel_shuffle(&p, 1 << 32).unwrap_err().kind(), ErrorKind::Value);
+    assert!(F::pixel_shuffle(&p, usize::MAX).is_err());
+    assert!(F::pixel_unshuffle(&p, 1 << 32).is_err());
+    let z = Tensor::zeros([1, 0, 2, 2], DType::F32).unwrap();
+    assert!(F::pixel_shuffle(&z, 1 << 62).is_err());
+}

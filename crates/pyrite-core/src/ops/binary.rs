@@ -542,6 +542,21 @@ impl Tensor {
         self.add(&other.mul_scalar(alpha)?)
     }
 
+    /// `self.add_(other, alpha=alpha)`: `self += alpha * other`, in place.
+    pub fn add_alpha_(&self, other: &Tensor, alpha: impl Into<Scalar>) -> Result<&Tensor> {
+        self.add_(&other.mul_scalar(alpha)?)
+    }
+
+    /// `torch.sub(self, other, alpha=alpha)`: `self - alpha * other`.
+    pub fn sub_alpha(&self, other: &Tensor, alpha: impl Into<Scalar>) -> Result<Tensor> {
+        self.sub(&other.mul_scalar(alpha)?)
+    }
+
+    /// `self.sub_(other, alpha=alpha)`: `self -= alpha * other`, in place.
+    pub fn sub_alpha_(&self, other: &Tensor, alpha: impl Into<Scalar>) -> Result<&Tensor> {
+        self.sub_(&other.mul_scalar(alpha)?)
+    }
+
     /// `scalar - self` (`torch.rsub`).
     pub fn rsub_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
         scalar_tensor(s.into(), self.dtype())?.sub(self)
@@ -624,6 +639,30 @@ macro_rules! std_op {
         }
     };
 }
+/// A number on the left, as Python's `2.0 * x` (`__rmul__`, `__rsub__`, ...).
+macro_rules! scalar_lhs_op {
+    ($trait:ident, $method:ident, |$s:ident, $t:ident| $body:expr) => {
+        impl std::ops::$trait<&Tensor> for f64 {
+            type Output = Result<Tensor>;
+            fn $method(self, rhs: &Tensor) -> Result<Tensor> {
+                let ($s, $t) = (self, rhs);
+                $body
+            }
+        }
+        impl std::ops::$trait<Tensor> for f64 {
+            type Output = Result<Tensor>;
+            fn $method(self, rhs: Tensor) -> Result<Tensor> {
+                let ($s, $t) = (self, &rhs);
+                $body
+            }
+        }
+    };
+}
+scalar_lhs_op!(Add, add, |s, t| t.add_scalar(s));
+scalar_lhs_op!(Sub, sub, |s, t| t.rsub_scalar(s));
+scalar_lhs_op!(Mul, mul, |s, t| t.mul_scalar(s));
+scalar_lhs_op!(Div, div, |s, t| t.rdiv_scalar(s));
+
 std_op!(Add, add, add, add_scalar);
 std_op!(Sub, sub, sub, sub_scalar);
 std_op!(Mul, mul, mul, mul_scalar);

@@ -604,7 +604,8 @@ fn backward_weight_kernel<T: Real + Element>(x: &Tensor, v: &Tensor, g: &Geo) ->
     let per_chunk = units.total.div_ceil(chunks.max(1));
     let chunks = if units.total == 0 { 1 } else { units.total.div_ceil(per_chunk) };
     // Partial sums of chunks 1.. (chunk 0 sums into the result itself).
-    let mut partial = CpuBuffer::new(wlen * chunks.saturating_sub(1) * std::mem::size_of::<T>())?;
+    let mut partial =
+        CpuBuffer::for_elems(wlen.saturating_mul(chunks.saturating_sub(1)), std::mem::size_of::<T>())?;
     let pp = SendPtr(partial.as_mut_ptr() as *mut T);
     let fail = Scratch::default();
     let t = build_raw::<T>(shape, |gp| {

@@ -628,7 +628,7 @@ fn via_column_major<T: MatElem>(p: Product<T>, threads: usize) {
     let (m, n) = (p.m, p.n);
     // From the caching allocator: a fresh `Vec` of this size is mapped and zeroed by the OS
     // on every call (page faults cost as much as the copy).
-    let Ok(mut tmp) = CpuBuffer::new(m * n * std::mem::size_of::<T>()) else {
+    let Ok(mut tmp) = CpuBuffer::for_elems(m.saturating_mul(n), std::mem::size_of::<T>()) else {
         split(p, threads);
         return;
     };

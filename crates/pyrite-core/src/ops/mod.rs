@@ -18,6 +18,7 @@ pub mod index;
 pub mod inplace;
 pub mod join;
 pub mod linalg;
+pub mod norm;
 pub mod out;
 pub mod pool;
 pub mod random;
@@ -364,7 +365,7 @@ pub(crate) fn map3<A: Element, B: Element, C: Element, R: Element>(
 /// `map1` for a contiguous input into a fresh tensor: no layout work, one read lock.
 fn map1_contiguous<A: Element, R: Element>(a: &Tensor, f: impl Fn(A) -> R + Sync + Send) -> Result<Tensor> {
     let n = a.numel();
-    let mut buf = CpuBuffer::new(n * std::mem::size_of::<R>())?;
+    let mut buf = CpuBuffer::for_elems(n, std::mem::size_of::<R>())?;
     let po = SendPtr(buf.as_mut_ptr() as *mut R);
     {
         let g = a.storage().read();
@@ -390,7 +391,7 @@ fn map2_contiguous<A: Element, B: Element, R: Element>(
     f: impl Fn(A, B) -> R + Sync + Send,
 ) -> Result<Tensor> {
     let n = a.numel();
-    let mut buf = CpuBuffer::new(n * std::mem::size_of::<R>())?;
+    let mut buf = CpuBuffer::for_elems(n, std::mem::size_of::<R>())?;
     let po = SendPtr(buf.as_mut_ptr() as *mut R);
     {
         // Both read locks in address order, as every kernel takes its locks.

@@ -96,10 +96,12 @@ impl PoolGeo {
             Kind::Max => {
                 let start = (o * s) as i64 - p as i64;
                 let end = (start + ((k - 1) * d) as i64 + 1).min(i as i64);
-                let mut lo = start;
-                while lo < 0 {
-                    lo += d as i64;
-                }
+                // the first tap inside the input: start + ceil(-start / d) * d
+                let lo = if start < 0 {
+                    start + ((-start) as u64).div_ceil(d as u64) as i64 * d as i64
+                } else {
+                    start
+                };
                 let hi = end.max(lo);
                 Win { lo: lo as usize, hi: hi as usize, padded: 0 }
             }
@@ -112,16 +114,27 @@ impl PoolGeo {
                 Win { lo: lo as usize, hi: hi as usize, padded }
             }
             Kind::Adaptive => {
-                let n = self.out[dim];
-                let lo = o * i / n;
-                let hi = ((o + 1) * i).div_ceil(n);
+                // in u128: `o * i` of a huge output size and input size would wrap
+                let (n, o, i) = (self.out[dim] as u128, o as u128, i as u128);
+                let lo = (o * i / n) as usize;
+                let hi = ((o + 1) * i).div_ceil(n) as usize;
                 Win { lo, hi, padded: hi - lo }
             }
         }
     }
     /// Every window, per dim.
-    fn tables(&self) -> [Vec<Win>; 3] {
-        std::array::from_fn(|dim| (0..self.out[dim]).map(|o| self.win(dim, o)).collect())
+    /// Empty when there is no output (a table sized by a huge output dim of an empty result
+    /// is never built); allocated fallibly otherwise.
+    fn tables(&self) -> Result<[Vec<Win>; 3]> {
+        let empty = self.planes() == 0 || self.out.contains(&0);
+        let mut t: [Vec<Win>; 3] = Default::default();
+        for (dim, v) in t.iter_mut().enumerate() {
+            if !empty {
+                *v = crate::alloc::try_with_capacity(self.out[dim], "pooling")?;
+                v.extend((0..self.out[dim]).map(|o| self.win(dim, o)));
+            }
+        }
+        Ok(t)
     }
 }
 
@@ -345,8 +358,14 @@ fn max_kernel<T: Select>(x: &Tensor, g: &PoolGeo) -> Result<(Tensor, Tensor)> {
     let shape = shape_nc(g, &g.out);
     let mut vb = CpuBuffer::for_shape(&shape, std::mem::size_of::<T>())?;
     let mut ib = CpuBuffer::for_shape(&shape, 8)?;
+    if shape.numel() == 0 {
+        return Ok((
+            Tensor::from_cpu_buffer(vb, shape.clone(), T::DTYPE),
+            Tensor::from_cpu_buffer(ib, shape, DType::I64),
+        ));
+    }
     let (vp, ip) = (SendPtr(vb.as_mut_ptr() as *mut T), SendPtr(ib.as_mut_ptr() as *mut i64));
-    let [tz, ty, tx] = g.tables();
+    let [tz, ty, tx] = g.tables()?;
     let (li, lo) = (g.l_in(), g.l_out());
     let [_, ih, iw] = g.inp;
     let (sz, sy) = (g.step(0), g.step(1));
@@ -354,8 +373,8 @@ fn max_kernel<T: Select>(x: &Tensor, g: &PoolGeo) -> Result<(Tensor, Tensor)> {
     let (sx, dx, px) = (g.s[2], g.d[2], g.p[2]);
     let [_, oh, ow] = g.out;
     // Per kernel tap along x: the output columns whose input column is inside the input.
-    let xr: Vec<(usize, usize)> =
-        (0..g.k[2]).map(|e| super::conv::valid_range(ow, iw, g.s[2], e * g.d[2], g.p[2])).collect();
+    let mut xr: Vec<(usize, usize)> = crate::alloc::try_with_capacity(g.k[2], "max_pool")?;
+    xr.extend((0..g.k[2]).map(|e| super::conv::valid_range(ow, iw, g.s[2], e * g.d[2], g.p[2])));
     with_read::<T, _>(x, |xp| {
         over_plane_ranges(g.planes(), g.work(), |p0, p1| {
             let (xp, vp, ip) = (xp, vp, ip);
@@ -451,7 +470,7 @@ fn avg_kernel<T: Real + Element>(x: &Tensor, g: &PoolGeo) -> Result<Tensor> {
     let shape = shape_nc(g, &g.out);
     let mut buf = CpuBuffer::for_shape(&shape, std::mem::size_of::<T>())?;
     let yp = SendPtr(buf.as_mut_ptr() as *mut T);
-    let [tz, ty, tx] = g.tables();
+    let [tz, ty, tx] = g.tables()?;
     let (li, lo) = (g.l_in(), g.l_out());
     let [_, ih, iw] = g.inp;
     let kind = g.kind;
@@ -508,7 +527,7 @@ fn avg_backward_kernel<T: Real + Element>(gy: &Tensor, g: &PoolGeo) -> Result<Te
     let shape = shape_nc(g, &g.inp);
     let mut buf = CpuBuffer::for_shape(&shape, std::mem::size_of::<T>())?;
     let xp = SendPtr(buf.as_mut_ptr() as *mut T);
-    let [tz, ty, tx] = g.tables();
+    let [tz, ty, tx] = g.tables()?;
     let (li, lo) = (g.l_in(), g.l_out());
     let [_, ih, iw] = g.inp;
     let kind = g.kind;

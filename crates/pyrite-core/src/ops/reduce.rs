@@ -291,9 +291,8 @@ pub(crate) fn fill_out2<R1: Element, R2: Element>(
     cost_per_item: usize,
     f: impl Fn(usize, &mut [R1], &mut [R2]) + Sync,
 ) -> Result<(Tensor, Tensor)> {
-    let n = shape.numel();
-    let mut b1 = CpuBuffer::new(n * std::mem::size_of::<R1>())?;
-    let mut b2 = CpuBuffer::new(n * std::mem::size_of::<R2>())?;
+    let mut b1 = CpuBuffer::for_shape(&shape, std::mem::size_of::<R1>())?;
+    let mut b2 = CpuBuffer::for_shape(&shape, std::mem::size_of::<R2>())?;
     par_fill2(b1.as_mut_slice::<R1>(), b2.as_mut_slice::<R2>(), cost_per_item, f);
     Ok((Tensor::from_cpu_buffer(b1, shape.clone(), R1::DTYPE), Tensor::from_cpu_buffer(b2, shape, R2::DTYPE)))
 }

@@ -24,6 +24,10 @@ fn scan_layout(x: &Tensor, dim: isize) -> Result<(Tensor, usize, usize, usize)> 
         return Ok((x, 1, 1, 1));
     }
     let dims = x.dims();
+    if x.numel() == 0 {
+        // nothing to walk, however large the other sizes (their product may not even fit)
+        return Ok((x, 0, 0, 0));
+    }
     let o = dims[..d].iter().product();
     let i = dims[d + 1..].iter().product();
     let k = dims[d];
@@ -110,7 +114,7 @@ fn scan_drive<T: Element, A: Copy + Send + Sync>(
 
 /// A fresh output of `n` elements of `R` and a pointer for `emit` closures.
 fn out_buf<R: Element>(n: usize) -> Result<(CpuBuffer, SendPtr<R>)> {
-    let mut buf = CpuBuffer::new(n * std::mem::size_of::<R>())?;
+    let mut buf = CpuBuffer::for_elems(n, std::mem::size_of::<R>())?;
     let p = SendPtr(buf.as_mut_ptr() as *mut R);
     Ok((buf, p))
 }

@@ -225,7 +225,7 @@ fn softmax_generic<T: FloatAcc>(
     log: bool,
 ) -> Result<Tensor> {
     let n = x.numel();
-    let mut buf = CpuBuffer::new(n * std::mem::size_of::<T>())?;
+    let mut buf = CpuBuffer::for_elems(n, std::mem::size_of::<T>())?;
     let p = SendPtr(buf.as_mut_slice::<T>().as_mut_ptr());
     // SAFETY: callers take disjoint ranges of the output, within its `n` elements.
     let out = |start: usize, len: usize| {
@@ -354,7 +354,7 @@ fn softmax_impl(x: &Tensor, dim: isize, log: bool) -> Result<Tensor> {
         (dims[..d].iter().product(), dims[d], dims[d + 1..].iter().product())
     };
     if x.dtype() == DType::F32 && i == 1 && x.numel() > 0 {
-        let mut buf = CpuBuffer::new(x.numel() * 4)?;
+        let mut buf = CpuBuffer::for_elems(x.numel(), 4)?;
         let dst = SendPtr(buf.as_mut_ptr() as *mut f32);
         let stream = streams(x.numel(), k);
         {

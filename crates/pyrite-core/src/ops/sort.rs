@@ -66,9 +66,8 @@ impl Rows {
 
 /// Fresh value and int64 index tensors of `shape`, filled by `f`.
 fn two_outputs<T: Element>(shape: &Shape, f: impl FnOnce(&mut [T], &mut [i64])) -> Result<(Tensor, Tensor)> {
-    let n = shape.numel();
-    let mut bv = CpuBuffer::new(n * std::mem::size_of::<T>())?;
-    let mut bi = CpuBuffer::new(n * std::mem::size_of::<i64>())?;
+    let mut bv = CpuBuffer::for_shape(shape, std::mem::size_of::<T>())?;
+    let mut bi = CpuBuffer::for_shape(shape, std::mem::size_of::<i64>())?;
     f(bv.as_mut_slice::<T>(), bi.as_mut_slice::<i64>());
     Ok((
         Tensor::from_cpu_buffer(bv, shape.clone(), T::DTYPE),

@@ -222,7 +222,7 @@ impl Tensor {
             };
             return match out {
                 Out::New => {
-                    let mut buf = crate::alloc::CpuBuffer::new(n * 4)?;
+                    let mut buf = crate::alloc::CpuBuffer::for_elems(n, 4)?;
                     let g = x.storage().read();
                     // SAFETY: x is contiguous with `n` elements from its offset.
                     run(
@@ -298,9 +298,30 @@ impl Tensor {
             })?;
             unary_ad("gelu_tanh", self, y)
         } else {
-            let y = float_op!(self, Out::New, "gelu", |v| 0.5
-                * v
-                * (1.0 + (v * 0.707_106_781_186_547_6).erf_()))?;
+            let y = if self.dtype() == DType::F32 && self.is_contiguous() {
+                // the vectorised kernel (every path computes `simd::gelu_f32`'s bits)
+                let n = self.numel();
+                let mut buf = crate::alloc::CpuBuffer::for_elems(n, 4)?;
+                if n > 0 {
+                    let g = self.storage().read();
+                    // SAFETY: self is contiguous with `n` elements from its offset; the
+                    // output is a fresh buffer of `n` elements, written in disjoint ranges.
+                    let src = unsafe { (g.cpu().as_ptr() as *const f32).add(self.storage_offset()) } as usize;
+                    let dst = buf.as_mut_ptr() as usize;
+                    crate::threads::parallel_for(n, super::GRAIN / 8, |a, b| unsafe {
+                        crate::simd::gelu_f32_slice(
+                            (src as *const f32).add(a),
+                            (dst as *mut f32).add(a),
+                            b - a,
+                        )
+                    });
+                }
+                Tensor::from_cpu_buffer(buf, self.shape().clone(), DType::F32)
+            } else {
+                float_unary(self, Out::New, "gelu", crate::simd::gelu_f32, |v: f64| {
+                    0.5 * v * (1.0 + (v * std::f64::consts::FRAC_1_SQRT_2).erf_())
+                })?
+            };
             unary_ad("gelu", self, y)
         }
     }

@@ -495,11 +495,16 @@ pub fn pixel_shuffle(x: &Tensor, r: usize) -> Result<Tensor> {
     }
     let k = x.rank();
     let (c, h, w) = (x.dims()[k - 3], x.dims()[k - 2], x.dims()[k - 1]);
-    if c % (r * r) != 0 {
-        bail!(Value, "pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)={c} is not divisible by {}", r * r);
+    // checked: r * r, h * r and w * r of a huge factor would wrap (and r * r to 0)
+    let rr = r.checked_mul(r);
+    if rr.is_none_or(|rr| !c.is_multiple_of(rr)) {
+        bail!(Value, "pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)={c} is not divisible by {}", r as u128 * r as u128);
     }
+    let (Some(hr), Some(wr)) = (h.checked_mul(r), w.checked_mul(r)) else {
+        bail!(OutOfMemory, "pixel_shuffle: an output of {h}*{r} x {w}*{r} is larger than memory can hold");
+    };
     let lead: Vec<isize> = x.dims()[..k - 3].iter().map(|&d| d as isize).collect();
-    let oc = c / (r * r);
+    let oc = c / rr.unwrap_or(1);
     let mut s = lead.clone();
     s.extend([oc as isize, r as isize, r as isize, h as isize, w as isize]);
     let y = x.reshape(s)?;
@@ -508,7 +513,7 @@ pub fn pixel_shuffle(x: &Tensor, r: usize) -> Result<Tensor> {
     let mut perm: Vec<isize> = (0..b).collect();
     perm.extend([b, b + 3, b + 1, b + 4, b + 2]);
     let mut out = lead;
-    out.extend([oc as isize, (h * r) as isize, (w * r) as isize]);
+    out.extend([oc as isize, hr as isize, wr as isize]);
     y.permute(&perm)?.reshape(out)
 }
 
@@ -534,7 +539,13 @@ pub fn pixel_unshuffle(x: &Tensor, r: usize) -> Result<Tensor> {
     let mut perm: Vec<isize> = (0..b).collect();
     perm.extend([b, b + 2, b + 4, b + 1, b + 3]);
     let mut out = lead;
-    out.extend([(c * r * r) as isize, (h / r) as isize, (w / r) as isize]);
+    let Some(crr) = r.checked_mul(r).and_then(|rr| rr.checked_mul(c)) else {
+        bail!(
+            OutOfMemory,
+            "pixel_unshuffle: an output of {c}*{r}*{r} channels is larger than memory can hold"
+        );
+    };
+    out.extend([crr as isize, (h / r) as isize, (w / r) as isize]);
     x.reshape(s)?.permute(&perm)?.reshape(out)
 }
 

@@ -127,6 +127,11 @@ pub fn layer_norm(
     eps: f64,
 ) -> Result<Tensor> {
     let dims = last_dims(x, normalized_shape)?;
+    // one fused pass per row when no gradient is needed (f32, contiguous)
+    let n = normalized_shape.iter().product();
+    if let Some(y) = pyrite_core::ops::norm::fused_layer_norm(x, n, weight, bias, eps)? {
+        return Ok(y);
+    }
     let (v, m) = var_mean(x, &dims)?;
     let mut y = x.sub(&m)?.mul(&v.add_scalar(eps)?.rsqrt()?)?;
     if let Some(w) = weight {

@@ -8,6 +8,7 @@
 //! f32 for f32, f64 for f64), so that floor decisions agree bit for bit.
 
 use super::{pad, PadMode};
+use pyrite_core::alloc::try_with_capacity;
 use pyrite_core::{bail, DType, Result, Scalar, Tensor};
 use std::ops::{Add, Div, Mul, Sub};
 
@@ -198,43 +199,42 @@ fn plan_dim<T: Real>(
     out: usize,
     align: bool,
     scale: Option<f64>,
-) -> DimPlan {
+) -> Result<DimPlan> {
     let last = inp as i64 - 1;
-    match mode {
+    Ok(match mode {
         // 4-D inputs go through `nearest_idx` (copies for equal sizes, halves for doubled
         // sizes, an f32 scale otherwise); 3-D and 5-D through the generic kernel, which
         // computes `floor(dst * scale)` in opmath for every size.
-        InterpolateMode::Nearest if rank == 4 => DimPlan::Gather(
-            (0..out)
-                .map(|i| {
-                    if out == inp {
-                        i as i64
-                    } else if out == 2 * inp {
-                        (i >> 1) as i64
-                    } else {
-                        let s: f32 = area_scale(inp, out, false, scale);
-                        floorf(((i as f32) * s) as f64).min(last)
-                    }
-                })
-                .collect(),
-        ),
+        InterpolateMode::Nearest if rank == 4 => DimPlan::Gather(table(out, |i| {
+            if out == inp {
+                i as i64
+            } else if out == 2 * inp {
+                (i >> 1) as i64
+            } else {
+                let s: f32 = area_scale(inp, out, false, scale);
+                floorf(((i as f32) * s) as f64).min(last)
+            }
+        })?),
         InterpolateMode::Nearest => {
             let s: T = area_scale(inp, out, false, scale);
-            DimPlan::Gather((0..out).map(|i| floorf((s * T::int(i as i64)).f64()).min(last)).collect())
+            DimPlan::Gather(table(out, |i| floorf((s * T::int(i as i64)).f64()).min(last))?)
         }
         InterpolateMode::NearestExact => {
             let s: T = area_scale(inp, out, false, scale);
-            DimPlan::Gather(
-                (0..out).map(|i| floorf(source_index(s, i, false, false).f64() + 0.5).min(last)).collect(),
-            )
+            DimPlan::Gather(table(out, |i| floorf(source_index(s, i, false, false).f64() + 0.5).min(last))?)
         }
         InterpolateMode::Linear | InterpolateMode::Bilinear | InterpolateMode::Trilinear => {
             if inp == out {
                 // `compute_source_index_and_lambda`: equal sizes copy, whatever the scale
-                return DimPlan::Identity;
+                return Ok(DimPlan::Identity);
             }
             let s: T = area_scale(inp, out, align, scale);
-            let (mut i0, mut i1, mut w0, mut w1) = (vec![], vec![], vec![], vec![]);
+            let (mut i0, mut i1, mut w0, mut w1) = (
+                try_with_capacity::<i64>(out, "interpolate")?,
+                try_with_capacity::<i64>(out, "interpolate")?,
+                try_with_capacity::<f64>(out, "interpolate")?,
+                try_with_capacity::<f64>(out, "interpolate")?,
+            );
             for i in 0..out {
                 let real = source_index(s, i, align, false);
                 let idx = floorf(real.f64()).min(last);
@@ -248,7 +248,10 @@ fn plan_dim<T: Real>(
         }
         InterpolateMode::Bicubic => {
             let s: T = area_scale(inp, out, align, scale);
-            let mut taps: Vec<(Vec<i64>, Vec<f64>)> = (0..4).map(|_| (vec![], vec![])).collect();
+            let mut taps: Vec<(Vec<i64>, Vec<f64>)> = Vec::with_capacity(4);
+            for _ in 0..4 {
+                taps.push((try_with_capacity(out, "interpolate")?, try_with_capacity(out, "interpolate")?));
+            }
             for i in 0..out {
                 let real = source_index(s, i, align, true);
                 let idx = floorf(real.f64()).min(last);
@@ -263,8 +266,10 @@ fn plan_dim<T: Real>(
         }
         InterpolateMode::Area => {
             // adaptive average pooling: window [floor(i * in / out), ceil((i + 1) * in / out))
+            // in u128: `i * inp` of huge sizes would wrap
+            let (o, n) = (out as u128, inp as u128);
             let win: Vec<(usize, usize)> =
-                (0..out).map(|i| (i * inp / out, ((i + 1) * inp).div_ceil(out))).collect();
+                table(out, |i| ((i as u128 * n / o) as usize, ((i as u128 + 1) * n).div_ceil(o) as usize))?;
             let k = win.iter().map(|(s, e)| e - s).max().unwrap_or(1);
             let taps = (0..k)
                 .map(|j| {
@@ -275,7 +280,15 @@ fn plan_dim<T: Real>(
                 .collect();
             DimPlan::Weighted { taps, div: Some(win.iter().map(|(s, e)| (e - s) as f64).collect()) }
         }
-    }
+    })
+}
+
+/// `(0..n).map(f).collect()` into a fallibly allocated `Vec`: the size comes from the user's
+/// output size, so a huge one is an out-of-memory error, never an abort.
+fn table<T>(n: usize, f: impl FnMut(usize) -> T) -> Result<Vec<T>> {
+    let mut v = try_with_capacity(n, "interpolate")?;
+    v.extend((0..n).map(f));
+    Ok(v)
 }
 
 fn index_tensor(idx: &[i64]) -> Result<Tensor> {
@@ -449,6 +462,12 @@ pub fn interpolate(
             dt.type_name()
         );
     }
+    if x.dims()[0] == 0 {
+        // an empty batch: nothing to plan, whatever the output size
+        let mut shape = x.dims()[..2].to_vec();
+        shape.extend(&outs);
+        return Tensor::zeros(shape, dt);
+    }
     let plans: Vec<DimPlan> = (0..sp)
         .map(|d| {
             let s = scales.as_ref().map(|f| f[d]);
@@ -458,7 +477,7 @@ pub fn interpolate(
                 plan_dim::<f32>(mode, rank, in_sizes[d], outs[d], align, s)
             }
         })
-        .collect();
+        .collect::<Result<_>>()?;
     // the last dim first: PyTorch's kernels interpolate the innermost dim first
     if plans.iter().all(|p| matches!(p, DimPlan::Identity)) {
         // a new tensor all the same, as in PyTorch
@@ -529,14 +548,26 @@ impl Patches {
     }
 
     /// The number of blocks along dim `i` of a (unpadded) extent `n`; PyTorch's `div_rtn`.
+    /// Computed in i128, where no product of sizes wraps; saturated into i64.
     fn blocks(&self, i: usize, n: usize) -> i64 {
-        let span = (n + 2 * self.p[i]) as i64 - (self.d[i] * (self.k[i] - 1) + 1) as i64;
-        span.div_euclid(self.s[i] as i64) + 1
+        let (n, p, d, k, s) =
+            (n as i128, self.p[i] as i128, self.d[i] as i128, self.k[i] as i128, self.s[i] as i128);
+        let span = n + 2 * p - (d * (k - 1) + 1);
+        (span.div_euclid(s) + 1).clamp(i64::MIN as i128, i64::MAX as i128) as i64
     }
 
     /// Flat positions in the padded `[hp, wp]` plane, in `(ki, kj, oh, ow)` order.
-    fn positions(&self, oh: usize, ow: usize, wp: usize) -> Vec<i64> {
-        let mut v = Vec::with_capacity(self.k[0] * self.k[1] * oh * ow);
+    fn positions(&self, oh: usize, ow: usize, wp: usize) -> Result<Vec<i64>> {
+        let n = [self.k[1], oh, ow].iter().try_fold(self.k[0], |a, &b| a.checked_mul(b));
+        let Some(n) = n else {
+            bail!(
+                OutOfMemory,
+                "fold: {}*{} x {oh}*{ow} block positions are more than memory can hold",
+                self.k[0],
+                self.k[1]
+            );
+        };
+        let mut v = try_with_capacity(n, "fold")?;
         for ki in 0..self.k[0] {
             for kj in 0..self.k[1] {
                 for a in 0..oh {
@@ -548,7 +579,7 @@ impl Patches {
                 }
             }
         }
-        v
+        Ok(v)
     }
 }
 
@@ -598,6 +629,19 @@ pub fn unfold(
         );
     }
     let (oh, ow) = (oh as usize, ow as usize);
+    // the output and the gather tables, checked before anything is allocated
+    let rows_len = pp.k[0].checked_mul(oh);
+    let cols_len = pp.k[1].checked_mul(ow);
+    let planes = pp.k[0].checked_mul(pp.k[1]).and_then(|kk| kk.checked_mul(c));
+    let out_numel = planes.and_then(|p| p.checked_mul(oh)).and_then(|p| p.checked_mul(ow));
+    if rows_len.is_none() || cols_len.is_none() || out_numel.and_then(|m| m.checked_mul(n)).is_none() {
+        bail!(
+            OutOfMemory,
+            "unfold: the output of {n} x {c} x {}*{} x {oh}*{ow} elements is larger than memory can hold",
+            pp.k[0],
+            pp.k[1]
+        );
+    }
     let xp = if pp.p[0] > 0 || pp.p[1] > 0 {
         let (ph, pw) = (pp.p[0] as isize, pp.p[1] as isize);
         pad(&xb, &[pw, pw, ph, ph], PadMode::Constant, 0.0)?
@@ -605,10 +649,10 @@ pub fn unfold(
         xb
     };
     // rows (ki, oh) then columns (kj, ow)
-    let rows: Vec<i64> =
-        (0..pp.k[0]).flat_map(|ki| (0..oh).map(move |a| (ki * pp.d[0] + a * pp.s[0]) as i64)).collect();
-    let cols: Vec<i64> =
-        (0..pp.k[1]).flat_map(|kj| (0..ow).map(move |b| (kj * pp.d[1] + b * pp.s[1]) as i64)).collect();
+    let mut rows: Vec<i64> = try_with_capacity(pp.k[0] * oh, "unfold")?;
+    rows.extend((0..pp.k[0]).flat_map(|ki| (0..oh).map(move |a| (ki * pp.d[0] + a * pp.s[0]) as i64)));
+    let mut cols: Vec<i64> = try_with_capacity(pp.k[1] * ow, "unfold")?;
+    cols.extend((0..pp.k[1]).flat_map(|kj| (0..ow).map(move |b| (kj * pp.d[1] + b * pp.s[1]) as i64)));
     let y = xp.index_select(2, &index_tensor(&rows)?)?.index_select(3, &index_tensor(&cols)?)?;
     let y = y.reshape([n, c, pp.k[0], oh, pp.k[1], ow])?.permute(&[0, 1, 2, 4, 3, 5])?.reshape([
         n,
@@ -685,10 +729,20 @@ pub fn fold(
         bail!(Value, "Expected output spatial size to be positive, but got: output_size=({h}, {w})");
     }
     let c = planes / kk;
-    let (hp, wp) = (h + 2 * pp.p[0], w + 2 * pp.p[1]);
-    let pos = pp.positions(bh as usize, bw as usize, wp);
+    let (Some(hp), Some(wp)) = (
+        pp.p[0].checked_mul(2).and_then(|p| p.checked_add(h)),
+        pp.p[1].checked_mul(2).and_then(|p| p.checked_add(w)),
+    ) else {
+        bail!(OutOfMemory, "fold: the padded output of {params} is larger than memory can hold");
+    };
+    let pos = pp.positions(bh as usize, bw as usize, wp)?;
     let src = xb.reshape([n, c, kk * l])?;
-    let y = Tensor::zeros([n, c, hp * wp], x.dtype())?.index_add(2, &index_tensor(&pos)?, &src, 1)?;
+    let y = Tensor::zeros([n, c, hp.saturating_mul(wp)], x.dtype())?.index_add(
+        2,
+        &index_tensor(&pos)?,
+        &src,
+        1,
+    )?;
     let mut y = y.reshape([n, c, hp, wp])?;
     if pp.p[0] > 0 || pp.p[1] > 0 {
         y = y.narrow(2, pp.p[0] as isize, h)?.narrow(3, pp.p[1] as isize, w)?;
