@@ -60,7 +60,9 @@ struct Rows {
 
 impl Rows {
     fn of(dims: &[usize], d: usize) -> Rows {
-        Rows { outer: dims[..d].iter().product(), size: dims[d], inner: dims[d + 1..].iter().product() }
+        // saturating: the product of the other sizes of an empty tensor may not fit
+        let prod = |v: &[usize]| v.iter().fold(1usize, |a, &b| a.saturating_mul(b));
+        Rows { outer: prod(&dims[..d]), size: dims[d], inner: prod(&dims[d + 1..]) }
     }
 }
 
@@ -299,6 +301,9 @@ impl Tensor {
         if self.rank() == 0 {
             return Ok((self.deep_clone()?, Tensor::scalar(0i64)?));
         }
+        if self.numel() == 0 {
+            return Ok((Tensor::empty(self.shape(), self.dtype())?, Tensor::empty(self.shape(), DType::I64)?));
+        }
         let rows = Rows::of(self.dims(), d);
         let x = self.contiguous()?;
         dispatch_all!(self.dtype(), T => x.with_slice::<T, _>(|s| {
@@ -367,6 +372,10 @@ impl Tensor {
         }
         let mut shape = self.shape().clone();
         shape.0[d] = k;
+        if self.numel() == 0 {
+            // the dim is empty (so k is 0) or another one is: an empty result, no rows to walk
+            return Ok((Tensor::empty(shape.clone(), self.dtype())?, Tensor::empty(shape, DType::I64)?));
+        }
         let x = self.contiguous()?;
         dispatch_all!(self.dtype(), T => x.with_slice::<T, _>(|s| {
             two_outputs::<T>(&shape, |v, i| select_rows(s, &rows, k, largest, false, v, i))
