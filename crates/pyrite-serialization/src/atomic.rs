@@ -69,8 +69,7 @@ fn create_temp(path: &Path) -> Result<(std::fs::File, PathBuf)> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
         h.write_u64(nanos);
-        let tmp =
-            path.with_file_name(format!(".{name}.tmp-{}-{n}-{:016x}", std::process::id(), h.finish()));
+        let tmp = path.with_file_name(format!(".{name}.tmp-{}-{n}-{:016x}", std::process::id(), h.finish()));
         match std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
             Ok(file) => return Ok((file, tmp)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last_error = Some(e),
@@ -134,7 +133,10 @@ fn temporary_target(file_name: &str) -> Option<&str> {
 ///
 /// Only one process may write into `dir` at a time: a temporary of another live process is
 /// removed too.
-pub fn remove_stale_temporaries(dir: impl AsRef<Path>, is_ours: impl Fn(&str) -> bool) -> Result<Vec<PathBuf>> {
+pub fn remove_stale_temporaries(
+    dir: impl AsRef<Path>,
+    is_ours: impl Fn(&str) -> bool,
+) -> Result<Vec<PathBuf>> {
     let dir = dir.as_ref();
     let listing = std::fs::read_dir(dir).map_err(|e| err!(Io, "reading {}: {e}", dir.display()))?;
     let mut removed = Vec::new();
@@ -206,10 +208,10 @@ mod tests {
         let names = [
             ".a.pt.tmp-7-3",
             ".a.pt.tmp-1-0-0123456789abcdef",
-            ".notes.txt.tmp-7-3",  // another target
-            "a.pt.tmp-7-3",        // no leading dot
-            ".a.pt.tmp-7-x",       // not a counter
-            ".a.pt.tmp-7-3-xyz",   // not our random suffix
+            ".notes.txt.tmp-7-3", // another target
+            "a.pt.tmp-7-3",       // no leading dot
+            ".a.pt.tmp-7-x",      // not a counter
+            ".a.pt.tmp-7-3-xyz",  // not our random suffix
             "a.pt",
         ];
         for n in names {

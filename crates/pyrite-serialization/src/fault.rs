@@ -16,9 +16,8 @@ pub const ABORT_AT_VAR: &str = "PYRITE_TEST_ABORT_AT";
 pub fn fault_point(label: &str) {
     static ABORT_AT: OnceLock<u64> = OnceLock::new();
     static REACHED: AtomicU64 = AtomicU64::new(0);
-    let at = *ABORT_AT.get_or_init(|| {
-        std::env::var(ABORT_AT_VAR).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0)
-    });
+    let at = *ABORT_AT
+        .get_or_init(|| std::env::var(ABORT_AT_VAR).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0));
     if at == 0 {
         return;
     }

@@ -134,7 +134,12 @@ fn a_killed_save_leaves_the_previous_checkpoint_intact() {
 }
 
 fn step_options() -> CheckpointOptions {
-    CheckpointOptions { filename: "ckpt-{step:05}.pt".into(), keep_last: 1, save_top_k: 0, ..Default::default() }
+    CheckpointOptions {
+        filename: "ckpt-{step:05}.pt".into(),
+        keep_last: 1,
+        save_top_k: 0,
+        ..Default::default()
+    }
 }
 
 /// A small checkpoint of step `n`.
@@ -182,8 +187,11 @@ fn run_step_child(dir: &Path, abort_at: usize) -> (bool, Vec<i64>) {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     // (libtest may print "test child_step_saver ... " at the start of the first line.)
-    let saved =
-        stdout.lines().filter_map(|l| l.split_once("saved ")).map(|(_, n)| n.trim().parse().unwrap()).collect();
+    let saved = stdout
+        .lines()
+        .filter_map(|l| l.split_once("saved "))
+        .map(|(_, n)| n.trim().parse().unwrap())
+        .collect();
     let finished = stdout.lines().any(|l| l.contains("run finished"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -196,8 +204,10 @@ fn run_step_child(dir: &Path, abort_at: usize) -> (bool, Vec<i64>) {
 
 /// The checkpoint files in `dir` and the other files, sorted.
 fn listing(dir: &Path) -> (Vec<String>, Vec<String>) {
-    let mut names: Vec<String> =
-        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     names.sort();
     names.into_iter().partition(|n| n.starts_with("ckpt-") && n.ends_with(".pt"))
 }
