@@ -718,3 +718,48 @@ try_from_object!(
     Dict: "a dict", |o| Object::Dict(d) | Object::OrderedDict(d) => d,
     Vec<Object>: "a list or tuple", |o| Object::List(v) | Object::Tuple(v) => v,
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_keys_hash_alike_and_nan_keys_are_never_compared() {
+        let set = |v: &[i64]| Object::Set(v.iter().map(|&i| Object::Int(i)).collect());
+        let big: Vec<i64> = (0..100).collect();
+        let big_rev: Vec<i64> = (0..100).rev().collect();
+        for (a, b) in [(set(&[1, 2]), set(&[2, 1, 1])), (set(&big), set(&big_rev))] {
+            assert_eq!(a, b);
+            let w = &mut Work::unlimited();
+            assert_eq!(hash_in(&a, w), hash_in(&b, w));
+        }
+        assert_ne!(set(&[1, 2]), set(&[1, 2, 3]));
+        assert_ne!(set(&[1, 1, 2]), set(&[1, 2, 3])); // same length, one-way containment
+        let mut d = Dict::new();
+        d.insert(set(&[1, 2]), 1);
+        d.insert(set(&[2, 1]), 2);
+        d.insert(Object::Float(f64::NAN), 3);
+        d.insert(Object::Float(f64::NAN), 4);
+        assert_eq!(d.len(), 3);
+        assert_eq!(d.get(set(&[1, 2])), Some(&Object::Int(2)));
+        // NaN keys are not indexed: no bucket grows with them.
+        assert_eq!(d.index.values().map(Vec::len).sum::<usize>(), 1);
+    }
+
+    #[test]
+    fn hashing_and_comparing_keys_spend_the_work_given() {
+        let key = Object::Tuple((0..1000).map(Object::Int).collect());
+        let mut d = Dict::new();
+        let mut w = Work::new(5000);
+        d.insert_within(key.clone(), Object::None, &mut w);
+        assert!(!w.exhausted());
+        let spent_first = 5000 - w.left();
+        assert!(spent_first > 1000, "{spent_first}");
+        // The same key again: hashed and compared with the one there.
+        d.insert_within(key.clone(), Object::Int(1), &mut w);
+        assert!(5000 - w.left() > 2 * spent_first, "{}", w.left());
+        let mut w = Work::new(100);
+        d.insert_within(key, Object::Int(2), &mut w);
+        assert!(w.exhausted());
+    }
+}
