@@ -101,4 +101,11 @@ check(m["scalar"].dim() == 0 and m["scalar"].dtype == torch.float64 and m["scala
 check(m["empty"].shape == (0, 3), "misc: empty")
 check(m["leaf"].requires_grad and m["leaf"].is_leaf and m["leaf"].tolist() == [1.0, -1.0], "misc: requires_grad")
 
+# identity: one tensor saved twice is one object; two views of one storage stay two tensors
+i = load("identity")
+check(i["same"][0] is i["same"][1], "identity: [t, t] loads as one tensor")
+check(i["same"][0] is i["views"][0], "identity: the same tensor in two containers")
+check(i["views"][0] is not i["views"][1] and same_storage(i["views"][0], i["views"][1]), "identity: two views, one storage")
+check(i["views"][1].tolist() == [1.0, 2.0], "identity: the view's values")
+
 print(f"check_pt: {checks} checks passed on the files in {DIR}")

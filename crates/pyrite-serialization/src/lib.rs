@@ -46,6 +46,8 @@
 
 mod allowlist;
 mod atomic;
+#[doc(hidden)]
+pub mod fault;
 mod lightning;
 mod load;
 pub mod npz;
@@ -56,7 +58,7 @@ mod save;
 mod unpickler;
 pub mod zip;
 
-pub use atomic::atomic_write;
+pub use atomic::{atomic_write, remove_stale_temporaries};
 pub use lightning::load_lightning_checkpoint;
 pub use load::{load, load_from_bytes, load_from_reader, load_from_reader_with, load_with, LoadOptions};
 pub use object::{Dict, Object};

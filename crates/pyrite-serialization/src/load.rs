@@ -168,7 +168,7 @@ fn check_kind<R: Read + Seek>(src: &mut R) -> Result<()> {
     if head.len() >= 9 && head[8] == b'{' {
         bail!(
             NotImplemented,
-            "torch.load: this looks like a safetensors file, not a torch.save checkpoint; use pyrite::nn::load_safetensors"
+            "torch.load: this looks like a safetensors file, not a torch.save checkpoint; use pyrite::serialization::safetensors::load_file (or pyrite::nn::load_safetensors for a StateDict)"
         );
     }
     bail!(Io, "torch.load: not a PyTorch checkpoint (expected the zip archive torch.save writes)")

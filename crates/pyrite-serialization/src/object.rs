@@ -267,64 +267,175 @@ impl Object {
 
 // -------------------------------------------------------------------------------- equality
 
-impl PartialEq for Object {
-    fn eq(&self, other: &Object) -> bool {
-        use Object::*;
-        match (self, other) {
-            (None, None) => true,
-            (Bool(a), Bool(b)) => a == b,
-            (Int(a), Int(b)) => a == b,
-            (Float(a), Float(b)) => a == b,
-            (Complex(a, b), Complex(c, d)) => a == c && b == d,
-            (Str(a), Str(b)) => a == b,
-            (Bytes(a), Bytes(b)) => a == b,
-            (Tensor(a), Tensor(b)) => a.is_same(b),
-            (DType(a), DType(b)) => a == b,
-            (Device(a), Device(b)) => a == b,
-            (Tuple(a), Tuple(b)) | (List(a), List(b)) => a == b,
-            (Set(a), Set(b)) => a.len() == b.len() && a.iter().all(|x| b.contains(x)),
-            (Dict(a), Dict(b)) | (Counter(a), Counter(b)) => a.eq_unordered(b),
-            (Unsupported { global: a }, Unsupported { global: b }) => a == b,
-            (OrderedDict(a), OrderedDict(b)) => a.entries == b.entries,
-            _ => false,
-        }
-    }
+/// A budget of work for hashing and comparing values: one unit per value visited. Loading
+/// charges the dict keys it hashes and compares to the file's budget; the public API never
+/// runs out. When it runs out, comparisons answer "not equal" and hashes are partial, and the
+/// caller must check [`Work::exhausted`].
+pub(crate) struct Work {
+    left: u64,
+    exhausted: bool,
 }
 
-/// Feeds a value's identity into a hasher, consistent with `PartialEq` (floats hash by value
-/// with -0.0 as 0.0; tensors by handle; containers by content, order-free for dicts and sets).
-fn hash_object(o: &Object, h: &mut impl Hasher) {
-    std::mem::discriminant(o).hash(h);
-    match o {
-        Object::None => {}
-        Object::Bool(b) => b.hash(h),
-        Object::Int(i) => i.hash(h),
-        Object::Float(f) => (f + 0.0).to_bits().hash(h),
-        Object::Complex(a, b) => {
-            (a + 0.0).to_bits().hash(h);
-            (b + 0.0).to_bits().hash(h);
-        }
-        Object::Str(s) => s.hash(h),
-        Object::Bytes(b) => b.hash(h),
-        Object::Tensor(t) => t.handle_id().hash(h),
-        Object::DType(d) => d.hash(h),
-        Object::Device(d) => d.hash(h),
-        Object::Tuple(v) | Object::List(v) => {
-            v.len().hash(h);
-            for x in v {
-                hash_object(x, h);
+impl Work {
+    pub(crate) fn new(units: u64) -> Work {
+        Work { left: units, exhausted: false }
+    }
+    fn unlimited() -> Work {
+        Work::new(u64::MAX)
+    }
+    fn spend(&mut self, n: u64) -> bool {
+        match self.left.checked_sub(n) {
+            Some(l) if !self.exhausted => {
+                self.left = l;
+                true
+            }
+            _ => {
+                self.exhausted = true;
+                false
             }
         }
-        // Order-free containers hash only their sizes: cheap and consistent with equality.
-        Object::Set(v) => v.len().hash(h),
-        Object::Dict(d) | Object::OrderedDict(d) | Object::Counter(d) => d.len().hash(h),
-        Object::Unsupported { global } => global.hash(h),
+    }
+    pub(crate) fn exhausted(&self) -> bool {
+        self.exhausted
+    }
+    pub(crate) fn left(&self) -> u64 {
+        self.left
     }
 }
 
-fn key_hash(o: &Object) -> u64 {
+impl PartialEq for Object {
+    fn eq(&self, other: &Object) -> bool {
+        eq_in(self, other, &mut Work::unlimited())
+    }
+}
+
+/// Sets up to this size are compared element by element; larger ones through hashes.
+const SMALL_SET: usize = 32;
+
+/// `a == b`, spending `w`.
+fn eq_in(a: &Object, b: &Object, w: &mut Work) -> bool {
+    use Object::*;
+    if !w.spend(1) {
+        return false;
+    }
+    match (a, b) {
+        (None, None) => true,
+        (Bool(a), Bool(b)) => a == b,
+        (Int(a), Int(b)) => a == b,
+        (Float(a), Float(b)) => a == b,
+        (Complex(a, b), Complex(c, d)) => a == c && b == d,
+        (Str(a), Str(b)) => a == b,
+        (Bytes(a), Bytes(b)) => a == b,
+        (Tensor(a), Tensor(b)) => a.is_same(b),
+        (DType(a), DType(b)) => a == b,
+        (Device(a), Device(b)) => a == b,
+        (Tuple(a), Tuple(b)) | (List(a), List(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| eq_in(x, y, w))
+        }
+        (Set(a), Set(b)) => set_eq(a, b, w),
+        (Dict(a), Dict(b)) | (Counter(a), Counter(b)) => a.eq_unordered(b, w),
+        (Unsupported { global: a }, Unsupported { global: b }) => a == b,
+        (OrderedDict(a), OrderedDict(b)) => {
+            a.len() == b.len()
+                && a.entries.iter().zip(&b.entries).all(|((k, v), (l, u))| eq_in(k, l, w) && eq_in(v, u, w))
+        }
+        _ => false,
+    }
+}
+
+/// Python's set equality: every element of each is in the other (duplicates, which a Python
+/// set cannot have, do not count).
+fn set_eq(a: &[Object], b: &[Object], w: &mut Work) -> bool {
+    if a.len() <= SMALL_SET && b.len() <= SMALL_SET {
+        let within = |x: &Object, s: &[Object], w: &mut Work| s.iter().any(|y| eq_in(x, y, w));
+        return a.iter().all(|x| within(x, b, w)) && b.iter().all(|y| within(y, a, w));
+    }
+    // An element holding a NaN equals nothing, so such a set equals no set.
+    if a.iter().chain(b).any(|x| has_nan(x, w)) {
+        return false;
+    }
+    let bucket = |s: &[Object], w: &mut Work| {
+        let mut m: HashMap<u64, Vec<usize>> = HashMap::new();
+        for (i, x) in s.iter().enumerate() {
+            m.entry(hash_in(x, w)).or_default().push(i);
+        }
+        m
+    };
+    let within = |x: &Object, s: &[Object], m: &HashMap<u64, Vec<usize>>, w: &mut Work| {
+        let h = hash_in(x, w);
+        m.get(&h).is_some_and(|c| c.iter().any(|&i| eq_in(x, &s[i], w)))
+    };
+    let (ma, mb) = (bucket(a, w), bucket(b, w));
+    a.iter().all(|x| within(x, b, &mb, w)) && b.iter().all(|y| within(y, a, &ma, w))
+}
+
+/// True when `o` holds a NaN anywhere (a float or complex part): such a value equals
+/// nothing, itself included, so a dict never needs to look for it.
+fn has_nan(o: &Object, w: &mut Work) -> bool {
+    if !w.spend(1) {
+        return false;
+    }
+    match o {
+        Object::Float(f) => f.is_nan(),
+        Object::Complex(a, b) => a.is_nan() || b.is_nan(),
+        Object::Tuple(v) | Object::List(v) | Object::Set(v) => v.iter().any(|x| has_nan(x, w)),
+        Object::Dict(d) | Object::OrderedDict(d) | Object::Counter(d) => {
+            d.entries.iter().any(|(k, v)| has_nan(k, w) || has_nan(v, w))
+        }
+        _ => false,
+    }
+}
+
+/// A value's hash, consistent with `PartialEq` (floats hash by value with -0.0 as 0.0;
+/// tensors by handle; containers by content: sets as the set of their elements' hashes,
+/// dicts as the sorted hashes of their entries, so that order does not count), spending `w`.
+fn hash_in(o: &Object, w: &mut Work) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    hash_object(o, &mut h);
+    if !w.spend(1) {
+        return 0;
+    }
+    std::mem::discriminant(o).hash(&mut h);
+    match o {
+        Object::None => {}
+        Object::Bool(b) => b.hash(&mut h),
+        Object::Int(i) => i.hash(&mut h),
+        Object::Float(f) => (f + 0.0).to_bits().hash(&mut h),
+        Object::Complex(a, b) => {
+            (a + 0.0).to_bits().hash(&mut h);
+            (b + 0.0).to_bits().hash(&mut h);
+        }
+        Object::Str(s) => s.hash(&mut h),
+        Object::Bytes(b) => b.hash(&mut h),
+        Object::Tensor(t) => t.handle_id().hash(&mut h),
+        Object::DType(d) => d.hash(&mut h),
+        Object::Device(d) => d.hash(&mut h),
+        Object::Tuple(v) | Object::List(v) => {
+            v.len().hash(&mut h);
+            for x in v {
+                hash_in(x, w).hash(&mut h);
+            }
+        }
+        Object::Set(v) => {
+            let mut hs: Vec<u64> = v.iter().map(|x| hash_in(x, w)).collect();
+            hs.sort_unstable();
+            hs.dedup();
+            hs.hash(&mut h);
+        }
+        Object::Dict(d) | Object::Counter(d) => {
+            let mut hs: Vec<(u64, u64)> =
+                d.entries.iter().map(|(k, v)| (hash_in(k, w), hash_in(v, w))).collect();
+            hs.sort_unstable();
+            hs.hash(&mut h);
+        }
+        Object::OrderedDict(d) => {
+            d.len().hash(&mut h);
+            for (k, v) in &d.entries {
+                hash_in(k, w).hash(&mut h);
+                hash_in(v, w).hash(&mut h);
+            }
+        }
+        Object::Unsupported { global } => global.hash(&mut h),
+    }
     h.finish()
 }
 
@@ -373,19 +484,39 @@ impl Dict {
         self.entries.is_empty()
     }
 
+    /// Where `key` is (its entry index, if present) and its hash, or no hash when it can never
+    /// be found (it holds a NaN): such keys are not indexed, so that many of them cost no
+    /// comparisons.
+    fn locate(&self, key: &Object, w: &mut Work) -> (Option<usize>, Option<u64>) {
+        if has_nan(key, w) {
+            return (None, None);
+        }
+        let h = hash_in(key, w);
+        let found =
+            self.index.get(&h).and_then(|c| c.iter().copied().find(|&i| eq_in(&self.entries[i].0, key, w)));
+        (found, Some(h))
+    }
+
     fn find(&self, key: &Object) -> Option<usize> {
-        self.index.get(&key_hash(key))?.iter().copied().find(|&i| self.entries[i].0 == *key)
+        self.locate(key, &mut Work::unlimited()).0
     }
 
     /// `d[key] = value`: replaces the value of an existing key (keeping its position) and
     /// returns the old one, or appends a new entry.
     pub fn insert(&mut self, key: impl Into<Object>, value: impl Into<Object>) -> Option<Object> {
-        let key = key.into();
-        let value = value.into();
-        if let Some(i) = self.find(&key) {
+        self.insert_within(key.into(), value.into(), &mut Work::unlimited())
+    }
+
+    /// [`Dict::insert`], spending `w` on hashing and comparing the key (the caller checks
+    /// [`Work::exhausted`]).
+    pub(crate) fn insert_within(&mut self, key: Object, value: Object, w: &mut Work) -> Option<Object> {
+        let (found, hash) = self.locate(&key, w);
+        if let Some(i) = found {
             return Some(std::mem::replace(&mut self.entries[i].1, value));
         }
-        self.index.entry(key_hash(&key)).or_default().push(self.entries.len());
+        if let Some(h) = hash {
+            self.index.entry(h).or_default().push(self.entries.len());
+        }
         self.entries.push((key, value));
         None
     }
@@ -411,8 +542,11 @@ impl Dict {
     }
     fn reindex(&mut self) {
         self.index.clear();
+        let w = &mut Work::unlimited();
         for (i, (k, _)) in self.entries.iter().enumerate() {
-            self.index.entry(key_hash(k)).or_default().push(i);
+            if !has_nan(k, w) {
+                self.index.entry(hash_in(k, w)).or_default().push(i);
+            }
         }
     }
     /// The entries in order.
@@ -433,9 +567,11 @@ impl Dict {
     }
 
     /// Python's dict equality: the same keys with equal values, in any order.
-    fn eq_unordered(&self, other: &Dict) -> bool {
+    fn eq_unordered(&self, other: &Dict, w: &mut Work) -> bool {
         self.len() == other.len()
-            && self.iter().all(|(k, v)| other.find(k).is_some_and(|i| other.entries[i].1 == *v))
+            && self
+                .iter()
+                .all(|(k, v)| other.locate(k, w).0.is_some_and(|i| eq_in(&other.entries[i].1, v, w)))
     }
 }
 
@@ -582,3 +718,48 @@ try_from_object!(
     Dict: "a dict", |o| Object::Dict(d) | Object::OrderedDict(d) => d,
     Vec<Object>: "a list or tuple", |o| Object::List(v) | Object::Tuple(v) => v,
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_keys_hash_alike_and_nan_keys_are_never_compared() {
+        let set = |v: &[i64]| Object::Set(v.iter().map(|&i| Object::Int(i)).collect());
+        let big: Vec<i64> = (0..100).collect();
+        let big_rev: Vec<i64> = (0..100).rev().collect();
+        for (a, b) in [(set(&[1, 2]), set(&[2, 1, 1])), (set(&big), set(&big_rev))] {
+            assert_eq!(a, b);
+            let w = &mut Work::unlimited();
+            assert_eq!(hash_in(&a, w), hash_in(&b, w));
+        }
+        assert_ne!(set(&[1, 2]), set(&[1, 2, 3]));
+        assert_ne!(set(&[1, 1, 2]), set(&[1, 2, 3])); // same length, one-way containment
+        let mut d = Dict::new();
+        d.insert(set(&[1, 2]), 1);
+        d.insert(set(&[2, 1]), 2);
+        d.insert(Object::Float(f64::NAN), 3);
+        d.insert(Object::Float(f64::NAN), 4);
+        assert_eq!(d.len(), 3);
+        assert_eq!(d.get(set(&[1, 2])), Some(&Object::Int(2)));
+        // NaN keys are not indexed: no bucket grows with them.
+        assert_eq!(d.index.values().map(Vec::len).sum::<usize>(), 1);
+    }
+
+    #[test]
+    fn hashing_and_comparing_keys_spend_the_work_given() {
+        let key = Object::Tuple((0..1000).map(Object::Int).collect());
+        let mut d = Dict::new();
+        let mut w = Work::new(5000);
+        d.insert_within(key.clone(), Object::None, &mut w);
+        assert!(!w.exhausted());
+        let spent_first = 5000 - w.left();
+        assert!(spent_first > 1000, "{spent_first}");
+        // The same key again: hashed and compared with the one there.
+        d.insert_within(key.clone(), Object::Int(1), &mut w);
+        assert!(5000 - w.left() > 2 * spent_first, "{}", w.left());
+        let mut w = Work::new(100);
+        d.insert_within(key, Object::Int(2), &mut w);
+        assert!(w.exhausted());
+    }
+}

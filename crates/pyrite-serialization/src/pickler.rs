@@ -1,6 +1,9 @@
 //! Writes an [`Object`] as a protocol-2 pickle the way `torch.save` does: tensors become calls
 //! of `torch._utils._rebuild_tensor_v2` on a persistent storage reference, and each storage is
-//! listed once however many tensors view it.
+//! listed once however many tensors view it. A tensor that appears more than once (the same
+//! handle, [`Tensor::is_same`]) is written once and then referenced through the memo, as
+//! Python's pickler does for any object, so it loads as one tensor again (`l[0] is l[1]`);
+//! distinct tensors that view one storage stay distinct tensors sharing it.
 
 use crate::allowlist::storage_class;
 use crate::object::{Dict, Object};
@@ -25,7 +28,8 @@ pub(crate) fn pickle(obj: &Object) -> Result<(Vec<u8>, Vec<SavedStorage>)> {
 
 struct Pickler {
     out: Vec<u8>,
-    /// Globals and the storage-id strings already written, by their memo index.
+    /// Globals, the storage-id strings and tensors already written (a tensor by its handle
+    /// id, which the object being pickled keeps alive), by their memo index.
     memo: HashMap<String, u32>,
     storages: Vec<SavedStorage>,
     /// Storage identity -> index in `storages`.
@@ -47,6 +51,10 @@ impl Pickler {
             return;
         }
         write(self);
+        self.put(key);
+    }
+    /// Stores the value just written (top of the stack) in the memo under `key`.
+    fn put(&mut self, key: String) {
         let i = self.memo.len() as u32;
         if i < 256 {
             self.out.extend_from_slice(&[b'q', i as u8]);
@@ -243,6 +251,11 @@ impl Pickler {
     /// `_rebuild_tensor_v2(('storage', Class, key, 'cpu', numel), offset, size, stride,
     /// requires_grad, OrderedDict())`.
     fn tensor(&mut self, t: &Tensor) -> Result<()> {
+        let memo_key = format!("tensor {}", t.handle_id());
+        if let Some(&i) = self.memo.get(&memo_key) {
+            self.get(i);
+            return Ok(());
+        }
         t.device().check_available().map_err(|e| pyrite_core::err!(Device, "torch.save: {e}"))?;
         let storage = t.untyped_storage();
         let dtype = t.dtype();
@@ -292,6 +305,7 @@ impl Pickler {
         self.op(b'R');
         self.op(b't');
         self.op(b'R');
+        self.put(memo_key);
         Ok(())
     }
 }

@@ -9,10 +9,13 @@
 //! justifies: every read is bounds-checked, the stack and memo grow at most one entry per
 //! input byte, nesting deeper than [`MAX_DEPTH`] is an error, and turning the arena into the
 //! result tree is charged against a budget proportional to the input size (a file that shares
-//! one container many times cannot blow up into an exponentially large tree).
+//! one container many times cannot blow up into an exponentially large tree), and so is the
+//! hashing and comparing of dict keys (keys hash by content, sets and frozensets included,
+//! and keys holding a NaN, which equal nothing, are never compared, so building a dict is
+//! linear in its size).
 
 use crate::allowlist::{self, Global};
-use crate::object::{Dict, Object};
+use crate::object::{Dict, Object, Work};
 use pyrite_core::{bail, err, DType, Device, Result, Tensor, UntypedStorage};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -952,7 +955,16 @@ impl Machine<'_> {
                     for (k, val) in items {
                         let k = self.to_object(k, depth + 1, budget)?;
                         let val = self.to_object(val, depth + 1, budget)?;
-                        d.insert(k, val);
+                        // Hashing and comparing the key are charged too.
+                        let mut work = Work::new(*budget);
+                        d.insert_within(k, val, &mut work);
+                        if work.exhausted() {
+                            bail!(
+                                Io,
+                                "torch.load: the checkpoint's dict keys take far more work to compare than its size justifies"
+                            );
+                        }
+                        *budget = work.left();
                     }
                     if let Some(m) = metadata {
                         d.metadata = Some(Box::new(self.to_object(m, depth + 1, budget)?));

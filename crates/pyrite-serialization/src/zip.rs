@@ -8,8 +8,10 @@
 //! PyTorch's writer does.
 //!
 //! The reader trusts nothing in the file: every size and offset is checked against the file's
-//! length before anything is allocated, names must be unique, and each entry's CRC-32 is
-//! verified when it is read. Compressed or encrypted entries are refused with a clear error.
+//! length before anything is allocated, names must be unique, no two entries' data (local
+//! header included) may overlap or run into the central directory (so the sizes of all
+//! entries together are bounded by the file's size), and each entry's CRC-32 is verified when
+//! it is read. Compressed or encrypted entries are refused with a clear error.
 //!
 //! ```
 //! use pyrite_serialization::zip::{ZipReader, ZipWriter};
@@ -223,12 +225,13 @@ struct Entry {
     compressed_size: u64,
     size: u64,
     header_offset: u64,
+    /// Where the data starts, after the local header (read when the archive is opened).
+    data_start: u64,
 }
 
 /// Reads stored entries of a zip archive from any seekable source.
 pub struct ZipReader<R: Read + Seek> {
     src: R,
-    len: u64,
     entries: Vec<Entry>,
     by_name: HashMap<String, usize>,
 }
@@ -358,10 +361,37 @@ impl<R: Read + Seek> ZipReader<R> {
             if by_name.insert(name.clone(), entries.len()).is_some() {
                 return Err(corrupt(format!("duplicate entry '{name}'")));
             }
-            entries.push(Entry { name, flags, method, crc, compressed_size, size, header_offset });
+            entries.push(Entry {
+                name,
+                flags,
+                method,
+                crc,
+                compressed_size,
+                size,
+                header_offset,
+                data_start: 0,
+            });
             p = next;
         }
-        Ok(ZipReader { src, len, entries, by_name })
+        // Each entry's data, through its local header, must lie before the central directory,
+        // and no two entries may overlap: otherwise a small file could name one large record
+        // many times over and load as gigabytes.
+        let mut spans = Vec::with_capacity(entries.len());
+        for (i, e) in entries.iter_mut().enumerate() {
+            e.data_start = local_data_start(&mut src, cd_start, e)?;
+            spans.push((e.header_offset, e.data_start + e.compressed_size, i));
+        }
+        spans.sort_unstable();
+        for w in spans.windows(2) {
+            let ((_, end, a), (next_start, _, b)) = (w[0], w[1]);
+            if next_start < end {
+                return Err(corrupt(format!(
+                    "entries '{}' and '{}' overlap (the first ends at byte {end}, the second starts at {next_start})",
+                    entries[a].name, entries[b].name
+                )));
+            }
+        }
+        Ok(ZipReader { src, entries, by_name })
     }
 
     /// The entry names, in central-directory order.
@@ -400,8 +430,7 @@ impl<R: Read + Seek> ZipReader<R> {
         if e.compressed_size != e.size {
             return Err(corrupt(format!("stored entry '{name}' has different sizes")));
         }
-        let start = local_data_start(&mut self.src, self.len, e)?;
-        Ok((start, e))
+        Ok((e.data_start, e))
     }
 
     /// Reads entry `name` in full, stored or deflated (method 8, as `zipfile.ZIP_DEFLATED`
@@ -427,8 +456,7 @@ impl<R: Read + Seek> ZipReader<R> {
         }
         let size = usize::try_from(e.size)
             .map_err(|_| err!(OutOfMemory, "zip: cannot allocate {} bytes", e.size))?;
-        let start = local_data_start(&mut self.src, self.len, &e)?;
-        let packed = read_at(&mut self.src, start, e.compressed_size as usize)?;
+        let packed = read_at(&mut self.src, e.data_start, e.compressed_size as usize)?;
         let data = miniz_oxide::inflate::decompress_to_vec_with_limit(&packed, size)
             .map_err(|err| corrupt(format!("cannot inflate '{name}': {err}")))?;
         if data.len() != size {
@@ -479,17 +507,17 @@ impl<R: Read + Seek> ZipReader<R> {
 }
 
 /// Where entry `e`'s data starts (after its local header), checking that its compressed
-/// bytes lie inside the file of `len` bytes.
-fn local_data_start<R: Read + Seek>(src: &mut R, len: u64, e: &Entry) -> Result<u64> {
+/// bytes end by `limit` (the start of the central directory).
+fn local_data_start<R: Read + Seek>(src: &mut R, limit: u64, e: &Entry) -> Result<u64> {
     let name = &e.name;
     let hdr = read_at(src, e.header_offset, 30)?;
     if u32_at(&hdr, 0) != LOCAL_SIG {
         return Err(corrupt(format!("bad local header for '{name}'")));
     }
     let start = e.header_offset + 30 + u16_at(&hdr, 26) as u64 + u16_at(&hdr, 28) as u64;
-    if start.checked_add(e.compressed_size).is_none_or(|end| end > len) {
+    if start.checked_add(e.compressed_size).is_none_or(|end| end > limit) {
         return Err(corrupt(format!(
-            "entry '{name}' ({} bytes at {start}) runs past the end of the file ({len} bytes)",
+            "entry '{name}' ({} bytes at {start}) runs into the central directory (at byte {limit}) or past the end of the file",
             e.compressed_size
         )));
     }
@@ -546,5 +574,65 @@ mod tests {
         bytes[64] ^= 1; // the first data byte
         let mut r = ZipReader::new(std::io::Cursor::new(bytes)).unwrap();
         assert!(r.read("x").unwrap_err().to_string().contains("CRC-32"));
+    }
+
+    /// The central-directory entry of a stored entry `name` at `offset`.
+    fn central_entry(name: &str, crc: u32, size: u32, offset: u32) -> Vec<u8> {
+        let mut cd = Vec::new();
+        cd.extend_from_slice(&CENTRAL_SIG.to_le_bytes());
+        cd.extend_from_slice(&[20, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0]); // versions, flags, method, time, date
+        cd.extend_from_slice(&crc.to_le_bytes());
+        cd.extend_from_slice(&size.to_le_bytes());
+        cd.extend_from_slice(&size.to_le_bytes());
+        cd.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        cd.extend_from_slice(&[0; 12]); // extra and comment lengths, disk, attributes
+        cd.extend_from_slice(&offset.to_le_bytes());
+        cd.extend_from_slice(name.as_bytes());
+        cd
+    }
+
+    /// `data` stored once, then a central directory whose entries `names` all point at it.
+    fn aliased(data: &[u8], names: &[&str]) -> Vec<u8> {
+        let mut w = ZipWriter::new(Vec::new());
+        w.add(names[0], data).unwrap();
+        let mut bytes = w.finish().unwrap();
+        let cd_start = bytes.windows(4).position(|x| x == CENTRAL_SIG.to_le_bytes()).unwrap();
+        bytes.truncate(cd_start);
+        let mut cd = Vec::new();
+        for n in names {
+            cd.extend(central_entry(n, crc32(data), data.len() as u32, 0));
+        }
+        bytes.extend_from_slice(&cd);
+        bytes.extend_from_slice(&END_SIG.to_le_bytes());
+        bytes.extend_from_slice(&[0, 0, 0, 0]);
+        bytes.extend_from_slice(&(names.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(&(names.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(&(cd.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&(cd_start as u32).to_le_bytes());
+        bytes.extend_from_slice(&[0, 0]);
+        bytes
+    }
+
+    #[test]
+    fn entries_that_overlap_are_refused() {
+        // One entry alone reads back; two names for its data are refused at open.
+        let data = vec![5u8; 1000];
+        let one = aliased(&data, &["a"]);
+        assert_eq!(ZipReader::new(std::io::Cursor::new(one)).unwrap().read("a").unwrap(), data);
+        let many: Vec<String> = (0..64).map(|i| format!("data/{i}")).collect();
+        let names: Vec<&str> = many.iter().map(String::as_str).collect();
+        let file = aliased(&data, &names);
+        let e = ZipReader::new(std::io::Cursor::new(file)).err().unwrap().to_string();
+        assert!(e.contains("overlap"), "{e}");
+
+        // An entry whose local header (a long extra field) pushes its data into the central
+        // directory.
+        let mut w = ZipWriter::new(Vec::new());
+        w.add("x", &[1u8; 10]).unwrap();
+        let mut file = w.finish().unwrap();
+        let extra = u16_at(&file, 28);
+        file[28..30].copy_from_slice(&(extra + 20).to_le_bytes());
+        let e = ZipReader::new(std::io::Cursor::new(file)).err().unwrap().to_string();
+        assert!(e.contains("runs into the central directory"), "{e}");
     }
 }

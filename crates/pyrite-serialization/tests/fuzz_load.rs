@@ -7,60 +7,12 @@
 //! For longer runs use the cargo-fuzz target in `crates/pyrite-serialization/fuzz`.
 
 mod common;
+mod formats_common;
 
 use common::fixture;
+use formats_common::{mutate, Rng};
 use pyrite_serialization::zip::{ZipReader, ZipWriter};
 use pyrite_serialization::{load_from_bytes, save_to_bytes, Object};
-
-/// A small deterministic generator (xorshift64*), so failures reproduce from the seed.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
-/// Interesting values to write over a field: boundaries of the sizes that headers hold.
-const SPECIAL: &[u32] = &[0, 1, 0x7F, 0x80, 0xFF, 0xFFFF, 0x7FFF_FFFF, 0xFFFF_FFFF, 0xFFFF_FFFE, 64, 1000];
-
-fn mutate(input: &[u8], rng: &mut Rng) -> Vec<u8> {
-    let mut b = input.to_vec();
-    for _ in 0..1 + rng.below(3) {
-        if b.is_empty() {
-            b.push(rng.next() as u8);
-            continue;
-        }
-        let at = rng.below(b.len());
-        match rng.below(7) {
-            0 => b[at] ^= 1 << rng.below(8),
-            1 => b[at] = rng.next() as u8,
-            2 => b.truncate(at),
-            3 => b.insert(at, rng.next() as u8),
-            4 => {
-                b.remove(at);
-            }
-            5 => {
-                let v = SPECIAL[rng.below(SPECIAL.len())].to_le_bytes();
-                let n = [1, 2, 4][rng.below(3)].min(b.len() - at);
-                b[at..at + n].copy_from_slice(&v[..n]);
-            }
-            _ => {
-                // Duplicate a chunk (repeats opcodes, records, headers).
-                let len = rng.below(16).min(b.len() - at);
-                let chunk = b[at..at + len].to_vec();
-                let to = rng.below(b.len());
-                b.splice(to..to, chunk);
-            }
-        }
-    }
-    b
-}
 
 /// The records of a checkpoint, to re-wrap with a mutated data.pkl.
 fn records(file: &[u8]) -> Vec<(String, Vec<u8>)> {
@@ -231,4 +183,129 @@ fn hostile_storage_references_fail_cleanly() {
     assert!(e.contains("need more than"), "{e}");
     let e = load_pkl(&edit(b"K\x01\x85", b"K\x01K\x01\x86")).unwrap_err();
     assert!(e.contains("strides"), "{e}");
+}
+
+/// A zip of stored `records` in which each `(alias, target)` of `aliases` is one more
+/// central-directory entry for the data of the record `target`: a small file that names one
+/// record many times.
+fn zip_with_aliases(records: &[(String, Vec<u8>)], aliases: &[(String, String)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut at = std::collections::HashMap::new();
+    for (name, data) in records {
+        at.insert(name.clone(), out.len() as u32);
+        out.extend_from_slice(b"PK\x03\x04\x14\x00\x00\x00\x00\x00\x00\x00\x00\x00");
+        out.extend_from_slice(&pyrite_serialization::zip::crc32(data).to_le_bytes());
+        out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        out.extend_from_slice(&[0, 0]);
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(data);
+    }
+    let cd_start = out.len() as u32;
+    let mut entries: Vec<(&str, &[u8], u32)> =
+        records.iter().map(|(n, d)| (n.as_str(), d.as_slice(), at[n])).collect();
+    for (alias, target) in aliases {
+        let data = &records.iter().find(|(n, _)| n == target).unwrap().1;
+        entries.push((alias, data, at[target]));
+    }
+    for (name, data, offset) in &entries {
+        out.extend_from_slice(b"PK\x01\x02\x14\x00\x14\x00\x00\x00\x00\x00\x00\x00\x00\x00");
+        out.extend_from_slice(&pyrite_serialization::zip::crc32(data).to_le_bytes());
+        out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        out.extend_from_slice(&[0; 12]);
+        out.extend_from_slice(&offset.to_le_bytes());
+        out.extend_from_slice(name.as_bytes());
+    }
+    let cd_len = out.len() as u32 - cd_start;
+    out.extend_from_slice(b"PK\x05\x06\x00\x00\x00\x00");
+    out.extend_from_slice(&(entries.len() as u16).to_le_bytes());
+    out.extend_from_slice(&(entries.len() as u16).to_le_bytes());
+    out.extend_from_slice(&cd_len.to_le_bytes());
+    out.extend_from_slice(&cd_start.to_le_bytes());
+    out.extend_from_slice(&[0, 0]);
+    out
+}
+
+#[test]
+fn entries_that_alias_one_record_are_refused() {
+    // 64 tensors with storages data/0..data/63 of equal contents (so equal CRCs); the hostile
+    // file stores data/0 once and points the other 63 entries at it: 64 KiB would load as 4 MiB
+    // (a 1.4 MB file as 2 GB in the report).
+    let tensors: Vec<Object> = (0..64)
+        .map(|_| Object::from(pyrite_core::Tensor::zeros([16384], pyrite_core::DType::F32).unwrap()))
+        .collect();
+    let file = save_to_bytes(&Object::List(tensors)).unwrap();
+    let recs = records(&file);
+    let honest = zip_with_aliases(&recs, &[]);
+    assert_eq!(load_from_bytes(&honest).unwrap().as_slice().unwrap().len(), 64);
+    let (stored, aliased): (Vec<_>, Vec<_>) =
+        recs.into_iter().partition(|(n, _)| !n.contains("/data/") || n.ends_with("/data/0"));
+    let target = stored.iter().find(|(n, _)| n.ends_with("/data/0")).unwrap().0.clone();
+    let aliases: Vec<(String, String)> = aliased.into_iter().map(|(n, _)| (n, target.clone())).collect();
+    assert_eq!(aliases.len(), 63);
+    let hostile = zip_with_aliases(&stored, &aliases);
+    assert!(hostile.len() < 80_000, "{} bytes", hostile.len());
+    let e = load_from_bytes(&hostile).unwrap_err().to_string();
+    assert!(e.contains("overlap"), "{e}");
+}
+
+/// `{key_i: 0 for i in range(n)}` as a pickle, each key written by `key(i, &mut pickle)`.
+fn dict_pickle(n: usize, prelude: &[u8], key: impl Fn(usize, &mut Vec<u8>)) -> Vec<u8> {
+    let mut p = b"\x80\x02".to_vec();
+    p.extend_from_slice(prelude);
+    p.extend_from_slice(b"}(");
+    for i in 0..n {
+        key(i, &mut p);
+        p.extend_from_slice(b"K\x00");
+    }
+    p.extend_from_slice(b"u.");
+    p
+}
+
+#[test]
+fn dicts_keyed_by_nans_or_sets_load_in_linear_time() {
+    let recs = records(&save_to_bytes(&Object::None).unwrap());
+    let n = 100_000;
+    // 100000 NaN keys: a NaN equals nothing, so each is a key of its own (as in Python, where
+    // each unpickled float is a distinct object). Hashed alike, they took n^2/2 comparisons.
+    let nans = dict_pickle(n, b"", |_, p| {
+        p.push(b'G');
+        p.extend_from_slice(&f64::NAN.to_be_bytes());
+    });
+    // 100000 frozensets {i}: they hashed by size alone, so all collided.
+    let sets = dict_pickle(n, b"c__builtin__\nfrozenset\nq\x000", |i, p| {
+        p.extend_from_slice(b"h\x00]J");
+        p.extend_from_slice(&(i as i32).to_le_bytes());
+        p.extend_from_slice(b"a\x85R");
+    });
+    // 40000 tuples (i, nan): never equal to anything either.
+    let tuples = dict_pickle(40_000, b"", |i, p| {
+        p.push(b'J');
+        p.extend_from_slice(&(i as i32).to_le_bytes());
+        p.push(b'G');
+        p.extend_from_slice(&f64::NAN.to_be_bytes());
+        p.push(0x86);
+    });
+    for (what, pkl, len) in [("NaN", nans, n), ("frozenset", sets, n), ("tuple", tuples, 40_000)] {
+        let t = std::time::Instant::now();
+        let o = load_from_bytes(&rewrap(&recs, &pkl)).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let elapsed = t.elapsed();
+        assert_eq!(o.as_dict().unwrap().len(), len, "{what}");
+        // Linear: about 0.1 s. Quadratic (before): 20 s for the NaN keys.
+        assert!(elapsed.as_secs_f64() < 3.0, "{what} keys: {elapsed:?}");
+    }
+    // Equal frozensets written in different orders are one key, as in Python.
+    let pkl = dict_pickle(2, b"c__builtin__\nfrozenset\nq\x000", |i, p| {
+        p.extend_from_slice(b"h\x00](");
+        for k in 0..50i32 {
+            let v = if i == 0 { k } else { 49 - k };
+            p.push(b'J');
+            p.extend_from_slice(&v.to_le_bytes());
+        }
+        p.extend_from_slice(b"e\x85R");
+    });
+    assert_eq!(load_from_bytes(&rewrap(&recs, &pkl)).unwrap().as_dict().unwrap().len(), 1);
 }

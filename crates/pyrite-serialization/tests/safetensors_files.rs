@@ -155,3 +155,14 @@ fn bad_names_and_dtypes_are_errors() {
     let e = load(&b).unwrap_err().to_string();
     assert!(e.contains("'a'") && e.contains("F8_E4M3"), "{e}");
 }
+
+#[test]
+fn torch_load_of_a_safetensors_file_names_the_reader_to_use() {
+    let path = data_dir("safetensors").join("with_metadata.safetensors");
+    let e = pyrite_serialization::load(&path).unwrap_err().to_string();
+    assert!(e.contains("looks like a safetensors file"), "{e}");
+    // A function that exists: this crate's reader (and pyrite-nn's StateDict wrapper).
+    assert!(e.contains("pyrite::serialization::safetensors::load_file"), "{e}");
+    let named = pyrite_serialization::safetensors::load_file(&path).unwrap();
+    assert!(!named.is_empty());
+}

@@ -83,12 +83,20 @@ fn pytorch_check_files() -> Vec<(&'static str, Object)> {
         ("empty", Tensor::zeros([0, 3], DType::F32).unwrap().into()),
         ("leaf", Tensor::new([1f32, -1.]).unwrap().requires_grad_(true).unwrap().into()),
     ]);
+    // Identity: one tensor twice (in a list, and again in a second list) is one object; a
+    // second view of its storage is a second tensor.
+    let t = arange(4, DType::F32);
+    let identity = Object::from_pairs([
+        ("same", Object::List(vec![Object::from(&t), Object::from(&t)])),
+        ("views", Object::List(vec![Object::from(&t), t.narrow(0, 1, 2).unwrap().into()])),
+    ]);
     vec![
         ("dtypes", Object::Dict(dtypes)),
         ("views", views),
         ("nested", nested),
         ("state_dict", sd),
         ("misc", misc),
+        ("identity", identity),
     ]
 }
 
@@ -143,6 +151,28 @@ fn files_for_pytorch() {
     if std::env::var_os("PYRITE_PT_OUT").is_none() {
         std::fs::remove_dir_all(&dir).ok();
     }
+}
+
+#[test]
+fn a_tensor_saved_twice_loads_as_one_tensor() {
+    let t = arange(4, DType::F32);
+    let view = t.narrow(0, 1, 2).unwrap();
+    let obj = Object::List(vec![Object::from(&t), Object::from(&t), Object::from(&view)]);
+    let bytes = save_to_bytes(&obj).unwrap();
+    // data.pkl rebuilds two tensors (t once, then a memo reference to it; the view), both on
+    // storage "0": its persistent id is written once per rebuilt tensor.
+    let pkl = ZipReader::new(std::io::Cursor::new(&bytes)).unwrap().read("archive/data.pkl").unwrap();
+    let key = b"X\x01\x00\x00\x000";
+    assert_eq!(pkl.windows(key.len()).filter(|w| w == key).count(), 2);
+    let back = load_from_bytes(&bytes).unwrap();
+    let l: Vec<&Tensor> = back.as_slice().unwrap().iter().map(|o| o.as_tensor().unwrap()).collect();
+    assert!(l[0].is_same(l[1]), "[t, t] loads as one tensor");
+    assert!(!l[0].is_same(l[2]) && l[0].same_storage(l[2]), "two views of one storage stay two tensors");
+    assert_eq!(l[2].to_vec::<f32>().unwrap(), [1., 2.]);
+    // And it saves back the same way.
+    let again = save_to_bytes(&back).unwrap();
+    let pkl2 = ZipReader::new(std::io::Cursor::new(&again)).unwrap().read("archive/data.pkl").unwrap();
+    assert_eq!(pkl2, pkl);
 }
 
 #[test]

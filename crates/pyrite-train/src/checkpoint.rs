@@ -5,19 +5,30 @@
 //! Each save writes the checkpoint atomically ([`pyrite_serialization::save`]: a temporary file
 //! in the folder, fsync, rename, fsync of the folder), then records it in the folder's index
 //! `checkpoints.json` (written atomically too), then removes the files that fell out of both
-//! sets. A crash at any moment leaves every kept checkpoint whole: at worst a new checkpoint is
-//! missing from the index or an old one was not yet removed.
+//! sets and only then rewrites the index without them. A crash at any moment leaves every kept
+//! checkpoint whole and the index whole: at worst the newest checkpoint is not indexed yet
+//! (recovery adds it as the newest), the index still lists files already removed (recovery
+//! drops them), or files that fell out are not removed yet (recovery removes them). A file
+//! that is not indexed is therefore always newer than everything indexed.
+//! (`tests/crash.rs` aborts a saving process at each of these steps in turn.)
 //!
 //! [`CheckpointManager::new`] on a folder left by an earlier run recovers it: it removes stale
-//! temporary files of killed saves, reads the index (dropping entries whose file is gone), adds
-//! checkpoints that match the file name template but are missing from the index (a crash
-//! between the two writes: their epoch, step and monitored metric are read back from the name),
-//! and applies the retention rules again. Files that do not match the template are left alone.
+//! temporary files of killed saves (of checkpoints and of the index, whatever pid they carry),
+//! reads the index (dropping entries whose file is gone), adds checkpoints that match the file
+//! name template but are missing from the index (a crash between the two writes: their epoch,
+//! step and monitored metric are read back from the name; they count as newer than every
+//! indexed one), and applies the retention rules again. Files that do not match the template
+//! are left alone.
+//!
+//! One case keeps an older place in the order: a save that replaces a file of the same name
+//! that is not the newest (a run that goes back to an earlier epoch) and is killed before the
+//! index is written keeps the replaced entry's place.
 
 use crate::filename::{format_filename, FieldValue};
 use crate::Mode;
 use pyrite_core::{bail, err, Result};
-use pyrite_serialization::{atomic_write, save, Object};
+use pyrite_serialization::fault::fault_point;
+use pyrite_serialization::{atomic_write, remove_stale_temporaries, save, Object};
 use std::path::{Path, PathBuf};
 
 /// The index file a manager keeps in its folder.
@@ -228,14 +239,17 @@ impl CheckpointManager {
         let (stay, go): (Vec<_>, Vec<_>) = self.kept.drain(..).partition(|c| keep.contains(&c.seq));
         self.kept = stay;
         if !go.is_empty() {
-            // The index first: a crash then leaves an unlisted file, never a listed missing one.
-            self.write_index()?;
+            // The files first, then the index: a crash in between leaves indexed entries whose
+            // file is gone (recovery drops them), never an unindexed old file, which recovery
+            // would take for a checkpoint saved after everything indexed.
             for c in go {
-                if c.path.exists() {
-                    std::fs::remove_file(&c.path)
-                        .map_err(|e| err!(Io, "CheckpointManager: removing {}: {e}", c.path.display()))?;
+                match std::fs::remove_file(&c.path) {
+                    Ok(()) => fault_point("CheckpointManager: removed a checkpoint"),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => bail!(Io, "CheckpointManager: removing {}: {e}", c.path.display()),
                 }
             }
+            self.write_index()?;
         }
         Ok(())
     }
@@ -266,18 +280,16 @@ impl CheckpointManager {
 
     /// Reads what an earlier run left in the folder (see the module docs).
     fn recover(&mut self) -> Result<()> {
-        let me = std::process::id();
+        // Temporaries of killed saves, of checkpoints or of the index (whatever pid they name).
+        let template = self.options.filename.clone();
+        remove_stale_temporaries(&self.dir, |target| {
+            target == INDEX_FILE || parse_filename(&template, target).is_some()
+        })?;
         let listing = std::fs::read_dir(&self.dir)
             .map_err(|e| err!(Io, "CheckpointManager: reading {}: {e}", self.dir.display()))?;
         let mut names = vec![];
         for entry in listing.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if let Some(pid) = temp_file_pid(&name) {
-                if pid != me {
-                    let _ = std::fs::remove_file(entry.path()); // a killed save's leftover
-                }
-                continue;
-            }
             if entry.file_type().map(|t| t.is_file()).unwrap_or(false) && name != INDEX_FILE {
                 names.push(name);
             }
@@ -326,15 +338,6 @@ impl CheckpointManager {
         self.write_index()?;
         self.prune()
     }
-}
-
-/// The pid in a temporary file name of `atomic_write` (`.<name>.tmp-<pid>-<n>`).
-fn temp_file_pid(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix('.')?;
-    let (_, tail) = rest.rsplit_once(".tmp-")?;
-    let (pid, n) = tail.split_once('-')?;
-    n.parse::<u64>().ok()?;
-    pid.parse().ok()
 }
 
 /// Reads the fields back from a name the template made: literal parts must match, each field
@@ -400,7 +403,5 @@ mod tests {
         assert_eq!(f, vec![("epoch".into(), 7.0), ("loss".into(), 1.5e-3)]);
         assert!(parse_filename("epoch={epoch}.pt", "notes.txt").is_none());
         assert!(parse_filename("epoch={epoch}.pt", "epoch=x.pt").is_none());
-        assert_eq!(temp_file_pid(".epoch=1.pt.tmp-123-4"), Some(123));
-        assert_eq!(temp_file_pid("epoch=1.pt"), None);
     }
 }

@@ -130,3 +130,33 @@ fn a_new_manager_recovers_the_folder_of_an_earlier_run() {
     assert_eq!(files(&dir), ["checkpoints.json", "epoch=02-val_loss=0.100.pt", "notes.txt"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn temporaries_of_a_killed_process_with_our_pid_are_removed() {
+    // In a container the training process is often pid 1 every time: a killed run leaves
+    // temporaries that carry the pid of the run that opens the folder next.
+    let dir = temp_dir("same-pid");
+    let mut m = CheckpointManager::new(&dir, by_loss(1, 1)).unwrap();
+    m.save(&ck(0), 0, 0, &[("val_loss", 0.5)]).unwrap();
+    drop(m);
+    let pid = std::process::id();
+    let stale = [
+        format!(".epoch=01-val_loss=0.400.pt.tmp-{pid}-0"),
+        format!(".epoch=01-val_loss=0.400.pt.tmp-{pid}-3-0123456789abcdef"),
+        format!(".checkpoints.json.tmp-{pid}-1-fedcba9876543210"),
+    ];
+    // Temporaries of files that are not ours, and look-alikes, stay.
+    let foreign = [format!(".notes.txt.tmp-{pid}-0"), "epoch=01-val_loss=0.400.pt.tmp-1-0".to_string()];
+    for n in stale.iter().chain(&foreign) {
+        std::fs::write(dir.join(n), vec![0u8; 1000]).unwrap();
+    }
+    let mut m = CheckpointManager::new(&dir, by_loss(1, 1)).unwrap();
+    let mut want = vec!["checkpoints.json".to_string(), "epoch=00-val_loss=0.500.pt".to_string()];
+    want.extend(foreign.iter().cloned());
+    want.sort();
+    assert_eq!(files(&dir), want);
+    // And the next save works beside them.
+    m.save(&ck(1), 1, 0, &[("val_loss", 0.4)]).unwrap();
+    assert!(m.last_path().unwrap().ends_with("epoch=01-val_loss=0.400.pt"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
