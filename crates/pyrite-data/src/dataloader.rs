@@ -20,8 +20,10 @@
 //! exactly (see [`DataLoaderState`]).
 //!
 //! An error in a worker reaches the consumer as an error naming the worker and the sample
-//! index; a panic in user code becomes such an error; `timeout` bounds each wait. Dropping the
-//! iterator mid-epoch stops its workers (they check between samples) and joins them.
+//! index; a panic in a sample (or `collate_fn`) becomes such an error naming the sample, with or
+//! without workers; `timeout` bounds each wait. Dropping the iterator mid-epoch stops its
+//! workers (they check between samples) and joins them, waiting at most 0.1 s: a worker still
+//! inside a sample then (a hung one) is detached, and ends by itself when the sample returns.
 //!
 //! ```
 //! use pyrite::data::{DataLoader, DataLoaderOptions, Dataset, TensorDataset};
@@ -34,8 +36,7 @@
 //! assert_eq!(loader.len(), 3);
 //! let mut sizes = vec![];
 //! for batch in loader.iter()? {
-//!     let batch = batch?;
-//!     let (xb, yb) = (batch.item(0)?.as_tensor()?, batch.item(1)?.as_tensor()?);
+//!     let (xb, yb): (Tensor, Tensor) = batch?.try_into()?; // Python's `xb, yb = batch`
 //!     sizes.push(xb.dims()[0]);
 //!     assert_eq!(yb.dtype(), DType::I64);
 //! }
@@ -57,9 +58,9 @@ use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A `collate_fn`: turns the samples of one batch into the batch.
 pub type CollateFn = Arc<dyn Fn(Vec<Sample>) -> Result<Sample> + Send + Sync>;
@@ -158,24 +159,36 @@ impl Fetcher {
                 bail!(Value, "DataLoader: stopped");
             }
             set_sample_generator(Some(Arc::new(Generator::new(sample_seed(base_seed, i)))));
-            let r = self.dataset.get(i);
+            // Each sample on its own: a panic names its index, and the thread's sample
+            // generator is cleared whatever happened.
+            let r = catch_unwind(AssertUnwindSafe(|| self.dataset.get(i)));
             set_sample_generator(None);
             match r {
-                Ok(s) => samples.push(s),
-                Err(e) => bail!(Value, "DataLoader: fetching sample {i} failed: {e}"),
+                Ok(Ok(s)) => samples.push(s),
+                Ok(Err(e)) => bail!(Value, "DataLoader: fetching sample {i} failed: {e}"),
+                Err(p) => bail!(Value, "DataLoader: a panic while fetching sample {i}: {}", panic_text(&*p)),
             }
         }
-        if !self.batching {
-            let s = samples.pop().expect("one index per item without batching");
-            return match &self.collate {
-                Some(f) => f(vec![s]),
-                None => Ok(s),
-            };
-        }
-        match &self.collate {
-            Some(f) => f(samples),
-            None => default_collate(samples),
-        }
+        let collated = catch_unwind(AssertUnwindSafe(|| {
+            if !self.batching {
+                let s = samples.pop().expect("one index per item without batching");
+                return match &self.collate {
+                    Some(f) => f(vec![s]),
+                    None => Ok(s),
+                };
+            }
+            match &self.collate {
+                Some(f) => f(samples),
+                None => default_collate(samples),
+            }
+        }));
+        collated.unwrap_or_else(|p| {
+            Err(pyrite_core::err!(
+                Value,
+                "DataLoader: a panic while collating the samples {indices:?}: {}",
+                panic_text(&*p)
+            ))
+        })
     }
 }
 
@@ -256,6 +269,11 @@ impl DataLoader {
             pool: Mutex::new(None),
             progress: Mutex::new(Progress::default()),
         })
+    }
+
+    /// The dataset the loader reads (`loader.dataset`).
+    pub fn dataset(&self) -> &Arc<dyn Dataset> {
+        &self.fetcher.dataset
     }
 
     /// The number of batches per epoch (`len(loader)`).
@@ -528,6 +546,7 @@ struct WorkerPool {
     tasks: Vec<Sender<Task>>,
     results: Receiver<Done>,
     threads: Vec<JoinHandle<()>>,
+    live: Arc<LiveWorkers>,
     stop: Arc<AtomicBool>,
     /// Tasks whose results have not been received (across epochs: a persistent pool drains
     /// the previous epoch's leftovers by this tag).
@@ -545,14 +564,17 @@ impl WorkerPool {
         let stop = Arc::new(AtomicBool::new(false));
         let mut tasks = Vec::new();
         let mut threads = Vec::new();
+        let live = Arc::new(LiveWorkers::default());
         for id in 0..o.num_workers {
             let (tx, rx) = channel::<Task>();
             let (fetcher, done_tx, stop) = (fetcher.clone(), done_tx.clone(), stop.clone());
+            let alive = live.enter();
             let init = o.worker_init_fn.clone();
             let n = o.num_workers;
             let h = std::thread::Builder::new()
                 .name(format!("pyrite-dataloader-{id}"))
                 .spawn(move || {
+                    let _alive = alive;
                     set_worker_info(Some(WorkerInfo {
                         id,
                         num_workers: n,
@@ -572,21 +594,16 @@ impl WorkerPool {
                                 fetcher.fetch(&task.indices, task.base_seed, Some(&stop))
                             })),
                         };
+                        // `fetch` turns panics of user code into errors; this one is a net.
                         let result = match r {
                             Ok(r) => r,
-                            Err(p) => {
-                                let msg = p
-                                    .downcast_ref::<&str>()
-                                    .map(|s| s.to_string())
-                                    .or_else(|| p.downcast_ref::<String>().cloned())
-                                    .unwrap_or_else(|| "a panic".into());
-                                Err(pyrite_core::err!(
-                                    Value,
-                                    "DataLoader: a panic while fetching batch {} (indices {:?}): {msg}",
-                                    task.batch,
-                                    task.indices
-                                ))
-                            }
+                            Err(p) => Err(pyrite_core::err!(
+                                Value,
+                                "DataLoader: a panic while fetching batch {} (indices {:?}): {}",
+                                task.batch,
+                                task.indices,
+                                panic_text(&*p)
+                            )),
                         };
                         if done_tx
                             .send(Done { epoch: task.epoch, batch: task.batch, worker: id, result })
@@ -604,6 +621,7 @@ impl WorkerPool {
             tasks,
             results,
             threads,
+            live,
             stop,
             epoch: 0,
             pending: 0,
@@ -616,8 +634,60 @@ impl Drop for WorkerPool {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         self.tasks.clear(); // closes the task channels: idle workers return
-        for h in self.threads.drain(..) {
-            let _ = h.join();
+        self.live.shut_down(&mut self.threads);
+    }
+}
+
+/// How long dropping a loader's iterator waits for its workers to return before it detaches
+/// those still inside user code (PyTorch waits 5 s, then terminates worker processes).
+pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_millis(100);
+
+/// The number of a loader's worker threads still running, so that shutting down can wait for
+/// them a little without joining one stuck in a sample.
+#[derive(Default)]
+pub(crate) struct LiveWorkers {
+    count: Mutex<usize>,
+    exited: Condvar,
+}
+
+/// Held by a worker thread while it runs; counts it out when dropped (on return or panic).
+pub(crate) struct Alive(Arc<LiveWorkers>);
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        let mut n = self.0.count.lock().unwrap_or_else(|e| e.into_inner());
+        *n -= 1;
+        self.0.exited.notify_all();
+    }
+}
+
+impl LiveWorkers {
+    /// Counts in a worker about to start; its thread holds the guard.
+    pub(crate) fn enter(self: &Arc<Self>) -> Alive {
+        *self.count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        Alive(self.clone())
+    }
+
+    /// After the workers were told to stop: waits up to [`SHUTDOWN_GRACE`] for them to return
+    /// and joins them; a worker still in user code after that (a hung sample) is detached. It
+    /// holds only its own handles to the dataset and to channels whose other ends are gone,
+    /// so when the sample returns it sees the stop, fails to send and ends: no harm done.
+    pub(crate) fn shut_down(&self, threads: &mut Vec<JoinHandle<()>>) {
+        let deadline = Instant::now() + SHUTDOWN_GRACE;
+        let mut n = self.count.lock().unwrap_or_else(|e| e.into_inner());
+        while *n > 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            n = self.exited.wait_timeout(n, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+        }
+        let all_out = *n == 0;
+        drop(n);
+        for h in threads.drain(..) {
+            if all_out || h.is_finished() {
+                let _ = h.join();
+            } // else: dropping the handle detaches the thread
         }
     }
 }
@@ -742,7 +812,8 @@ impl Drop for DataLoaderIter<'_> {
             // Keep the workers for the next epoch.
             *self.loader.pool.lock().unwrap_or_else(|e| e.into_inner()) = Some(pool);
         }
-        // Otherwise the pool's drop stops and joins the workers (a persistent loader whose
-        // epoch was cut short starts fresh workers next epoch).
+        // Otherwise the pool's drop stops and joins the workers, detaching any stuck in a
+        // sample (a persistent loader whose epoch was cut short starts fresh workers next
+        // epoch).
     }
 }

@@ -24,6 +24,20 @@ pub trait Dataset: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// `dataset[index]` with Python's negative indices: `-1` is the last sample. The default
+    /// counts a negative index from the end, as a Python sequence (and a tensor, so
+    /// [`TensorDataset`] and [`Subset`]) does, with an Index error when it is still out of
+    /// range; [`ConcatDataset`] gives PyTorch's ValueError instead.
+    fn get_signed(&self, index: isize) -> Result<Sample> {
+        if index >= 0 {
+            return self.get(index as usize);
+        }
+        let len = self.len();
+        match len.checked_sub(index.unsigned_abs()) {
+            Some(i) => self.get(i),
+            None => bail!(Index, "index {index} is out of range for a dataset of length {len}"),
+        }
+    }
 }
 
 impl<D: Dataset + ?Sized> Dataset for Arc<D> {
@@ -33,6 +47,9 @@ impl<D: Dataset + ?Sized> Dataset for Arc<D> {
     fn get(&self, index: usize) -> Result<Sample> {
         (**self).get(index)
     }
+    fn get_signed(&self, index: isize) -> Result<Sample> {
+        (**self).get_signed(index)
+    }
 }
 
 impl<D: Dataset + ?Sized> Dataset for Box<D> {
@@ -41,6 +58,9 @@ impl<D: Dataset + ?Sized> Dataset for Box<D> {
     }
     fn get(&self, index: usize) -> Result<Sample> {
         (**self).get(index)
+    }
+    fn get_signed(&self, index: isize) -> Result<Sample> {
+        (**self).get_signed(index)
     }
 }
 
@@ -215,6 +235,17 @@ impl Dataset for ConcatDataset {
         let d = self.cumulative_sizes.partition_point(|&c| c <= index);
         let start = if d == 0 { 0 } else { self.cumulative_sizes[d - 1] };
         self.datasets[d].get(index - start)
+    }
+    /// PyTorch's `ConcatDataset.__getitem__`: a negative index counts from the end; one past
+    /// the start is a Value error ("absolute value of index should not exceed dataset length").
+    fn get_signed(&self, index: isize) -> Result<Sample> {
+        if index >= 0 {
+            return self.get(index as usize);
+        }
+        match self.len().checked_sub(index.unsigned_abs()) {
+            Some(i) => self.get(i),
+            None => bail!(Value, "absolute value of index should not exceed dataset length"),
+        }
     }
 }
 

@@ -23,7 +23,7 @@
 //! ```
 
 use crate::collate::default_collate;
-use crate::dataloader::{draw_seed, set_sample_generator, DataLoaderOptions};
+use crate::dataloader::{draw_seed, set_sample_generator, DataLoaderOptions, LiveWorkers};
 use crate::dataset::{set_worker_info, IterableDataset, WorkerInfo};
 use crate::sample::Sample;
 use pyrite_core::{bail, err, Generator, Result};
@@ -59,6 +59,11 @@ impl IterableDataLoader {
         Ok(IterableDataLoader { dataset, options })
     }
 
+    /// The dataset the loader reads (`loader.dataset`).
+    pub fn dataset(&self) -> &Arc<dyn IterableDataset> {
+        &self.dataset
+    }
+
     /// One pass over the dataset (one per worker with workers).
     pub fn iter(&self) -> Result<IterableLoaderIter<'_>> {
         let base_seed = draw_seed(self.options.generator.as_deref())?;
@@ -70,14 +75,17 @@ impl IterableDataLoader {
             });
         }
         let stop = Arc::new(AtomicBool::new(false));
+        let live = Arc::new(LiveWorkers::default());
         let mut receivers = Vec::new();
         let mut threads = Vec::new();
         for id in 0..o.num_workers {
+            let alive = live.enter();
             let (tx, rx) = sync_channel::<Result<Sample>>(o.prefetch_factor.unwrap_or(2).max(1) - 1);
             let (ds, stop, opts, n) = (self.dataset.clone(), stop.clone(), o.clone(), o.num_workers);
             let h = std::thread::Builder::new()
                 .name(format!("pyrite-dataloader-{id}"))
                 .spawn(move || {
+                    let _alive = alive;
                     set_worker_info(Some(WorkerInfo {
                         id,
                         num_workers: n,
@@ -119,7 +127,10 @@ impl IterableDataLoader {
             receivers.push(Some(rx));
             threads.push(h);
         }
-        Ok(IterableLoaderIter { inner: Inner::Workers { receivers, threads, stop, turn: 0 }, loader: self })
+        Ok(IterableLoaderIter {
+            inner: Inner::Workers { receivers, threads, live, stop, turn: 0 },
+            loader: self,
+        })
     }
 }
 
@@ -158,9 +169,34 @@ impl<'a> Reader<'a> {
             crate::dataloader::sample_seed(self.base_seed ^ self.stream.rotate_left(32), self.count as usize);
         self.count += 1;
         set_sample_generator(Some(Arc::new(Generator::new(seed))));
-        let s = self.samples.next();
+        let s = catch_unwind(AssertUnwindSafe(|| self.samples.next()));
         set_sample_generator(None);
-        s
+        match s {
+            Ok(Some(Err(e))) => {
+                Some(Err(err!(Value, "DataLoader: reading sample {} failed: {e}", self.count - 1)))
+            }
+            Ok(s) => s,
+            Err(p) => {
+                // The stream is in an unknown state after a panic: the pass ends with it.
+                self.done = true;
+                Some(Err(err!(
+                    Value,
+                    "DataLoader: a panic while reading sample {}: {}",
+                    self.count - 1,
+                    panic_text(&*p)
+                )))
+            }
+        }
+    }
+
+    /// Collates `batch` with the loader's `collate_fn` (or [`default_collate`]); a panic in it
+    /// is an error.
+    fn collate(&self, batch: Vec<Sample>) -> Result<Sample> {
+        let r = catch_unwind(AssertUnwindSafe(|| match &self.options.collate_fn {
+            Some(f) => f(batch),
+            None => default_collate(batch),
+        }));
+        r.unwrap_or_else(|p| Err(err!(Value, "DataLoader: a panic while collating: {}", panic_text(&*p))))
     }
 }
 
@@ -174,7 +210,7 @@ impl Iterator for Reader<'_> {
         let Some(bs) = self.options.batch_size else {
             let s = self.sample()?;
             return Some(match &self.options.collate_fn {
-                Some(f) => s.and_then(|s| f(vec![s])),
+                Some(_) => s.and_then(|s| self.collate(vec![s])),
                 None => s,
             });
         };
@@ -182,13 +218,7 @@ impl Iterator for Reader<'_> {
         while batch.len() < bs {
             match self.sample() {
                 Some(Ok(s)) => batch.push(s),
-                Some(Err(e)) => {
-                    return Some(Err(err!(
-                        Value,
-                        "DataLoader: reading sample {} failed: {e}",
-                        self.count - 1
-                    )))
-                }
+                Some(Err(e)) => return Some(Err(e)),
                 None => {
                     self.done = true;
                     break;
@@ -198,10 +228,7 @@ impl Iterator for Reader<'_> {
         if batch.is_empty() || (batch.len() < bs && self.options.drop_last) {
             return None;
         }
-        Some(match &self.options.collate_fn {
-            Some(f) => f(batch),
-            None => default_collate(batch),
-        })
+        Some(self.collate(batch))
     }
 }
 
@@ -210,6 +237,7 @@ enum Inner<'a> {
     Workers {
         receivers: Vec<Option<Receiver<Result<Sample>>>>,
         threads: Vec<JoinHandle<()>>,
+        live: Arc<LiveWorkers>,
         stop: Arc<AtomicBool>,
         turn: usize,
     },
@@ -254,12 +282,10 @@ impl Iterator for IterableLoaderIter<'_> {
 
 impl Drop for IterableLoaderIter<'_> {
     fn drop(&mut self) {
-        if let Inner::Workers { receivers, threads, stop, .. } = &mut self.inner {
+        if let Inner::Workers { receivers, threads, live, stop, .. } = &mut self.inner {
             stop.store(true, Ordering::Relaxed);
             receivers.clear(); // a worker blocked on a full channel sees it closed
-            for h in threads.drain(..) {
-                let _ = h.join();
-            }
+            live.shut_down(threads); // joins, detaching a worker stuck in the dataset
         }
     }
 }

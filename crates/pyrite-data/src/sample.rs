@@ -255,3 +255,54 @@ impl From<BTreeMap<String, Sample>> for Sample {
         Sample::Map(m)
     }
 }
+
+/// The tensors of a tuple (or list) of exactly `N` tensors, as Python's `x, y = batch`
+/// unpacks; the error says which arity or which item was wrong.
+fn tensors<const N: usize>(s: Sample) -> Result<[Tensor; N]> {
+    let kind = s.kind();
+    let items = match s {
+        Sample::Tuple(v) | Sample::List(v) => v,
+        s => bail!(Value, "cannot unpack a sample of kind {} into {N} tensors: expected a tuple", s.kind()),
+    };
+    if items.len() != N {
+        let k = items.len();
+        if k < N {
+            bail!(Value, "not enough values to unpack (expected {N}, got {k}): the {kind} has {k} items");
+        }
+        bail!(Value, "too many values to unpack (expected {N}): the {kind} has {k} items");
+    }
+    let mut out = Vec::with_capacity(N);
+    for (i, item) in items.into_iter().enumerate() {
+        match item {
+            Sample::Tensor(t) => out.push(t),
+            other => bail!(
+                Value,
+                "cannot unpack item {i} of the {kind} into a Tensor: it is of kind {}",
+                other.kind()
+            ),
+        }
+    }
+    <[Tensor; N]>::try_from(out)
+        .map_err(|v| pyrite_core::err!(Value, "expected {N} tensors to unpack, got {}", v.len()))
+}
+
+impl TryFrom<Sample> for (Tensor, Tensor) {
+    type Error = pyrite_core::Error;
+    /// A batch (or sample) of two tensors, unpacked: `let (x, y): (Tensor, Tensor) = batch?.try_into()?;`
+    /// (Python's `x, y = batch`). A tuple or list of another length, or an item that is not a
+    /// tensor, is an error naming it.
+    fn try_from(s: Sample) -> Result<Self> {
+        let [a, b] = tensors::<2>(s)?;
+        Ok((a, b))
+    }
+}
+
+impl TryFrom<Sample> for (Tensor, Tensor, Tensor) {
+    type Error = pyrite_core::Error;
+    /// A batch (or sample) of three tensors, unpacked:
+    /// `let (x, y, w): (Tensor, Tensor, Tensor) = batch?.try_into()?;`.
+    fn try_from(s: Sample) -> Result<Self> {
+        let [a, b, c] = tensors::<3>(s)?;
+        Ok((a, b, c))
+    }
+}

@@ -108,3 +108,29 @@ fn sample_accessors_report_what_they_found() {
     assert_eq!(Sample::from((1i64, 2i64, 3i64)).as_tuple().unwrap().len(), 3);
     assert_eq!(Sample::from(vec![1i64]).item(1).unwrap_err().kind(), ErrorKind::Index);
 }
+
+#[test]
+fn a_batch_unpacks_into_a_tuple_of_tensors() -> pyrite::Result<()> {
+    let x = Tensor::new([[1f32, 2.], [3., 4.]])?;
+    let y = Tensor::new([0i64, 1])?;
+    let batch = Sample::Tuple(vec![x.clone().into(), y.clone().into()]);
+    // Python's `x, y = batch`
+    let (xb, yb): (Tensor, Tensor) = batch.clone().try_into()?;
+    assert_eq!(xb.to_vec2::<f32>()?, x.to_vec2::<f32>()?);
+    assert_eq!(yb.to_vec::<i64>()?, vec![0, 1]);
+    let (_, _, w): (Tensor, Tensor, Tensor) =
+        Sample::List(vec![x.clone().into(), y.clone().into(), x.into()]).try_into()?;
+    assert_eq!(w.dims(), &[2, 2]);
+    // another arity, a non-tensor item, or not a tuple at all: Python's messages
+    let e = <(Tensor, Tensor, Tensor)>::try_from(batch.clone()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Value);
+    assert!(e.message().contains("not enough values to unpack (expected 3, got 2)"), "{e}");
+    let three = Sample::Tuple(vec![y.clone().into(), y.clone().into(), y.clone().into()]);
+    let e = <(Tensor, Tensor)>::try_from(three).unwrap_err();
+    assert!(e.message().contains("too many values to unpack (expected 2)"), "{e}");
+    let e = <(Tensor, Tensor)>::try_from(Sample::Tuple(vec![y.clone().into(), Sample::Int(3)])).unwrap_err();
+    assert!(e.message().contains("item 1") && e.message().contains("int"), "{e}");
+    let e = <(Tensor, Tensor)>::try_from(Sample::Tensor(y)).unwrap_err();
+    assert!(e.message().contains("kind Tensor"), "{e}");
+    Ok(())
+}

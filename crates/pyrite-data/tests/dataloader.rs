@@ -6,8 +6,8 @@
 use pyrite::data::*;
 use pyrite::{DType, Generator, Tensor};
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Sample i is the tensor [i] (f32) with the label i (an int).
@@ -405,4 +405,138 @@ fn a_panicking_worker_init_fn_is_an_error_of_the_loader_not_a_hang() {
     assert_eq!(results.len(), 1);
     let e = results[0].as_ref().unwrap_err().to_string();
     assert!(e.contains("worker 0: worker_init_fn panicked"), "{e}");
+}
+
+#[test]
+fn a_panic_names_the_sample_not_the_batch_with_or_without_workers() {
+    for workers in [0, 2] {
+        let ds = Arc::new(FnDataset::new(8, |i| {
+            if i == 6 {
+                panic!("bad sample");
+            }
+            Ok(Sample::Int(i as i64))
+        }));
+        let loader = DataLoader::new(
+            ds,
+            DataLoaderOptions { batch_size: Some(4), num_workers: workers, ..Default::default() },
+        )
+        .unwrap();
+        // no panic reaches the consumer, not even without workers
+        let results: Vec<_> = loader.iter().unwrap().collect();
+        assert!(results[0].is_ok());
+        let e = results[1].as_ref().unwrap_err().to_string();
+        assert!(e.contains("sample 6") && e.contains("bad sample"), "{workers} workers: {e}");
+        assert!(!e.contains("[4, 5, 6, 7]"), "names the batch instead of the sample: {e}");
+        if workers > 0 {
+            assert!(e.contains("worker 1"), "batch 1 is worker 1's: {e}");
+        }
+        // the fetching thread is left clean: no sample generator set, and the loader works on
+        assert!(sample_generator().is_none());
+        assert_eq!(loader.iter().unwrap().filter(|b| b.is_ok()).count(), 1);
+    }
+    // a panicking collate_fn is an error too
+    let collate: CollateFn = Arc::new(|_| panic!("collate bug"));
+    let loader = DataLoader::new(
+        numbers(2),
+        DataLoaderOptions { batch_size: Some(2), collate_fn: Some(collate), ..Default::default() },
+    )
+    .unwrap();
+    let e = loader.iter().unwrap().next().unwrap().unwrap_err().to_string();
+    assert!(e.contains("collat") && e.contains("collate bug"), "{e}");
+}
+
+#[test]
+fn dropping_after_a_timeout_does_not_wait_for_the_slow_sample() {
+    let ds = Arc::new(FnDataset::new(4, |i| {
+        std::thread::sleep(Duration::from_secs(2));
+        Ok(Sample::Int(i as i64))
+    }));
+    let loader = DataLoader::new(
+        ds,
+        DataLoaderOptions { num_workers: 1, timeout: Some(Duration::from_millis(100)), ..Default::default() },
+    )
+    .unwrap();
+    let mut it = loader.iter().unwrap();
+    let e = it.next().unwrap().unwrap_err().to_string();
+    assert!(e.contains("timed out after 0.1 seconds"), "{e}");
+    let t = Instant::now();
+    drop(it);
+    assert!(t.elapsed() < Duration::from_millis(500), "dropping took {:?}", t.elapsed());
+}
+
+#[test]
+fn a_worker_hung_in_a_sample_is_detached_and_harmless_when_it_returns() {
+    let (release, hung) = mpsc::channel::<()>();
+    let hung = Mutex::new(hung);
+    let first = AtomicBool::new(true);
+    let returned = Arc::new(AtomicBool::new(false));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (ret, count) = (returned.clone(), calls.clone());
+    let ds = Arc::new(FnDataset::new(8, move |i| {
+        count.fetch_add(1, Ordering::SeqCst);
+        if i == 0 && first.swap(false, Ordering::SeqCst) {
+            let _ = hung.lock().unwrap().recv(); // until the test releases it
+            ret.store(true, Ordering::SeqCst);
+        }
+        Ok(Sample::Int(i as i64))
+    }));
+    let loader = DataLoader::new(
+        ds,
+        DataLoaderOptions {
+            batch_size: Some(2),
+            num_workers: 2,
+            timeout: Some(Duration::from_millis(100)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(loader.dataset().len(), 8);
+    let mut it = loader.iter().unwrap();
+    assert!(it.next().unwrap().unwrap_err().to_string().contains("timed out"));
+    let t = Instant::now();
+    drop(it);
+    assert!(t.elapsed() < Duration::from_millis(500), "dropping took {:?}", t.elapsed());
+    // fresh workers serve the next epoch while the old one is still stuck
+    let ints = |b: Sample| b.as_tensor().unwrap().to_vec::<i64>().unwrap();
+    let epoch: Vec<Vec<i64>> = loader.iter().unwrap().map(|b| ints(b.unwrap())).collect();
+    assert_eq!(epoch, [vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]);
+    // the stuck sample returns: its detached worker stops without fetching anything more
+    let before = calls.load(Ordering::SeqCst);
+    release.send(()).unwrap();
+    let t = Instant::now();
+    while !returned.load(Ordering::SeqCst) && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(returned.load(Ordering::SeqCst));
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(calls.load(Ordering::SeqCst), before, "a detached worker went on fetching");
+    assert_eq!(epoch_of(&loader), [vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]);
+}
+
+#[test]
+fn dropping_never_waits_for_a_sample_that_never_returns() {
+    let (never, hung) = mpsc::channel::<()>();
+    std::mem::forget(never); // nothing ever sends: the sample blocks for the whole process
+    let hung = Mutex::new(hung);
+    let ds = Arc::new(FnDataset::new(4, move |i| {
+        if i == 1 {
+            let _ = hung.lock().unwrap().recv();
+        }
+        Ok(Sample::Int(i as i64))
+    }));
+    let loader = DataLoader::new(
+        ds,
+        DataLoaderOptions { num_workers: 2, timeout: Some(Duration::from_millis(100)), ..Default::default() },
+    )
+    .unwrap();
+    let mut it = loader.iter().unwrap();
+    assert!(it.next().unwrap().is_ok());
+    assert!(it.next().unwrap().unwrap_err().to_string().contains("timed out"));
+    let t = Instant::now();
+    drop(it);
+    assert!(t.elapsed() < Duration::from_millis(500), "dropping took {:?}", t.elapsed());
+}
+
+fn epoch_of(loader: &DataLoader) -> Vec<Vec<i64>> {
+    loader.iter().unwrap().map(|b| b.unwrap().as_tensor().unwrap().to_vec::<i64>().unwrap()).collect()
 }

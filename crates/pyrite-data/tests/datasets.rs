@@ -65,6 +65,26 @@ fn concat_dataset_maps_like_bisect_right() {
     assert_eq!(e.message(), "datasets should not be an empty iterable");
 }
 
+#[test]
+fn negative_indices_count_from_the_end_as_in_pytorch() {
+    // ConcatDataset.__getitem__: idx = len + idx; -idx > len is a ValueError
+    let ds: Arc<dyn Dataset> = Arc::new(ConcatDataset::new(vec![range(2), range(3)]).unwrap());
+    let at = |i: isize| ds.get_signed(i).unwrap().as_int().unwrap();
+    assert_eq!([at(-1), at(-3), at(-4), at(-5), at(0), at(4)], [2, 0, 1, 0, 0, 2]);
+    let e = ds.get_signed(-6).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Value);
+    assert_eq!(e.message(), "absolute value of index should not exceed dataset length");
+    assert_eq!(ds.get_signed(5).unwrap_err().kind(), ErrorKind::Index);
+    // a tensor's rows and a Python list (Subset's indices) also take negative indices
+    let t = TensorDataset::new(vec![Tensor::new([10i64, 11, 12]).unwrap()]).unwrap();
+    let row =
+        |i: isize| t.get_signed(i).unwrap().item(0).unwrap().as_tensor().unwrap().to_vec::<i64>().unwrap();
+    assert_eq!((row(-1), row(-3)), (vec![12], vec![10]));
+    assert_eq!(t.get_signed(-4).unwrap_err().kind(), ErrorKind::Index);
+    let sub = Subset::new(range(10), vec![7, 3]);
+    assert_eq!(sub.get_signed(-1).unwrap().as_int().unwrap(), 3);
+}
+
 struct Count(i64);
 impl IterableDataset for Count {
     fn iter(&self) -> Box<dyn Iterator<Item = Result<Sample>> + Send + '_> {

@@ -140,3 +140,49 @@ fn every_sample_gets_a_generator() {
     let v = loader.iter().unwrap().next().unwrap().unwrap().as_tensor().unwrap().to_vec2::<f64>().unwrap();
     assert!(v[0][0] != v[1][0] && v[1][0] != v[2][0]);
 }
+
+#[test]
+fn a_panic_without_workers_is_an_error_and_ends_the_pass() {
+    let ds = Arc::new(Numbers { n: 1001, fail_at: None, delay: Duration::ZERO });
+    let loader =
+        IterableDataLoader::new(ds, DataLoaderOptions { batch_size: Some(400), ..Default::default() })
+            .unwrap();
+    let results: Vec<_> = loader.iter().unwrap().collect();
+    assert_eq!(results.len(), 3, "two batches, then the panic ends the pass");
+    let e = results[2].as_ref().unwrap_err().to_string();
+    assert!(e.contains("panic") && e.contains("sample 1000") && e.contains("user bug"), "{e}");
+}
+
+#[test]
+fn dropping_never_waits_for_a_worker_stuck_in_the_dataset() {
+    struct Stuck(std::sync::Mutex<std::sync::mpsc::Receiver<()>>);
+    impl IterableDataset for Stuck {
+        fn iter(&self) -> Box<dyn Iterator<Item = Result<Sample>> + Send + '_> {
+            Box::new((0..10).map(move |i| {
+                if i == 2 {
+                    let _ = self.0.lock().unwrap().recv();
+                }
+                Ok(Sample::Int(i))
+            }))
+        }
+    }
+    let (never, rx) = std::sync::mpsc::channel();
+    std::mem::forget(never); // nothing ever sends
+    let loader = IterableDataLoader::new(
+        Arc::new(Stuck(std::sync::Mutex::new(rx))),
+        DataLoaderOptions {
+            batch_size: Some(2),
+            num_workers: 1,
+            timeout: Some(Duration::from_millis(100)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(loader.dataset().iter().take(1).count(), 1);
+    let mut it = loader.iter().unwrap();
+    assert!(it.next().unwrap().is_ok());
+    assert!(it.next().unwrap().unwrap_err().to_string().contains("timed out"));
+    let t = Instant::now();
+    drop(it);
+    assert!(t.elapsed() < Duration::from_millis(500), "dropping took {:?}", t.elapsed());
+}

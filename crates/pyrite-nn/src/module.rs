@@ -720,6 +720,16 @@ pub trait Module: ModuleFields {
         Ok(sd)
     }
 
+    /// Brings this module's entries of an older saved form up to date before they are read
+    /// (the part of PyTorch's `_load_from_state_dict` overrides that upgrades old
+    /// checkpoints): called by `load_state_dict` for each module, after its load pre-hooks,
+    /// with the module's key `prefix` and a copy of the state_dict it may edit. The batch and
+    /// instance norms fill in a missing `num_batches_tracked` here. The default does nothing.
+    fn upgrade_state_dict(&self, state_dict: &mut StateDict, prefix: &str) -> Result<()> {
+        let _ = (state_dict, prefix);
+        Ok(())
+    }
+
     /// `load_state_dict(sd, strict)`: copies each entry into the module's tensor under
     /// `no_grad`. Returns the missing and unexpected keys; with `strict`, either is an error
     /// listing all problems at once. A shape mismatch is always an error.

@@ -4,6 +4,7 @@
 use crate::functional as F;
 use crate::module::{py_bool, py_float, py_tuple, Module, ModuleBase};
 use crate::parameter::{Buffer, Parameter};
+use crate::state_dict::StateDict;
 use pyrite_core::autograd::no_grad;
 use pyrite_core::{bail, DType, Result, Tensor};
 
@@ -106,6 +107,28 @@ fn reset_running_stats(rm: Option<&Buffer>, rv: Option<&Buffer>, nbt: Option<&Bu
     Ok(())
 }
 
+/// PyTorch's `_NormBase._load_from_state_dict`: a state_dict without `num_batches_tracked`
+/// (saved before PyTorch added the counter; PyTorch fills it in when the dict's `_metadata`
+/// has no version for the layer, and Pyrite's state_dicts never carry one) loads strictly, the
+/// counter keeping its current value (0 in a fresh layer).
+fn fill_num_batches_tracked(
+    track_running_stats: bool,
+    num_batches_tracked: Option<&Buffer>,
+    sd: &mut StateDict,
+    prefix: &str,
+) -> Result<()> {
+    let key = format!("{prefix}num_batches_tracked");
+    if !track_running_stats || sd.contains_key(&key) {
+        return Ok(());
+    }
+    let current = match num_batches_tracked {
+        Some(n) => n.item::<i64>()?,
+        None => 0,
+    };
+    sd.insert(key, Tensor::scalar(current)?);
+    Ok(())
+}
+
 /// A batch norm's momentum set through `&self` (`set_momentum_override`); `None` while unset.
 #[derive(Default)]
 struct MomentumOverride(std::sync::Mutex<Option<Option<f64>>>);
@@ -205,6 +228,10 @@ macro_rules! batch_norm_layer {
             fn extra_repr(&self) -> String {
                 self.effective_config().repr()
             }
+
+            fn upgrade_state_dict(&self, sd: &mut StateDict, prefix: &str) -> Result<()> {
+                fill_num_batches_tracked(self.config.opts.track_running_stats, self.num_batches_tracked.as_ref(), sd, prefix)
+            }
         }
     )*};
 }
@@ -275,6 +302,10 @@ macro_rules! instance_norm_layer {
 
             fn extra_repr(&self) -> String {
                 self.config.repr()
+            }
+
+            fn upgrade_state_dict(&self, sd: &mut StateDict, prefix: &str) -> Result<()> {
+                fill_num_batches_tracked(self.config.opts.track_running_stats, self.num_batches_tracked.as_ref(), sd, prefix)
             }
         }
     )*};

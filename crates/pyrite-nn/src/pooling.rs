@@ -18,8 +18,12 @@ use crate::value::Value;
 use pyrite_core::ops::pool;
 use pyrite_core::{bail, DType, Result, Tensor};
 
-/// PyTorch's keywords of the pooling layers (`stride` defaults to the kernel size).
-#[derive(Clone, Debug, Default)]
+/// PyTorch's keywords of the pooling layers, with its defaults: `stride` the kernel size
+/// (`None`), padding 0, dilation 1, no `ceil_mode`, no `return_indices`, `count_include_pad`
+/// true (`None`), no `divisor_override`. The kernel size is the layers' (and functions') own
+/// argument, as it has no default in PyTorch. An empty `padding` or `dilation` also means
+/// PyTorch's default (0, 1).
+#[derive(Clone, Debug)]
 pub struct PoolOptions {
     pub stride: Option<Vec<usize>>,
     pub padding: Vec<usize>,
@@ -30,9 +34,42 @@ pub struct PoolOptions {
     pub divisor_override: Option<usize>,
 }
 
+impl Default for PoolOptions {
+    fn default() -> Self {
+        PoolOptions {
+            stride: None,
+            padding: vec![0],
+            dilation: vec![1],
+            ceil_mode: false,
+            return_indices: false,
+            count_include_pad: None,
+            divisor_override: None,
+        }
+    }
+}
+
 impl PoolOptions {
+    /// PyTorch's defaults (the same as `PoolOptions::default()`).
     pub fn new() -> PoolOptions {
-        PoolOptions { padding: vec![0], dilation: vec![1], ..Default::default() }
+        PoolOptions::default()
+    }
+
+    /// The padding, PyTorch's 0 when left empty.
+    pub(crate) fn padding_or_default(&self) -> &[usize] {
+        if self.padding.is_empty() {
+            &[0]
+        } else {
+            &self.padding
+        }
+    }
+
+    /// The dilation, PyTorch's 1 when left empty.
+    pub(crate) fn dilation_or_default(&self) -> &[usize] {
+        if self.dilation.is_empty() {
+            &[1]
+        } else {
+            &self.dilation
+        }
     }
     pub fn stride(mut self, s: impl Into<Sizes>) -> Self {
         self.stride = Some(s.into().0);
@@ -122,7 +159,7 @@ macro_rules! max_pool_layer {
             pub fn forward_with_indices(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {
                 let (xb, unbatched) = batched(x, $spatial, stringify!($name))?;
                 let stride = self.opts.stride.clone().unwrap_or_default();
-                let (v, i) = pool::max_pool(&xb, &self.kernel_size, &stride, &self.opts.padding, &self.opts.dilation, self.opts.ceil_mode)?;
+                let (v, i) = pool::max_pool(&xb, &self.kernel_size, &stride, self.opts.padding_or_default(), self.opts.dilation_or_default(), self.opts.ceil_mode)?;
                 Ok((unbatch(v, unbatched)?, unbatch(i, unbatched)?))
             }
         }
@@ -139,8 +176,8 @@ macro_rules! max_pool_layer {
                     "kernel_size={}, stride={}, padding={}, dilation={}, ceil_mode={}",
                     given(&self.kernel_size),
                     given(self.opts.stride.as_deref().unwrap_or(&self.kernel_size)),
-                    given(&self.opts.padding),
-                    given(&self.opts.dilation),
+                    given(self.opts.padding_or_default()),
+                    given(self.opts.dilation_or_default()),
                     py_bool(self.opts.ceil_mode)
                 )
             }
@@ -179,7 +216,7 @@ macro_rules! avg_pool_layer {
                     &xb,
                     &self.kernel_size,
                     &stride,
-                    &self.opts.padding,
+                    self.opts.padding_or_default(),
                     self.opts.ceil_mode,
                     self.opts.count_include_pad.unwrap_or(true),
                     self.opts.divisor_override,
@@ -194,7 +231,7 @@ macro_rules! avg_pool_layer {
                     "kernel_size={}, stride={}, padding={}",
                     show(&self.kernel_size),
                     show(self.opts.stride.as_deref().unwrap_or(&self.kernel_size)),
-                    show(&self.opts.padding)
+                    show(self.opts.padding_or_default())
                 )
             }
         }

@@ -228,6 +228,7 @@ fn load_into<'a>(
     for (_, h) in &hooks.load_pre {
         h(m, sd, prefix)?;
     }
+    m.upgrade_state_dict(sd, prefix)?;
     let mut own: Vec<(String, Tensor)> = Vec::new();
     let mut children = Vec::new();
     m.visit_members(&mut |mem| match mem {

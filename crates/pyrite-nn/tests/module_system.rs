@@ -456,3 +456,45 @@ fn reprs_of_single_layers_match_pytorch() -> Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn a_norm_state_dict_without_num_batches_tracked_loads_strictly() -> Result<()> {
+    // PyTorch's _NormBase._load_from_state_dict fills the counter in (older checkpoints)
+    fn without(sd: &StateDict, key: &str) -> StateDict {
+        sd.iter().filter(|(k, _)| !k.ends_with(key)).map(|(k, t)| (k.to_string(), t.clone())).collect()
+    }
+    let trained = BatchNorm1d::new(3)?;
+    trained.call(&Tensor::randn([4, 3], DType::F32)?)?;
+    let old = without(&trained.state_dict()?, "num_batches_tracked");
+    assert!(!old.contains_key("num_batches_tracked"));
+    let fresh = BatchNorm1d::new(3)?;
+    let keys = fresh.load_state_dict(&old, true)?;
+    assert!(keys.missing_keys.is_empty() && keys.unexpected_keys.is_empty(), "{keys:?}");
+    assert_eq!(fresh.num_batches_tracked.as_ref().unwrap().item::<i64>()?, 0);
+    let mean = |m: &BatchNorm1d| m.running_mean.as_ref().unwrap().tensor().clone();
+    assert_close(&mean(&fresh), &mean(&trained), 0.0, 0.0, "running_mean");
+    // the counter keeps its current value, as in PyTorch (a trained layer's stays at 1)
+    trained.load_state_dict(&old, true)?;
+    assert_eq!(trained.num_batches_tracked.as_ref().unwrap().item::<i64>()?, 1);
+
+    // BatchNorm2d inside a container (the key has a prefix), and a tracking InstanceNorm
+    let net = Sequential::new().append(nn::BatchNorm2d::new(2)?).append(nn::InstanceNorm1d::with_options(
+        2,
+        nn::normalization::NormOptions {
+            track_running_stats: true,
+            ..nn::normalization::NormOptions::instance_norm()
+        },
+    )?);
+    let sd = net.state_dict()?;
+    assert!(sd.contains_key("0.num_batches_tracked") && sd.contains_key("1.num_batches_tracked"));
+    let keys = net.load_state_dict(&without(&sd, "num_batches_tracked"), true)?;
+    assert!(keys.missing_keys.is_empty(), "{keys:?}");
+    assert_eq!(net.get_buffer("0.num_batches_tracked")?.item::<i64>()?, 0);
+
+    // other keys are still missing keys
+    let e = BatchNorm1d::new(3)?.load_state_dict(&without(&old, "running_mean"), true).unwrap_err();
+    assert!(e.to_string().contains("Missing key(s) in state_dict: \"running_mean\"."), "{e}");
+    let keys = BatchNorm1d::new(3)?.load_state_dict(&without(&old, "running_mean"), false)?;
+    assert_eq!(keys.missing_keys, ["running_mean"]);
+    Ok(())
+}

@@ -20,7 +20,15 @@ fn check_rank(x: &Tensor, spatial: usize, op: &str) -> Result<()> {
 pub fn max_pool2d(x: &Tensor, kernel_size: &[usize], opts: &PoolOptions) -> Result<Tensor> {
     check_rank(x, 2, "max_pool2d")?;
     let stride = opts.stride.clone().unwrap_or_default();
-    Ok(max_pool(x, kernel_size, &stride, &opts.padding, &opts.dilation, opts.ceil_mode)?.0)
+    Ok(max_pool(
+        x,
+        kernel_size,
+        &stride,
+        opts.padding_or_default(),
+        opts.dilation_or_default(),
+        opts.ceil_mode,
+    )?
+    .0)
 }
 
 /// `F.avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
@@ -32,7 +40,7 @@ pub fn avg_pool2d(x: &Tensor, kernel_size: &[usize], opts: &PoolOptions) -> Resu
         x,
         kernel_size,
         &stride,
-        &opts.padding,
+        opts.padding_or_default(),
         opts.ceil_mode,
         opts.count_include_pad.unwrap_or(true),
         opts.divisor_override,
