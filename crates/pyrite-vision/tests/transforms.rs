@@ -341,3 +341,24 @@ fn random_apply_and_choice() {
     };
     assert_eq!(v(&choice), img.flip(&[-2]).unwrap().to_vec::<f32>().unwrap());
 }
+
+/// torchvision's u8 -> float conversions divide (`image.to(dtype) / 255`, `img.to(float).div(255)`
+/// in `to_tensor`): every byte value bit for bit, in f32 and f64 (multiplying by `1 / 255`
+/// differs in 126 of the 256 f32 values).
+#[test]
+fn u8_to_float_divides_by_255_bit_for_bit() {
+    let bytes: Vec<u8> = (0..=255).collect();
+    let img = Tensor::from_vec(bytes.clone(), [1, 16, 16]).unwrap();
+    let want32: Vec<u32> = bytes.iter().map(|&b| (b as f32 / 255.0f32).to_bits()).collect();
+    let want64: Vec<u64> = bytes.iter().map(|&b| (b as f64 / 255.0f64).to_bits()).collect();
+    let bits32 = |t: &Tensor| t.to_vec::<f32>().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let bits64 = |t: &Tensor| t.to_vec::<f64>().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits32(&ConvertImageDtype(DType::F32).apply(&img).unwrap()), want32);
+    assert_eq!(bits32(&F::convert_image_dtype(&img, DType::F32).unwrap()), want32);
+    assert_eq!(bits64(&ConvertImageDtype(DType::F64).apply(&img).unwrap()), want64);
+    // the multiplication this replaced really differs
+    let mul: Vec<u32> = bytes.iter().map(|&b| (b as f32 * (1.0f32 / 255.0)).to_bits()).collect();
+    assert_eq!(mul.iter().zip(&want32).filter(|(a, b)| a != b).count(), 126);
+    let hwc = Tensor::from_vec(bytes.clone(), [16, 16, 1]).unwrap();
+    assert_eq!(bits32(&ToTensor.apply(&hwc).unwrap()), want32);
+}

@@ -444,16 +444,17 @@ fn is_float(d: DType) -> bool {
     matches!(d, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
 }
 
-/// `F.convert_image_dtype` / `F.to_dtype(img, dtype, scale=True)`: u8 -> float divides by 255
-/// (as `* (1 / 255)`); float -> u8 is `trunc(x * 255.999)` (values outside [0, 1] are clamped to
-/// [0, 255]); float -> float and u8 -> u8 are plain casts.
+/// `F.convert_image_dtype` / `F.to_dtype(img, dtype, scale=True)`: u8 -> float casts then
+/// divides by 255 in the target dtype (torchvision's `image.to(dtype) / 255`, bit for bit);
+/// float -> u8 is `trunc(x * 255.999)` (values outside [0, 1] are clamped to [0, 255]);
+/// float -> float and u8 -> u8 are plain casts.
 pub fn convert_image_dtype(img: &Tensor, dtype: DType) -> Result<Tensor> {
     let src = img.dtype();
     if src == dtype {
         return Ok(img.clone());
     }
     match (src, dtype) {
-        (DType::U8, d) if is_float(d) => img.to_dtype(d)?.mul_scalar(1.0 / 255.0),
+        (DType::U8, d) if is_float(d) => img.to_dtype(d)?.div_scalar(255.0),
         (s, DType::U8) if is_float(s) => {
             let v: Vec<u8> = if s == DType::F64 {
                 let v = img.to_vec::<f64>()?;
