@@ -1,7 +1,12 @@
 //! The file-reading datasets, on small files each test writes into its own temporary folder.
 
 use pyrite::data::{Dataset, Sample};
-use pyrite::vision::datasets::{FashionMNIST, ImageFolder, CIFAR10, MNIST};
+use pyrite::vision::datasets::{Digits, DigitsSplit, FashionMNIST, ImageFolder, CIFAR10, MNIST};
+use pyrite::vision::transforms::{
+    CenterCrop, Compose, Grayscale, ImageOrTensor, Normalize, PILToTensor, RandomHorizontalFlip, ToTensor,
+    Transform,
+};
+use pyrite::vision::Image;
 use pyrite::{DType, Tensor};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,6 +17,11 @@ fn tmp(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// `PILToTensor()` then a cast to f32 (values unchanged).
+fn bytes_as_f32() -> Compose {
+    Compose(vec![Box::new(PILToTensor), Box::new(|x: &Tensor| x.to_dtype(DType::F32))])
 }
 
 fn image_and_label(s: &Sample) -> (Tensor, i64) {
@@ -101,7 +111,7 @@ fn image_folder_decodes_every_image_to_rgb_u8_chw() {
 fn image_folder_applies_the_transform() {
     let root = tmp("if-transform");
     pets(&root);
-    let ds = ImageFolder::new(&root).unwrap().with_transform(|x: &Tensor| x.to_dtype(DType::F32));
+    let ds = ImageFolder::new(&root).unwrap().with_transform(bytes_as_f32());
     let (x, _) = image_and_label(&ds.get(2).unwrap());
     assert_eq!((x.dtype(), x.dims()), (DType::F32, &[3usize, 3, 2][..]));
     assert_eq!(x.to_vec::<f32>().unwrap(), vec![10f32; 18]);
@@ -198,7 +208,7 @@ fn mnist_reads_raw_and_gzipped_idx_files() {
 fn fashion_mnist_reads_the_same_files_with_its_class_names() {
     let dir = tmp("fashion");
     write_mnist(&dir, "t10k", &[9, 0], false);
-    let ds = FashionMNIST::new(&dir, false).unwrap().with_transform(|x: &Tensor| x.to_dtype(DType::F32));
+    let ds = FashionMNIST::new(&dir, false).unwrap().with_transform(bytes_as_f32());
     assert_eq!(ds.classes()[9], "Ankle boot");
     assert_eq!(ds.classes()[0], "T-shirt/top");
     let (x, y) = image_and_label(&ds.get(0).unwrap());
@@ -285,7 +295,7 @@ fn cifar10_reads_records_across_the_batch_files() {
         assert_eq!(u8s(&x), &cifar_records(k, 1)[1..]);
     }
     assert!(train.get(9).unwrap_err().to_string().contains("out of range"));
-    let test = CIFAR10::new(&dir, false).unwrap().with_transform(|x: &Tensor| x.to_dtype(DType::F32));
+    let test = CIFAR10::new(&dir, false).unwrap().with_transform(bytes_as_f32());
     let (x, y) = image_and_label(&test.get(1).unwrap());
     assert_eq!((x.dtype(), y), (DType::F32, 1));
     assert_eq!(x.to_vec::<f32>().unwrap()[..2], [101., 102.]);
@@ -312,4 +322,140 @@ fn cifar10_rejects_missing_truncated_and_mislabelled_files() {
     assert!(test.get(0).is_ok());
     let e = test.get(1).unwrap_err().to_string();
     assert!(e.contains("test_batch.bin") && e.contains("label 12"), "{e}");
+}
+
+// ---------------------------------------------------------------- images and ToTensor
+
+/// torchvision's MNIST pipeline, ported literally, gives `[1, 28, 28]` with torchvision's
+/// values (the old `ToTensor` permuted the `[1, 28, 28]` u8 tensor into `[28, 1, 28]`).
+#[test]
+fn mnist_with_torchvisions_pipeline_gives_1x28x28() {
+    let dir = tmp("mnist-pipeline");
+    write_mnist(&dir, "train", &[5, 0, 4], false);
+    // transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.1307,), (0.3081,))])
+    let t = Compose(vec![
+        Box::new(ToTensor),
+        Box::new(Normalize { mean: vec![0.1307], std: vec![0.3081], ..Default::default() }),
+    ]);
+    let ds = MNIST::new(&dir, true).unwrap().with_transform(t);
+    let want = mnist_pixels(3);
+    for i in 0..3 {
+        let (x, y) = image_and_label(&ds.get(i).unwrap());
+        assert_eq!((x.dtype(), x.dims(), y), (DType::F32, &[1usize, 28, 28][..], [5, 0, 4][i]));
+        let w: Vec<u32> = want[i * 784..(i + 1) * 784]
+            .iter()
+            .map(|&b| ((b as f32 / 255.0 - 0.1307f32) / 0.3081f32).to_bits())
+            .collect();
+        let got: Vec<u32> = x.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect();
+        assert_eq!(got, w, "image {i}");
+        // `x.view(-1, 784)` reads the pixels in row-major order
+        assert_eq!(x.reshape([-1, 784]).unwrap().dims(), &[1, 784]);
+    }
+}
+
+/// A transform that checks it was handed an `Image` of `mode` and `(width, height)`, and
+/// returns its `[H, W, C]` bytes as a flat tensor.
+struct HwcBytes(&'static str, (usize, usize));
+
+impl Transform for HwcBytes {
+    fn forward(&self, input: ImageOrTensor) -> pyrite::Result<ImageOrTensor> {
+        let img = input.into_image()?;
+        assert_eq!((img.mode(), img.size()), (self.0, self.1));
+        let n = img.as_raw().len();
+        Ok(Tensor::from_vec(img.into_raw(), [n])?.into())
+    }
+}
+
+#[test]
+fn datasets_hand_their_transform_a_pil_style_image() {
+    let dir = tmp("image-mnist");
+    write_mnist(&dir, "train", &[5, 0], false);
+    let ds = MNIST::new(&dir, true).unwrap().with_transform(HwcBytes("L", (28, 28)));
+    assert_eq!(u8s(&image_and_label(&ds.get(1).unwrap()).0), mnist_pixels(2)[784..]);
+
+    // CIFAR-10's records are channel-major; the image is [32, 32, 3], as torchvision's
+    let dir = tmp("image-cifar");
+    write_cifar(&dir);
+    let ds = CIFAR10::new(&dir, false).unwrap().with_transform(HwcBytes("RGB", (32, 32)));
+    let hwc = u8s(&image_and_label(&ds.get(1).unwrap()).0);
+    let rec = cifar_records(101, 1);
+    for p in [0, 1, 32, 1023] {
+        for c in 0..3 {
+            assert_eq!(hwc[3 * p + c], rec[1 + c * 1024 + p], "pixel {p} channel {c}");
+        }
+    }
+    // ToTensor makes the record's [3, 32, 32] again, divided by 255
+    let ds = CIFAR10::new(&dir, false).unwrap().with_transform(ToTensor);
+    let (x, _) = image_and_label(&ds.get(1).unwrap());
+    assert_eq!(x.dims(), &[3, 32, 32]);
+    let want: Vec<f32> = rec[1..].iter().map(|&b| b as f32 / 255.0).collect();
+    assert_eq!(x.to_vec::<f32>().unwrap(), want);
+
+    let root = tmp("image-folder");
+    pets(&root);
+    let ds = ImageFolder::new(&root).unwrap().with_transform(HwcBytes("RGB", (2, 3)));
+    assert_eq!(u8s(&image_and_label(&ds.get(2).unwrap()).0), vec![10u8; 18]);
+}
+
+/// A tensor is `[C, H, W]` and is never permuted: `ToTensor` refuses one, as torchvision's
+/// refuses a tensor (`TypeError: pic should be PIL Image or ndarray`).
+#[test]
+fn to_tensor_refuses_a_tensor_instead_of_permuting_it() {
+    for t in [
+        Tensor::zeros([1, 28, 28], DType::U8).unwrap(),
+        Tensor::zeros([3, 8, 8], DType::F32).unwrap(),
+        Tensor::zeros([28, 28, 1], DType::U8).unwrap(),
+    ] {
+        for e in [ToTensor.apply(&t).unwrap_err(), PILToTensor.apply(&t).unwrap_err()] {
+            let e = e.to_string();
+            assert!(e.contains("pic should be an Image") && e.contains("never permuted"), "{e}");
+        }
+    }
+    // the Digits are [1, 8, 8] f32 tensors: ToTensor says so rather than transposing them
+    let ds = Digits::new(DigitsSplit::Test).unwrap().with_transform(ToTensor);
+    assert!(ds.get(0).unwrap_err().to_string().contains("pic should be an Image"));
+    // without a transform, an image leaves the dataset as its [C, H, W] u8 tensor
+    let dir = tmp("image-plain");
+    write_mnist(&dir, "t10k", &[1], true);
+    let (x, _) = image_and_label(&MNIST::new(&dir, false).unwrap().get(0).unwrap());
+    assert_eq!((x.dtype(), x.dims()), (DType::U8, &[1usize, 28, 28][..]));
+    // a transform ending on an image likewise
+    let ds = MNIST::new(&dir, false).unwrap().with_transform(CenterCrop::new(20));
+    let (x, _) = image_and_label(&ds.get(0).unwrap());
+    assert_eq!((x.dtype(), x.dims()), (DType::U8, &[1usize, 20, 20][..]));
+}
+
+/// The geometric transforms take an `Image` as torchvision's take a PIL image and give the
+/// pixels the tensor path gives; `Grayscale` of an image is PIL's `convert("L")`.
+#[test]
+fn transforms_take_an_image_as_torchvisions_take_a_pil_image() {
+    let bytes: Vec<u8> = (0..6 * 5 * 3).map(|i| (i * 13 % 256) as u8).collect();
+    let img = Image::new(6, 5, 3, bytes).unwrap();
+    let t =
+        Compose(vec![Box::new(RandomHorizontalFlip(1.0)), Box::new(CenterCrop::new(4)), Box::new(ToTensor)]);
+    let got = t.forward(img.clone().into()).unwrap().into_tensor().unwrap();
+    let chw = Tensor::from_vec(img.as_raw().to_vec(), [6, 5, 3]).unwrap().permute(&[2, 0, 1]).unwrap();
+    let want = CenterCrop::new(4).apply(&chw.flip(&[-1]).unwrap()).unwrap();
+    assert_eq!(got.dims(), &[3, 4, 4]);
+    assert_eq!(
+        got.to_vec::<f32>().unwrap(),
+        want.to_dtype(DType::F32).unwrap().div_scalar(255.0).unwrap().to_vec::<f32>().unwrap()
+    );
+    // a geometric transform of an image is an image
+    let out = CenterCrop::new(4).forward(img.into()).unwrap().into_image().unwrap();
+    assert_eq!((out.mode(), out.size()), ("RGB", (4, 4)));
+
+    // PIL's luma rounds: pure green is 150 (the tensor kernel's 0.587 * 255 truncates to 149)
+    let green = Image::new(1, 2, 3, vec![0, 255, 0, 255, 0, 0]).unwrap();
+    let g = Grayscale::default().forward(green.clone().into()).unwrap().into_image().unwrap();
+    assert_eq!((g.mode(), g.as_raw()), ("L", &[150u8, 76][..]));
+    let g3 =
+        Grayscale { num_output_channels: 3 }.forward(green.clone().into()).unwrap().into_image().unwrap();
+    assert_eq!((g3.mode(), g3.as_raw()), ("RGB", &[150u8, 150, 150, 76, 76, 76][..]));
+
+    // Normalize takes tensors only, as torchvision's
+    let e = Normalize { mean: vec![0.5], std: vec![0.5], ..Default::default() }
+        .forward(green.into())
+        .unwrap_err();
+    assert!(e.to_string().contains("img should be a tensor image"), "{e}");
 }

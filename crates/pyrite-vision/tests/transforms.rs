@@ -5,6 +5,7 @@
 use pyrite::data::{DataLoader, DataLoaderOptions, Dataset, FnDataset, Sample};
 use pyrite::vision::transforms::functional as F;
 use pyrite::vision::transforms::*;
+use pyrite::vision::Image;
 use pyrite::{DType, Generator, Tensor};
 use serde_json::Value as J;
 use std::collections::HashMap;
@@ -100,7 +101,7 @@ fn run(c: &J, img: &Tensor, args: &HashMap<String, Tensor>, name: &str) -> pyrit
             };
             ConvertImageDtype(d).apply(img)
         }
-        "to_tensor" => ToTensor.apply(img),
+        "to_tensor" => ToTensor.forward(Image::from_hwc_tensor(img)?.into())?.into_tensor(),
         "blur" => {
             let k = usizes(&c["kernel"]);
             let s = f64s(&c["sigma"]);
@@ -340,4 +341,48 @@ fn random_apply_and_choice() {
         p: Some(vec![0.0, 1.0]),
     };
     assert_eq!(v(&choice), img.flip(&[-2]).unwrap().to_vec::<f32>().unwrap());
+}
+
+/// torchvision's u8 -> float conversions divide (`image.to(dtype) / 255`, `img.to(float).div(255)`
+/// in `to_tensor`): every byte value bit for bit, in f32 and f64 (multiplying by `1 / 255`
+/// differs in 126 of the 256 f32 values).
+#[test]
+fn u8_to_float_divides_by_255_bit_for_bit() {
+    let bytes: Vec<u8> = (0..=255).collect();
+    let img = Tensor::from_vec(bytes.clone(), [1, 16, 16]).unwrap();
+    let want32: Vec<u32> = bytes.iter().map(|&b| (b as f32 / 255.0f32).to_bits()).collect();
+    let want64: Vec<u64> = bytes.iter().map(|&b| (b as f64 / 255.0f64).to_bits()).collect();
+    let bits32 = |t: &Tensor| t.to_vec::<f32>().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let bits64 = |t: &Tensor| t.to_vec::<f64>().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits32(&ConvertImageDtype(DType::F32).apply(&img).unwrap()), want32);
+    assert_eq!(bits32(&F::convert_image_dtype(&img, DType::F32).unwrap()), want32);
+    assert_eq!(bits64(&ConvertImageDtype(DType::F64).apply(&img).unwrap()), want64);
+    // the multiplication this replaced really differs
+    let mul: Vec<u32> = bytes.iter().map(|&b| (b as f32 * (1.0f32 / 255.0)).to_bits()).collect();
+    assert_eq!(mul.iter().zip(&want32).filter(|(a, b)| a != b).count(), 126);
+    let pic = Image::new(16, 16, 1, bytes.clone()).unwrap();
+    assert_eq!(bits32(&ToTensor.forward(pic.clone().into()).unwrap().into_tensor().unwrap()), want32);
+    assert_eq!(bits32(&F::to_tensor(&pic).unwrap()), want32);
+}
+
+#[test]
+fn to_pil_image_and_back() {
+    let img = Image::new(2, 3, 4, (0..24).map(|i| i as u8 * 10).collect()).unwrap();
+    let chw = F::pil_to_tensor(&img).unwrap();
+    assert_eq!(chw.dims(), &[4, 2, 3]);
+    assert_eq!(F::to_pil_image(&chw).unwrap(), img);
+    assert!(ToPILImage.apply(&chw).unwrap_err().to_string().contains("expected a tensor"));
+    let back = Compose(vec![Box::new(ToPILImage), Box::new(PILToTensor)]).apply(&chw).unwrap();
+    assert_eq!(back.to_vec::<u8>().unwrap(), chw.to_vec::<u8>().unwrap());
+    // a float tensor is `pic.mul(255).byte()`: truncated
+    let f = Tensor::from_vec(vec![0.0f32, 0.5, 1.0, 0.999], [2, 2]).unwrap();
+    let p = F::to_pil_image(&f).unwrap();
+    assert_eq!((p.mode(), p.as_raw()), ("L", &[0u8, 127, 255, 254][..]));
+    assert!(F::to_pil_image(&Tensor::zeros([2, 2, 2], DType::U8).unwrap()).is_err());
+    assert!(F::to_pil_image(&Tensor::zeros([5, 2, 2], DType::U8).unwrap()).is_err());
+    // HWC data becomes an image only through Image::from_hwc_tensor
+    let hwc = Tensor::from_vec((0..12u8).collect::<Vec<_>>(), [2, 2, 3]).unwrap();
+    let im = Image::from_hwc_tensor(&hwc).unwrap();
+    assert_eq!((im.size(), im.as_raw()), ((2, 2), &(0..12u8).collect::<Vec<_>>()[..]));
+    assert_eq!(F::to_tensor(&im).unwrap().dims(), &[3, 2, 2]);
 }

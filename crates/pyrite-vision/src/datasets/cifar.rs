@@ -5,7 +5,8 @@
 //! and reads it.
 
 use crate::transforms::Transform;
-use pyrite_core::{bail, err, Result, Tensor};
+use crate::Image;
+use pyrite_core::{bail, err, Result};
 use pyrite_data::{Dataset, Sample};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -17,8 +18,8 @@ const RECORD: u64 = 1 + 3 * 32 * 32;
 const CLASSES: &[&str] =
     &["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"];
 
-/// CIFAR-10: each sample is a `[3, 32, 32]` **u8** image (then the transform) and its label
-/// 0..9.
+/// CIFAR-10: each image is a 32 x 32 RGB [`Image`] handed to the transform (without one, the
+/// sample is its `[3, 32, 32]` u8 tensor), with its label 0..9.
 ///
 /// ```no_run
 /// use pyrite::data::Dataset;
@@ -107,10 +108,10 @@ impl Dataset for CIFAR10 {
         if label as usize >= CLASSES.len() {
             bail!(Io, "CIFAR10: {}: record {i} has label {label}, expected 0..9", path.display());
         }
-        let mut x = Tensor::from_slice(&buf[1..], [3, 32, 32])?;
-        if let Some(t) = &self.transform {
-            x = t.apply(&x)?;
-        }
-        Ok(Sample::Tuple(vec![x.into(), Sample::Int(label as i64)]))
+        // the record is channel-major ([3, 32, 32]); the image is [32, 32, 3] (torchvision's
+        // `reshape(-1, 3, 32, 32).transpose((0, 2, 3, 1))`)
+        let px = &buf[1..];
+        let hwc: Vec<u8> = (0..32 * 32).flat_map(|p| [px[p], px[1024 + p], px[2048 + p]]).collect();
+        super::sample(Image::new(32, 32, 3, hwc)?, &self.transform, label as i64)
     }
 }

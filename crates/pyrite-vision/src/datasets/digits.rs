@@ -3,7 +3,7 @@
 //! reference benchmark uses. Compiled into the library: no file is read at run time.
 
 use crate::transforms::Transform;
-use pyrite_core::{bail, DType, Result, Tensor};
+use pyrite_core::{bail, Result, Tensor};
 use pyrite_data::{Dataset, Sample};
 use std::sync::Arc;
 
@@ -20,8 +20,8 @@ pub enum DigitsSplit {
     Test,
 }
 
-/// The digits: each sample is a `[1, 8, 8]` f32 image in `[0, 1]` (pixel counts divided by 16)
-/// and its label 0..9.
+/// The digits: each sample is a `[1, 8, 8]` f32 tensor image in `[0, 1]` (pixel counts divided
+/// by 16; the transform gets this tensor, so it needs no `ToTensor`) and its label 0..9.
 ///
 /// ```
 /// use pyrite::data::Dataset;
@@ -109,11 +109,6 @@ impl Dataset for Digits {
         let Some(img) = self.images.get(index) else {
             bail!(Index, "Digits: index {index} is out of range for {} samples", self.images.len());
         };
-        let mut x = Tensor::from_slice(img, [1, 8, 8])?;
-        if let Some(t) = &self.transform {
-            x = t.apply(&x)?;
-        }
-        debug_assert_eq!(x.dtype(), DType::F32);
-        Ok(Sample::Tuple(vec![x.into(), Sample::Int(self.labels[index])]))
+        super::sample(Tensor::from_slice(img, [1, 8, 8])?, &self.transform, self.labels[index])
     }
 }

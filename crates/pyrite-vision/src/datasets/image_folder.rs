@@ -3,7 +3,8 @@
 //! decoded when it is read (PNG and JPEG, via the `image` crate).
 
 use crate::transforms::Transform;
-use pyrite_core::{bail, err, Result, Tensor};
+use crate::Image;
+use pyrite_core::{bail, err, Result};
 use pyrite_data::{Dataset, Sample};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,10 +17,10 @@ pub const IMG_EXTENSIONS: &[&str] = &["jpg", "jpeg", "png"];
 /// (their index is the label); the samples of each class are all the `.png`, `.jpg` and `.jpeg`
 /// files below its folder (recursively), in sorted path order, as torchvision makes them.
 ///
-/// `get` returns `Sample::Tuple([image, Int(label)])`, the image a `[3, H, W]` **u8** tensor:
-/// like torchvision's default loader (`PIL.Image.open(path).convert("RGB")`) every image is
-/// converted to RGB (grey is replicated, alpha is dropped). Add a transform that converts the
-/// dtype (e.g. to f32 in `[0, 1]`) as you would add `ToTensor()` in torchvision.
+/// `get` returns `Sample::Tuple([image, Int(label)])`. Like torchvision's default loader
+/// (`PIL.Image.open(path).convert("RGB")`) every image is decoded to an RGB [`Image`] (grey is
+/// replicated, alpha is dropped) and handed to the transform, which ends with `ToTensor()` as
+/// in torchvision; without a transform the image is its `[3, H, W]` u8 tensor.
 ///
 /// ```no_run
 /// use pyrite::data::Dataset;
@@ -140,26 +141,6 @@ impl ImageFolder {
     }
 }
 
-/// Decodes the image at `path` to a `[3, H, W]` u8 tensor.
-pub(crate) fn load_rgb(path: &Path) -> Result<Tensor> {
-    let img = image::ImageReader::open(path)
-        .map_err(|e| err!(Io, "cannot open image {}: {e}", path.display()))?
-        .with_guessed_format()
-        .map_err(|e| err!(Io, "cannot read image {}: {e}", path.display()))?
-        .decode()
-        .map_err(|e| err!(Io, "cannot decode image {}: {e}", path.display()))?
-        .to_rgb8();
-    let (w, h) = (img.width() as usize, img.height() as usize);
-    let hwc = img.into_raw();
-    let mut chw = vec![0u8; hwc.len()];
-    for (p, px) in hwc.chunks_exact(3).enumerate() {
-        for (c, &v) in px.iter().enumerate() {
-            chw[c * h * w + p] = v;
-        }
-    }
-    Tensor::from_vec(chw, [3, h, w])
-}
-
 impl Dataset for ImageFolder {
     fn len(&self) -> usize {
         self.samples.len()
@@ -169,10 +150,6 @@ impl Dataset for ImageFolder {
         let Some((path, label)) = self.samples.get(index) else {
             bail!(Index, "ImageFolder: index {index} is out of range for {} samples", self.samples.len());
         };
-        let mut x = load_rgb(path)?;
-        if let Some(t) = &self.transform {
-            x = t.apply(&x)?;
-        }
-        Ok(Sample::Tuple(vec![x.into(), Sample::Int(*label)]))
+        super::sample(Image::open_rgb(path)?, &self.transform, *label)
     }
 }

@@ -8,7 +8,8 @@
 //! are always read at construction.
 
 use crate::transforms::Transform;
-use pyrite_core::{bail, err, Result, Tensor};
+use crate::Image;
+use pyrite_core::{bail, err, Result};
 use pyrite_data::{Dataset, Sample};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -142,21 +143,18 @@ impl Idx {
         };
         let n = self.rows * self.cols;
         let start = 16 + index * n;
-        let mut x = match &self.pixels {
-            Pixels::Memory(b) => Tensor::from_slice(&b[start..start + n], [1, self.rows, self.cols])?,
+        let pixels = match &self.pixels {
+            Pixels::Memory(b) => b[start..start + n].to_vec(),
             Pixels::File { file, path } => {
                 let mut buf = vec![0u8; n];
                 let mut f = file.lock().map_err(|_| err!(Io, "{}: file lock poisoned", path.display()))?;
                 f.seek(SeekFrom::Start(start as u64))
                     .and_then(|_| f.read_exact(&mut buf))
                     .map_err(|e| err!(Io, "{}: cannot read image {index}: {e}", path.display()))?;
-                Tensor::from_vec(buf, [1, self.rows, self.cols])?
+                buf
             }
         };
-        if let Some(t) = &self.transform {
-            x = t.apply(&x)?;
-        }
-        Ok(Sample::Tuple(vec![x.into(), Sample::Int(label as i64)]))
+        super::sample(Image::new(self.rows, self.cols, 1, pixels)?, &self.transform, label as i64)
     }
 }
 
@@ -230,14 +228,22 @@ macro_rules! idx_dataset {
 }
 
 idx_dataset!(
-    /// The MNIST handwritten digits: each sample is a `[1, 28, 28]` **u8** image (then the
-    /// transform) and its label 0..9. See the module docs for the files read.
+    /// The MNIST handwritten digits: each image is a 28 x 28 [`Image`] of mode `"L"` handed to
+    /// the transform (without one, the sample is its `[1, 28, 28]` u8 tensor), with its label
+    /// 0..9. See the module docs for the files read.
     ///
     /// ```no_run
     /// use pyrite::data::Dataset;
     /// use pyrite::vision::datasets::MNIST;
-    /// let train = MNIST::new("data/MNIST/raw", true)?;
+    /// use pyrite::vision::transforms::{Compose, Normalize, ToTensor};
+    /// // transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.1307,), (0.3081,))])
+    /// let t = Compose(vec![
+    ///     Box::new(ToTensor),
+    ///     Box::new(Normalize { mean: vec![0.1307], std: vec![0.3081], ..Default::default() }),
+    /// ]);
+    /// let train = MNIST::new("data/MNIST/raw", true)?.with_transform(t);
     /// assert_eq!(train.len(), 60000);
+    /// assert_eq!(train.get(0)?.item(0)?.as_tensor()?.dims(), &[1, 28, 28]);
     /// # Ok::<(), pyrite::Error>(())
     /// ```
     MNIST,

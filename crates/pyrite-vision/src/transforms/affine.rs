@@ -4,8 +4,8 @@
 use super::functional::{self as F, InterpolationMode};
 use super::random::uniform;
 use super::range::NumOrRange;
-use super::{transform_generator, Transform};
-use pyrite_core::{bail, Result, Tensor};
+use super::{on_pixels, transform_generator, ImageOrTensor, Transform};
+use pyrite_core::{bail, Result};
 
 /// `RandomRotation` options (torchvision's defaults: nearest, no expansion, about the image
 /// centre, fill 0).
@@ -76,11 +76,13 @@ impl RandomRotation {
 }
 
 impl Transform for RandomRotation {
-    fn apply(&self, img: &Tensor) -> Result<Tensor> {
-        F::get_size(img)?;
-        let angle = self.get_params()?;
-        let o = &self.options;
-        F::rotate(img, angle, o.interpolation, o.expand, o.center, o.fill.as_deref())
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
+        on_pixels(input, "RandomRotation", |img| {
+            F::get_size(img)?;
+            let angle = self.get_params()?;
+            let o = &self.options;
+            F::rotate(img, angle, o.interpolation, o.expand, o.center, o.fill.as_deref())
+        })
     }
 }
 
@@ -228,19 +230,21 @@ impl RandomAffine {
 }
 
 impl Transform for RandomAffine {
-    fn apply(&self, img: &Tensor) -> Result<Tensor> {
-        let (h, w) = F::get_size(img)?;
-        let (angle, (tx, ty), scale, shear) = self.get_params((w, h))?;
-        let o = &self.options;
-        F::affine(
-            img,
-            angle,
-            (tx as f64, ty as f64),
-            scale,
-            shear,
-            o.interpolation,
-            o.fill.as_deref(),
-            o.center,
-        )
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
+        on_pixels(input, "RandomAffine", |img| {
+            let (h, w) = F::get_size(img)?;
+            let (angle, (tx, ty), scale, shear) = self.get_params((w, h))?;
+            let o = &self.options;
+            F::affine(
+                img,
+                angle,
+                (tx as f64, ty as f64),
+                scale,
+                shear,
+                o.interpolation,
+                o.fill.as_deref(),
+                o.center,
+            )
+        })
     }
 }

@@ -3,7 +3,7 @@
 use super::functional as F;
 use super::random::uniform;
 use super::range::NumOrRange;
-use super::{transform_generator, Transform};
+use super::{on_pixels, transform_generator, ImageOrTensor, Transform};
 use pyrite_core::{bail, Result, Tensor};
 
 /// `transforms.ColorJitter(brightness, contrast, saturation, hue)`. Each factor is drawn
@@ -116,19 +116,21 @@ impl ColorJitter {
 }
 
 impl Transform for ColorJitter {
-    fn apply(&self, img: &Tensor) -> Result<Tensor> {
-        F::check_image(img, "ColorJitter")?;
-        let p = self.get_params()?;
-        let mut x = img.clone();
-        for id in p.order {
-            x = match (id, p.brightness, p.contrast, p.saturation, p.hue) {
-                (0, Some(b), ..) => F::adjust_brightness(&x, b)?,
-                (1, _, Some(c), ..) => F::adjust_contrast(&x, c)?,
-                (2, _, _, Some(s), _) => F::adjust_saturation(&x, s)?,
-                (3, .., Some(h)) => F::adjust_hue(&x, h)?,
-                _ => x,
-            };
-        }
-        Ok(x)
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
+        on_pixels(input, "ColorJitter", |img| {
+            F::check_image(img, "ColorJitter")?;
+            let p = self.get_params()?;
+            let mut x = img.clone();
+            for id in p.order {
+                x = match (id, p.brightness, p.contrast, p.saturation, p.hue) {
+                    (0, Some(b), ..) => F::adjust_brightness(&x, b)?,
+                    (1, _, Some(c), ..) => F::adjust_contrast(&x, c)?,
+                    (2, _, _, Some(s), _) => F::adjust_saturation(&x, s)?,
+                    (3, .., Some(h)) => F::adjust_hue(&x, h)?,
+                    _ => x,
+                };
+            }
+            Ok(x)
+        })
     }
 }

@@ -4,7 +4,7 @@
 use super::functional as F;
 use super::geometry::fires;
 use super::random::{randint, uniform};
-use super::{transform_generator, Transform};
+use super::{tensor_only, transform_generator, ImageOrTensor, Transform};
 use pyrite_core::{bail, DType, Result, Tensor};
 
 /// What [`RandomErasing`] writes into the rectangle.
@@ -116,7 +116,14 @@ impl RandomErasing {
 }
 
 impl Transform for RandomErasing {
-    fn apply(&self, img: &Tensor) -> Result<Tensor> {
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
+        let img = tensor_only(input, "RandomErasing")?;
+        self.erase(&img).map(Into::into)
+    }
+}
+
+impl RandomErasing {
+    fn erase(&self, img: &Tensor) -> Result<Tensor> {
         self.check()?;
         F::check_image(img, "RandomErasing")?;
         if !fires(self.p, "RandomErasing")? {

@@ -1,7 +1,10 @@
 //! `torchvision.transforms.v2.functional`: the deterministic kernels behind the transforms, on
 //! tensor images `[..., C, H, W]` (u8 or float). They follow torchvision's tensor kernels: the
-//! same output sizes, crop anchors, padding modes and resampling weights.
+//! same output sizes, crop anchors, padding modes and resampling weights. The conversions
+//! ([`to_tensor`], [`pil_to_tensor`], [`to_pil_image`]) and [`to_grayscale`] take or make an
+//! [`Image`].
 
+use crate::Image;
 use pyrite_core::{bail, DType, Result, Tensor};
 
 mod affine;
@@ -444,16 +447,18 @@ fn is_float(d: DType) -> bool {
     matches!(d, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
 }
 
-/// `F.convert_image_dtype` / `F.to_dtype(img, dtype, scale=True)`: u8 -> float divides by 255
-/// (as `* (1 / 255)`); float -> u8 is `trunc(x * 255.999)` (values outside [0, 1] are clamped to
-/// [0, 255]); float -> float and u8 -> u8 are plain casts.
+/// `F.convert_image_dtype(img, dtype)`: u8 -> float casts then divides by 255 in the target
+/// dtype (torchvision's `image.to(dtype) / 255`, bit for bit; v2's `F.to_dtype(img, dtype,
+/// scale=True)` multiplies by `1 / 255` instead, one ulp off in 126 of the 256 f32 values);
+/// float -> u8 is `trunc(x * 255.999)` (values outside [0, 1] are clamped to [0, 255]);
+/// float -> float and u8 -> u8 are plain casts.
 pub fn convert_image_dtype(img: &Tensor, dtype: DType) -> Result<Tensor> {
     let src = img.dtype();
     if src == dtype {
         return Ok(img.clone());
     }
     match (src, dtype) {
-        (DType::U8, d) if is_float(d) => img.to_dtype(d)?.mul_scalar(1.0 / 255.0),
+        (DType::U8, d) if is_float(d) => img.to_dtype(d)?.div_scalar(255.0),
         (s, DType::U8) if is_float(s) => {
             let v: Vec<u8> = if s == DType::F64 {
                 let v = img.to_vec::<f64>()?;
@@ -517,20 +522,59 @@ pub fn rgb_to_grayscale(img: &Tensor, num_output_channels: usize) -> Result<Tens
     im.tensor(out, num_output_channels, im.h, im.w)
 }
 
-/// `F.to_tensor` for a tensor holding an `[H, W, C]` (or `[H, W]`) image: returns `[C, H, W]`;
-/// u8 is divided by 255 into f32, floats are only permuted.
-pub fn to_tensor(img: &Tensor) -> Result<Tensor> {
-    let x = match img.dims().len() {
-        2 => img.unsqueeze(-1)?,
-        3 => img.clone(),
-        _ => bail!(Shape, "to_tensor: expected an [H, W, C] or [H, W] image, got shape {:?}", img.dims()),
+/// `F.to_tensor(pic)`: the [`Image`]'s `[C, H, W]` f32 tensor in `[0, 1]`
+/// (`img.to(float32).div(255)`, bit for bit).
+pub fn to_tensor(pic: &Image) -> Result<Tensor> {
+    pic.to_chw_u8()?.to_dtype(DType::F32)?.div_scalar(255.0)
+}
+
+/// `F.pil_to_tensor(pic)`: the [`Image`]'s `[C, H, W]` u8 tensor.
+pub fn pil_to_tensor(pic: &Image) -> Result<Tensor> {
+    pic.to_chw_u8()
+}
+
+/// `F.to_pil_image(pic)` (mode inferred): a `[C, H, W]` or `[H, W]` tensor of 1, 3 or 4
+/// channels as an [`Image`] (`"L"`, `"RGB"`, `"RGBA"`). u8 is taken as is; a float tensor is
+/// `pic.mul(255).byte()` (truncated; out-of-range values saturate).
+pub fn to_pil_image(pic: &Tensor) -> Result<Image> {
+    let x = match pic.dims().len() {
+        2 => pic.unsqueeze(0)?,
+        3 => pic.clone(),
+        n => bail!(Value, "to_pil_image: pic should be 2/3 dimensional. Got {n} dimensions."),
     };
-    let x = x.permute(&[2, 0, 1])?.contiguous()?;
-    match x.dtype() {
-        DType::U8 => x.to_dtype(DType::F32)?.div_scalar(255.0),
-        d if is_float(d) => Ok(x),
-        d => bail!(DType, "to_tensor: expected a u8 or float image, got {d:?}"),
+    let c = x.dims()[0];
+    if c > 4 {
+        bail!(Value, "to_pil_image: pic should not have > 4 channels. Got {c} channels.");
     }
+    if !matches!(c, 1 | 3 | 4) {
+        bail!(Value, "to_pil_image: only 1 (L), 3 (RGB) and 4 (RGBA) channels are supported, got {c}");
+    }
+    let x = match x.dtype() {
+        DType::U8 => x,
+        d if is_float(d) => x.mul_scalar(255.0)?.to_dtype(DType::U8)?,
+        d => bail!(DType, "to_pil_image: expected a u8 or float tensor, got {d:?}"),
+    };
+    Image::from_chw_u8(&x, "to_pil_image")
+}
+
+/// `F.to_grayscale(img, num_output_channels)` on an [`Image`]: PIL's `convert("L")`, the
+/// ITU-R 601-2 luma `(19595 R + 38470 G + 7471 B + 32768) >> 16` (alpha ignored), repeated to
+/// 3 channels (mode `"RGB"`) when `num_output_channels` is 3.
+pub fn to_grayscale(img: &Image, num_output_channels: usize) -> Result<Image> {
+    if num_output_channels != 1 && num_output_channels != 3 {
+        bail!(Value, "to_grayscale: num_output_channels should be either 1 or 3, got {num_output_channels}");
+    }
+    let c = img.channels();
+    let luma: Vec<u8> = if c == 1 {
+        img.as_raw().to_vec()
+    } else {
+        img.as_raw()
+            .chunks_exact(c)
+            .map(|p| ((p[0] as u32 * 19595 + p[1] as u32 * 38470 + p[2] as u32 * 7471 + 0x8000) >> 16) as u8)
+            .collect()
+    };
+    let data = if num_output_channels == 1 { luma } else { luma.iter().flat_map(|&v| [v, v, v]).collect() };
+    Image::new(img.height(), img.width(), num_output_channels, data)
 }
 
 /// `F.gaussian_blur(img, [kh, kw], [sigma_y, sigma_x])`: separable Gaussian kernel (odd sizes),

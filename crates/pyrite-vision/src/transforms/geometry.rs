@@ -3,8 +3,8 @@
 
 use super::functional::{self as F, InterpolationMode, PaddingMode, Size};
 use super::random::{randint, uniform};
-use super::{transform_generator, Transform};
-use pyrite_core::{bail, Result, Tensor};
+use super::{on_pixels, transform_generator, ImageOrTensor, Transform};
+use pyrite_core::{bail, Result};
 
 /// `Resize` options (torchvision's defaults: bilinear, no `max_size`, antialias on).
 #[derive(Clone, Debug)]
@@ -46,9 +46,11 @@ impl Resize {
 }
 
 impl Transform for Resize {
-    fn apply(&self, img: &Tensor) -> Result<Tensor> {
-        let o = &self.options;
-        F::resize(img, self.size, o.interpolation, o.max_size, o.antialias)
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
+        on_pixels(input, "Resize", |img| {
+            let o = &self.options;
+            F::resize(img, self.size, o.interpolation, o.max_size, o.antialias)
+        })
     }
 }
 
@@ -69,8 +71,8 @@ impl CenterCrop {
 }
 
 impl Transform for CenterCrop {
-    fn apply(&self, img: &Tensor) -> Result<Tensor> {
-        F::center_crop(img, self.0)
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
+        on_pixels(input, "CenterCrop", |img| F::center_crop(img, self.0))
     }
 }
 
@@ -91,8 +93,8 @@ pub struct Pad {
 }
 
 impl Transform for Pad {
-    fn apply(&self, img: &Tensor) -> Result<Tensor> {
-        F::pad(img, &self.padding, self.fill, self.padding_mode)
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
+        on_pixels(input, "Pad", |img| F::pad(img, &self.padding, self.fill, self.padding_mode))
     }
 }
 
@@ -134,44 +136,49 @@ impl RandomCrop {
 }
 
 impl Transform for RandomCrop {
-    fn apply(&self, img: &Tensor) -> Result<Tensor> {
-        let (mut ph, mut pw) = F::get_size(img)?;
-        let o = &self.options;
-        let [mut l, mut t, mut r, mut b] = match &o.padding {
-            Some(p) => F::parse_padding(p, "RandomCrop")?,
-            None => [0; 4],
-        };
-        ph += t + b;
-        pw += l + r;
-        let (ch, cw) = self.size.pair();
-        if o.pad_if_needed {
-            if ph < ch {
-                let d = ch - ph;
-                t += d;
-                b += d;
-                ph += 2 * d;
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
+        on_pixels(input, "RandomCrop", |img| {
+            let (mut ph, mut pw) = F::get_size(img)?;
+            let o = &self.options;
+            let [mut l, mut t, mut r, mut b] = match &o.padding {
+                Some(p) => F::parse_padding(p, "RandomCrop")?,
+                None => [0; 4],
+            };
+            ph += t + b;
+            pw += l + r;
+            let (ch, cw) = self.size.pair();
+            if o.pad_if_needed {
+                if ph < ch {
+                    let d = ch - ph;
+                    t += d;
+                    b += d;
+                    ph += 2 * d;
+                }
+                if pw < cw {
+                    let d = cw - pw;
+                    l += d;
+                    r += d;
+                    pw += 2 * d;
+                }
             }
-            if pw < cw {
-                let d = cw - pw;
-                l += d;
-                r += d;
-                pw += 2 * d;
+            if ph < ch || pw < cw {
+                bail!(
+                    Value,
+                    "RandomCrop: Required crop size ({ch}, {cw}) is larger than {}input image size ({ph}, {pw})",
+                    if o.padding.is_some() { "padded " } else { "" }
+                );
             }
-        }
-        if ph < ch || pw < cw {
-            bail!(
-                Value,
-                "RandomCrop: Required crop size ({ch}, {cw}) is larger than {}input image size ({ph}, {pw})",
-                if o.padding.is_some() { "padded " } else { "" }
-            );
-        }
-        let g = transform_generator();
-        let gen = g.as_deref();
-        let top = if ph > ch { randint(gen, 0, (ph - ch + 1) as i64)? } else { 0 };
-        let left = if pw > cw { randint(gen, 0, (pw - cw + 1) as i64)? } else { 0 };
-        let padded =
-            if l + t + r + b > 0 { F::pad(img, &[l, t, r, b], o.fill, o.padding_mode)? } else { img.clone() };
-        F::crop(&padded, top, left, ch, cw)
+            let g = transform_generator();
+            let gen = g.as_deref();
+            let top = if ph > ch { randint(gen, 0, (ph - ch + 1) as i64)? } else { 0 };
+            let left = if pw > cw { randint(gen, 0, (pw - cw + 1) as i64)? } else { 0 };
+            let padded = if l + t + r + b > 0 {
+                F::pad(img, &[l, t, r, b], o.fill, o.padding_mode)?
+            } else {
+                img.clone()
+            };
+            F::crop(&padded, top, left, ch, cw)
+        })
     }
 }
 
@@ -217,24 +224,28 @@ pub(crate) fn fires(p: f64, what: &str) -> Result<bool> {
 }
 
 impl Transform for RandomHorizontalFlip {
-    fn apply(&self, img: &Tensor) -> Result<Tensor> {
-        F::check_image(img, "RandomHorizontalFlip")?;
-        if fires(self.0, "RandomHorizontalFlip")? {
-            F::hflip(img)
-        } else {
-            Ok(img.clone())
-        }
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
+        on_pixels(input, "RandomHorizontalFlip", |img| {
+            F::check_image(img, "RandomHorizontalFlip")?;
+            if fires(self.0, "RandomHorizontalFlip")? {
+                F::hflip(img)
+            } else {
+                Ok(img.clone())
+            }
+        })
     }
 }
 
 impl Transform for RandomVerticalFlip {
-    fn apply(&self, img: &Tensor) -> Result<Tensor> {
-        F::check_image(img, "RandomVerticalFlip")?;
-        if fires(self.0, "RandomVerticalFlip")? {
-            F::vflip(img)
-        } else {
-            Ok(img.clone())
-        }
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
+        on_pixels(input, "RandomVerticalFlip", |img| {
+            F::check_image(img, "RandomVerticalFlip")?;
+            if fires(self.0, "RandomVerticalFlip")? {
+                F::vflip(img)
+            } else {
+                Ok(img.clone())
+            }
+        })
     }
 }
 
@@ -317,22 +328,24 @@ impl RandomResizedCrop {
 }
 
 impl Transform for RandomResizedCrop {
-    fn apply(&self, img: &Tensor) -> Result<Tensor> {
-        let (h, w) = F::get_size(img)?;
-        if h == 0 || w == 0 {
-            bail!(Value, "RandomResizedCrop: cannot crop an empty image of size ({h}, {w})");
-        }
-        let (top, left, ch, cw) = self.get_params((h, w))?;
-        let o = &self.options;
-        F::resized_crop(
-            img,
-            top,
-            left,
-            ch,
-            cw,
-            Size::Exact(self.size.pair().0, self.size.pair().1),
-            o.interpolation,
-            o.antialias,
-        )
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
+        on_pixels(input, "RandomResizedCrop", |img| {
+            let (h, w) = F::get_size(img)?;
+            if h == 0 || w == 0 {
+                bail!(Value, "RandomResizedCrop: cannot crop an empty image of size ({h}, {w})");
+            }
+            let (top, left, ch, cw) = self.get_params((h, w))?;
+            let o = &self.options;
+            F::resized_crop(
+                img,
+                top,
+                left,
+                ch,
+                cw,
+                Size::Exact(self.size.pair().0, self.size.pair().1),
+                o.interpolation,
+                o.antialias,
+            )
+        })
     }
 }

@@ -1,33 +1,94 @@
-//! Conversion, colour and container transforms: `ToTensor`, `ConvertImageDtype`, `Normalize`,
+//! Conversion, colour and container transforms: `ToTensor`, `PILToTensor`, `ToPILImage`,
+//! `ConvertImageDtype`, `Normalize`,
 //! `Grayscale`, `GaussianBlur`, `Lambda`, `RandomApply`, `RandomChoice`.
 
 use super::functional as F;
 use super::geometry::fires;
 use super::random::uniform;
-use super::{transform_generator, Transform};
+use super::{on_pixels, tensor_only, transform_generator, ImageOrTensor, Transform};
+use crate::Image;
 use pyrite_core::{bail, DType, Result, Tensor};
 
-/// `transforms.ToTensor()` for a tensor holding an `[H, W, C]` image: `[C, H, W]`, u8 scaled
-/// to f32 in `[0, 1]`.
+/// `transforms.ToTensor()`: an [`Image`] (`[H, W, C]` u8, a PIL image) becomes a `[C, H, W]`
+/// f32 tensor in `[0, 1]` (each byte divided by 255, bit for bit as torchvision).
+///
+/// A tensor is refused, as torchvision refuses one (`TypeError: pic should be PIL Image or
+/// ndarray`): a tensor image is already `[C, H, W]` and is never permuted; scale a u8 one with
+/// [`ConvertImageDtype`]`(DType::F32)`. An `[H, W, C]` array (torchvision's ndarray input)
+/// becomes an image with [`Image::from_hwc_tensor`].
 ///
 /// ```
 /// use pyrite::vision::transforms::{ToTensor, Transform};
-/// let hwc = pyrite::Tensor::from_vec(vec![0u8, 255, 51, 102], [2, 1, 2]).unwrap();
-/// let chw = ToTensor.apply(&hwc).unwrap();
-/// assert_eq!(chw.dims(), &[2, 2, 1]);
-/// assert_eq!(chw.to_vec::<f32>().unwrap(), vec![0.0, 0.2, 1.0, 0.4]);
+/// use pyrite::vision::Image;
+/// let img = Image::new(2, 1, 3, vec![0, 255, 51, 102, 0, 255])?;
+/// let chw = ToTensor.forward(img.into())?.into_tensor()?;
+/// assert_eq!(chw.dims(), &[3, 2, 1]);
+/// assert_eq!(chw.to_vec::<f32>()?, vec![0.0, 0.4, 1.0, 0.0, 0.2, 1.0]);
+/// let already_chw = pyrite::Tensor::zeros([1, 28, 28], pyrite::DType::U8)?;
+/// assert!(ToTensor.apply(&already_chw).is_err());
+/// # Ok::<(), pyrite::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ToTensor;
 
 impl Transform for ToTensor {
-    fn apply(&self, img: &Tensor) -> Result<Tensor> {
-        F::to_tensor(img)
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
+        F::to_tensor(&pic(input, "ToTensor", "ConvertImageDtype(DType::F32) scales a u8 one to [0, 1]")?)
+            .map(Into::into)
     }
 }
 
-/// `transforms.ConvertImageDtype(dtype)` (v2 `ToDtype(dtype, scale=True)`): u8 -> float
-/// divides by 255, float -> u8 multiplies by 255.999 and truncates.
+/// `transforms.PILToTensor()`: an [`Image`] becomes its `[C, H, W]` u8 tensor (no scaling). A
+/// tensor is refused, as by [`ToTensor`].
+///
+/// ```
+/// use pyrite::vision::transforms::{PILToTensor, Transform};
+/// use pyrite::vision::Image;
+/// let img = Image::new(1, 2, 3, vec![1, 2, 3, 4, 5, 6])?;
+/// let chw = PILToTensor.forward(img.into())?.into_tensor()?;
+/// assert_eq!((chw.dims(), chw.to_vec::<u8>()?), (&[3, 1, 2][..], vec![1, 4, 2, 5, 3, 6]));
+/// # Ok::<(), pyrite::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PILToTensor;
+
+impl Transform for PILToTensor {
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
+        F::pil_to_tensor(&pic(input, "PILToTensor", "it is already the [C, H, W] tensor PILToTensor makes")?)
+            .map(Into::into)
+    }
+}
+
+/// The image of a `ToTensor`-like transform's input, or torchvision's error for a tensor.
+fn pic(input: ImageOrTensor, what: &str, hint: &str) -> Result<Image> {
+    match input {
+        ImageOrTensor::Image(img) => Ok(img),
+        ImageOrTensor::Tensor(t) => bail!(
+            Value,
+            "{what}: pic should be an Image (a PIL image), got a tensor of shape {:?} ({:?}). A tensor image is [C, H, W] and is never permuted: {hint}; an [H, W, C] array becomes an Image with Image::from_hwc_tensor",
+            t.dims(),
+            t.dtype()
+        ),
+    }
+}
+
+/// `transforms.ToPILImage()` (mode inferred): a `[C, H, W]` (or `[H, W]`) tensor of 1, 3 or 4
+/// channels becomes an [`Image`] (`"L"`, `"RGB"`, `"RGBA"`); a float one is `x * 255`
+/// truncated to u8, as torchvision's `pic.mul(255).byte()`. An image is passed through.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ToPILImage;
+
+impl Transform for ToPILImage {
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
+        match input {
+            ImageOrTensor::Image(img) => Ok(img.into()),
+            ImageOrTensor::Tensor(t) => F::to_pil_image(&t).map(Into::into),
+        }
+    }
+}
+
+/// `transforms.ConvertImageDtype(dtype)`: u8 -> float divides by 255 (bit for bit), float ->
+/// u8 multiplies by 255.999 and truncates (see [`F::convert_image_dtype`]). Tensors only.
 ///
 /// ```
 /// use pyrite::vision::transforms::{ConvertImageDtype, Transform};
@@ -40,14 +101,15 @@ impl Transform for ToTensor {
 pub struct ConvertImageDtype(pub DType);
 
 impl Transform for ConvertImageDtype {
-    fn apply(&self, img: &Tensor) -> Result<Tensor> {
-        F::check_image(img, "ConvertImageDtype")?;
-        F::convert_image_dtype(img, self.0)
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
+        let img = tensor_only(input, "ConvertImageDtype")?;
+        F::check_image(&img, "ConvertImageDtype")?;
+        F::convert_image_dtype(&img, self.0).map(Into::into)
     }
 }
 
 /// `transforms.Normalize(mean, std, inplace=False)`: `(img - mean) / std` per channel, on
-/// float images. With `inplace` the input tensor is overwritten too.
+/// float tensor images. With `inplace` the input tensor is overwritten too.
 ///
 /// ```
 /// use pyrite::vision::transforms::{Normalize, Transform};
@@ -63,17 +125,19 @@ pub struct Normalize {
 }
 
 impl Transform for Normalize {
-    fn apply(&self, img: &Tensor) -> Result<Tensor> {
-        let out = F::normalize(img, &self.mean, &self.std)?;
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
+        let img = tensor_only(input, "Normalize")?;
+        let out = F::normalize(&img, &self.mean, &self.std)?;
         if self.inplace {
             img.copy_(&out)?;
-            return Ok(img.clone());
+            return Ok(img.into());
         }
-        Ok(out)
+        Ok(out.into())
     }
 }
 
-/// `transforms.Grayscale(num_output_channels=1)`.
+/// `transforms.Grayscale(num_output_channels=1)`: on a tensor `F.rgb_to_grayscale`, on an
+/// [`Image`] PIL's `convert("L")` ([`F::to_grayscale`]).
 ///
 /// ```
 /// use pyrite::vision::transforms::{Grayscale, Transform};
@@ -93,8 +157,11 @@ impl Default for Grayscale {
 }
 
 impl Transform for Grayscale {
-    fn apply(&self, img: &Tensor) -> Result<Tensor> {
-        F::rgb_to_grayscale(img, self.num_output_channels)
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
+        match input {
+            ImageOrTensor::Image(img) => F::to_grayscale(&img, self.num_output_channels).map(Into::into),
+            ImageOrTensor::Tensor(t) => F::rgb_to_grayscale(&t, self.num_output_channels).map(Into::into),
+        }
     }
 }
 
@@ -122,7 +189,13 @@ impl Default for GaussianBlur {
 }
 
 impl Transform for GaussianBlur {
-    fn apply(&self, img: &Tensor) -> Result<Tensor> {
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
+        on_pixels(input, "GaussianBlur", |img| self.blur(img))
+    }
+}
+
+impl GaussianBlur {
+    fn blur(&self, img: &Tensor) -> Result<Tensor> {
         let (a, b) = self.sigma;
         if a <= 0.0 || a > b {
             bail!(
@@ -137,7 +210,8 @@ impl Transform for GaussianBlur {
     }
 }
 
-/// `transforms.Lambda(f)`: a user function as a transform.
+/// `transforms.Lambda(f)`: a user function of a tensor image as a transform (an [`Image`] is
+/// refused; a closure `Fn(&Tensor) -> Result<Tensor>` is a transform too).
 ///
 /// ```
 /// use pyrite::vision::transforms::{Lambda, Transform};
@@ -157,8 +231,8 @@ impl Lambda {
 }
 
 impl Transform for Lambda {
-    fn apply(&self, img: &Tensor) -> Result<Tensor> {
-        (self.0)(img)
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
+        (self.0)(&tensor_only(input, "Lambda")?).map(Into::into)
     }
 }
 
@@ -176,13 +250,13 @@ impl RandomApply {
 }
 
 impl Transform for RandomApply {
-    fn apply(&self, img: &Tensor) -> Result<Tensor> {
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
         if !fires(self.p, "RandomApply")? {
-            return Ok(img.clone());
+            return Ok(input);
         }
-        let mut x = img.clone();
+        let mut x = input;
         for t in &self.transforms {
-            x = t.apply(&x)?;
+            x = t.forward(x)?;
         }
         Ok(x)
     }
@@ -202,7 +276,7 @@ impl RandomChoice {
 }
 
 impl Transform for RandomChoice {
-    fn apply(&self, img: &Tensor) -> Result<Tensor> {
+    fn forward(&self, input: ImageOrTensor) -> Result<ImageOrTensor> {
         let n = self.transforms.len();
         if n == 0 {
             bail!(Value, "RandomChoice: needs at least one transform");
@@ -223,6 +297,6 @@ impl Transform for RandomChoice {
                 break;
             }
         }
-        self.transforms[pick].apply(img)
+        self.transforms[pick].forward(input)
     }
 }
