@@ -11,9 +11,62 @@
 //! assert!(w.abs()?.max()?.item::<f32>()? <= bound);
 //! # Ok::<(), pyrite::Error>(())
 //! ```
+//!
+//! [`no_init_weights`] turns every function here into a no-op on the current thread while its
+//! guard lives, for building a model whose weights a checkpoint is about to overwrite.
 
 use pyrite_core::autograd::no_grad;
 use pyrite_core::{bail, DType, Generator, Result, Tensor};
+use std::cell::Cell;
+use std::marker::PhantomData;
+
+thread_local! {
+    static SKIP_DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+/// While it lives, every initialiser of this module (`uniform_`, `normal_`, `constant_`,
+/// `zeros_`, `kaiming_uniform_`, ...) does nothing on this thread: Hugging Face's
+/// `no_init_weights()` context manager (PyTorch's `torch.nn.utils.skip_init` builds on the
+/// meta device for the same purpose). Layers built meanwhile keep the unspecified contents
+/// of [`Tensor::empty`] (or what they fill without this module, such as `LayerNorm`'s ones
+/// and zeros) until something overwrites them, typically `load_state_dict`. Guards nest;
+/// dropping the last one turns initialisation back on.
+///
+/// ```
+/// use pyrite::nn::{init, Linear, Module};
+/// use pyrite::{DType, Tensor};
+/// pyrite::manual_seed(7);
+/// let fc = {
+///     let _skip = init::no_init_weights();
+///     Linear::new(4, 2)? // no random draws: the weights are left for the checkpoint
+/// };
+/// let next = Tensor::randn([3], DType::F32)?;
+/// pyrite::manual_seed(7);
+/// assert_eq!(next.to_vec::<f32>()?, Tensor::randn([3], DType::F32)?.to_vec::<f32>()?);
+/// fc.load_state_dict(&Linear::new(4, 2)?.state_dict()?, true)?;
+/// # Ok::<(), pyrite::Error>(())
+/// ```
+#[must_use = "initialisation is skipped only while the guard lives"]
+pub struct NoInitWeights {
+    _not_send: PhantomData<*const ()>,
+}
+
+/// Starts skipping initialisation on this thread (see [`NoInitWeights`]).
+pub fn no_init_weights() -> NoInitWeights {
+    SKIP_DEPTH.with(|d| d.set(d.get() + 1));
+    NoInitWeights { _not_send: PhantomData }
+}
+
+impl Drop for NoInitWeights {
+    fn drop(&mut self) {
+        SKIP_DEPTH.with(|d| d.set(d.get() - 1));
+    }
+}
+
+/// Whether a [`no_init_weights`] guard is alive on this thread.
+pub fn init_weights_skipped() -> bool {
+    SKIP_DEPTH.with(|d| d.get() > 0)
+}
 
 /// The non-linearity a gain is computed for (`nonlinearity=` of `calculate_gain`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -77,18 +130,27 @@ fn fan(t: &Tensor, mode: FanMode) -> Result<usize> {
 
 /// `uniform_(t, a, b)`.
 pub fn uniform_(t: &Tensor, a: f64, b: f64, gen: Option<&Generator>) -> Result<()> {
+    if init_weights_skipped() {
+        return Ok(());
+    }
     let _g = no_grad();
     t.uniform_(a, b, gen).map(drop)
 }
 
 /// `normal_(t, mean, std)`.
 pub fn normal_(t: &Tensor, mean: f64, std: f64, gen: Option<&Generator>) -> Result<()> {
+    if init_weights_skipped() {
+        return Ok(());
+    }
     let _g = no_grad();
     t.normal_(mean, std, gen).map(drop)
 }
 
 /// `constant_(t, val)`.
 pub fn constant_(t: &Tensor, val: f64) -> Result<()> {
+    if init_weights_skipped() {
+        return Ok(());
+    }
     let _g = no_grad();
     t.fill_(val).map(drop)
 }
@@ -105,6 +167,9 @@ pub fn zeros_(t: &Tensor) -> Result<()> {
 
 /// `eye_(t)`: the identity in a 2-D tensor.
 pub fn eye_(t: &Tensor) -> Result<()> {
+    if init_weights_skipped() {
+        return Ok(());
+    }
     if t.rank() != 2 {
         bail!(Value, "Only tensors with 2 dimensions are supported");
     }
@@ -116,6 +181,9 @@ pub fn eye_(t: &Tensor) -> Result<()> {
 /// `dirac_(t, groups)`: a convolution weight `[out, in, *k]` that passes each of the first
 /// `min(out/groups, in)` input channels of each group through unchanged.
 pub fn dirac_(t: &Tensor, groups: usize) -> Result<()> {
+    if init_weights_skipped() {
+        return Ok(());
+    }
     let d = t.rank();
     if !(3..=5).contains(&d) {
         bail!(Value, "Only tensors with 3, 4, or 5 dimensions are supported");
@@ -142,6 +210,9 @@ pub fn dirac_(t: &Tensor, groups: usize) -> Result<()> {
 
 /// `xavier_uniform_(t, gain)`: `U(-a, a)` with `a = gain * sqrt(6 / (fan_in + fan_out))`.
 pub fn xavier_uniform_(t: &Tensor, gain: f64, gen: Option<&Generator>) -> Result<()> {
+    if init_weights_skipped() {
+        return Ok(());
+    }
     let (fi, fo) = calculate_fan_in_and_fan_out(t)?;
     let a = gain * (6.0 / (fi + fo) as f64).sqrt();
     uniform_(t, -a, a, gen)
@@ -149,6 +220,9 @@ pub fn xavier_uniform_(t: &Tensor, gain: f64, gen: Option<&Generator>) -> Result
 
 /// `xavier_normal_(t, gain)`: `N(0, std)` with `std = gain * sqrt(2 / (fan_in + fan_out))`.
 pub fn xavier_normal_(t: &Tensor, gain: f64, gen: Option<&Generator>) -> Result<()> {
+    if init_weights_skipped() {
+        return Ok(());
+    }
     let (fi, fo) = calculate_fan_in_and_fan_out(t)?;
     normal_(t, 0.0, gain * (2.0 / (fi + fo) as f64).sqrt(), gen)
 }
@@ -162,6 +236,9 @@ pub fn kaiming_uniform_(
     nonlinearity: Nonlinearity,
     gen: Option<&Generator>,
 ) -> Result<()> {
+    if init_weights_skipped() {
+        return Ok(());
+    }
     if t.numel() == 0 {
         return Ok(()); // PyTorch warns "Initializing zero-element tensors is a no-op"
     }
@@ -178,6 +255,9 @@ pub fn kaiming_normal_(
     nonlinearity: Nonlinearity,
     gen: Option<&Generator>,
 ) -> Result<()> {
+    if init_weights_skipped() {
+        return Ok(());
+    }
     if t.numel() == 0 {
         return Ok(());
     }
@@ -188,6 +268,9 @@ pub fn kaiming_normal_(
 /// `trunc_normal_(t, mean, std, a, b)`: normal values redrawn into `[a, b]`, by the inverse
 /// CDF as PyTorch does.
 pub fn trunc_normal_(t: &Tensor, mean: f64, std: f64, a: f64, b: f64, gen: Option<&Generator>) -> Result<()> {
+    if init_weights_skipped() {
+        return Ok(());
+    }
     let cdf = |x: f64| (1.0 + libm_erf(x / 2f64.sqrt())) / 2.0;
     let (l, u) = (cdf((a - mean) / std), cdf((b - mean) / std));
     let _g = no_grad();
@@ -206,6 +289,9 @@ fn libm_erf(x: f64) -> f64 {
 /// `orthogonal_(t, gain)`: a (semi-)orthogonal matrix (rows x prod(other dims)), from the QR
 /// decomposition of a normal matrix with the signs of R's diagonal, as PyTorch does.
 pub fn orthogonal_(t: &Tensor, gain: f64, gen: Option<&Generator>) -> Result<()> {
+    if init_weights_skipped() {
+        return Ok(());
+    }
     if t.rank() < 2 {
         bail!(Value, "Only tensors with 2 or more dimensions are supported");
     }
@@ -250,6 +336,9 @@ pub fn orthogonal_(t: &Tensor, gain: f64, gen: Option<&Generator>) -> Result<()>
 /// `sparse_(t, sparsity, std)`: a 2-D tensor with `N(0, std)` entries and, in each column, a
 /// fraction `sparsity` of zeros.
 pub fn sparse_(t: &Tensor, sparsity: f64, std: f64, gen: Option<&Generator>) -> Result<()> {
+    if init_weights_skipped() {
+        return Ok(());
+    }
     if t.rank() != 2 {
         bail!(Value, "Only tensors with 2 dimensions are supported");
     }

@@ -5,12 +5,16 @@
 //!
 //! - [`bert`]: [`BertConfig`] (from `config.json`), [`BertModel`] (a [`pyrite_nn::Module`]
 //!   whose parameter names are Hugging Face's, so checkpoints map one to one) and
-//!   [`BertModel::from_pretrained`] (a Hugging Face folder with `model.safetensors`).
+//!   [`BertModel::from_pretrained`] (a Hugging Face folder with `model.safetensors` or
+//!   `pytorch_model.bin`, or their shards).
 //! - [`tokenization`] (feature `tokenizers`, on by default): [`AutoTokenizer`] reads
 //!   `tokenizer.json` with the `tokenizers` crate and returns padded `input_ids`,
 //!   `token_type_ids` and `attention_mask` tensors.
 //! - [`pooling`]: sentence embeddings as sentence-transformers makes them ([`mean_pooling`],
 //!   [`normalize`]).
+//! - [`sentence_transformers`] (feature `tokenizers`): [`SentenceTransformer`] reads a
+//!   sentence-transformers folder (`modules.json`, `sentence_bert_config.json`, the pooling
+//!   config) and encodes sentences as `SentenceTransformer.encode` does.
 //! - [`activations`]: the `hidden_act` names of a config.
 //!
 //! A tiny BERT with random weights, run on a batch of ids with padding:
@@ -58,11 +62,15 @@ mod args;
 pub mod bert;
 pub mod pooling;
 #[cfg(feature = "tokenizers")]
+pub mod sentence_transformers;
+#[cfg(feature = "tokenizers")]
 pub mod tokenization;
 
 pub use activations::HiddenAct;
 pub use bert::{BertConfig, BertInputs, BertModel, BertModelOutput, FromPretrainedOptions, LoadingInfo};
 pub use pooling::{cls_pooling, max_pooling, mean_pooling, normalize};
+#[cfg(feature = "tokenizers")]
+pub use sentence_transformers::{PoolingMode, SentenceTransformer};
 #[cfg(feature = "tokenizers")]
 pub use tokenization::{
     AutoTokenizer, BatchEncoding, BertTokenizerFast, Padding, PaddingSide, TokenizerOptions,

@@ -18,9 +18,12 @@
 
 use crate::bert::BertInputs;
 use pyrite_core::{bail, err, Result, Tensor};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use tokenizers::{
-    EncodeInput, Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy,
+    EncodeInput, Encoding, PostProcessor, Tokenizer, TruncationDirection, TruncationParams,
+    TruncationStrategy,
 };
 
 /// `padding=` of a tokenizer call.
@@ -94,13 +97,54 @@ impl BatchEncoding {
 
 /// A fast tokenizer from `tokenizer.json` with the settings of `tokenizer_config.json`
 /// (`AutoTokenizer.from_pretrained(folder)` for a model with a fast tokenizer).
-#[derive(Clone)]
+///
+/// Every call into the `tokenizers` crate is guarded: a malformed `tokenizer.json` that makes
+/// it panic gives an error instead (the panic message is still printed by the panic hook).
 pub struct AutoTokenizer {
     inner: Tokenizer,
     pad_token: Option<String>,
     pad_token_id: Option<u32>,
     padding_side: PaddingSide,
     model_max_length: Option<usize>,
+    /// A copy of `inner` truncating to the given length: truncation is a setting of the
+    /// `tokenizers` tokenizer, and copying it (its vocabulary) costs more than a call, so the
+    /// copy for the last length asked is kept.
+    truncating: Mutex<Option<(usize, Arc<Tokenizer>)>>,
+}
+
+impl Clone for AutoTokenizer {
+    fn clone(&self) -> Self {
+        AutoTokenizer {
+            inner: self.inner.clone(),
+            pad_token: self.pad_token.clone(),
+            pad_token_id: self.pad_token_id,
+            padding_side: self.padding_side,
+            model_max_length: self.model_max_length,
+            truncating: Mutex::new(self.truncating.lock().map(|c| c.clone()).unwrap_or(None)),
+        }
+    }
+}
+
+/// `transformers`' `LARGE_INTEGER`: a `model_max_length` above it means "no limit".
+const LARGE_INTEGER: f64 = 1e20;
+
+/// Runs a call into the `tokenizers` crate, turning its errors and its panics into errors.
+fn guarded<T, E: std::fmt::Display>(what: &str, f: impl FnOnce() -> std::result::Result<T, E>) -> Result<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(tok_err(what, e)),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            Err(err!(
+                Value,
+                "tokenizer: {what}: the tokenizers library panicked ({msg}); the tokenizer.json is probably malformed"
+            ))
+        }
+    }
 }
 
 /// BERT's tokenizer is the generic one reading BERT's `tokenizer.json`.
@@ -139,19 +183,28 @@ impl AutoTokenizer {
     /// the file's padding settings name one), and there is no `model_max_length`.
     pub fn from_file(path: impl AsRef<Path>) -> Result<AutoTokenizer> {
         let path = path.as_ref();
-        let mut inner =
-            Tokenizer::from_file(path).map_err(|e| tok_err(&format!("reading {}", path.display()), e))?;
+        let what = format!("reading {}", path.display());
+        let mut inner = guarded(&what, || Tokenizer::from_file(path))?;
         let from_file_padding = inner.get_padding().map(|p| p.pad_token.clone());
         // A call sets padding and truncation itself, as `transformers` does: the file's own
         // settings are switched off.
         inner.with_padding(None);
-        inner.with_truncation(None).map_err(|e| tok_err("clearing truncation", e))?;
+        guarded("clearing truncation", || inner.with_truncation(None).map(drop))?;
+        // A file can parse and still make every call panic (a post-processor naming ids that
+        // are not there, for example): one call on a short text tells at load time.
+        guarded(&format!("{} fails on a test sentence", path.display()), || {
+            let single = inner.encode("a b", true)?;
+            let pair = inner.encode(("a", "b"), true)?;
+            inner.decode(single.get_ids(), true)?;
+            inner.decode(pair.get_ids(), false)
+        })?;
         let mut t = AutoTokenizer {
             inner,
             pad_token: None,
             pad_token_id: None,
             padding_side: PaddingSide::Right,
             model_max_length: None,
+            truncating: Mutex::new(None),
         };
         let pad =
             from_file_padding.filter(|p| t.inner.token_to_id(p).is_some()).unwrap_or_else(|| "[PAD]".into());
@@ -177,9 +230,10 @@ impl AutoTokenizer {
                 bail!(Value, "AutoTokenizer: padding_side should be \"right\" or \"left\", got \"{other}\"")
             }
         }
-        // `transformers` writes a huge number (int(1e30)) for "no limit".
+        // `transformers` writes a huge number (int(1e30)) for "no limit", and takes anything
+        // above `LARGE_INTEGER` (1e20) so.
         if let Some(n) = cfg.get("model_max_length").and_then(|v| v.as_f64()) {
-            self.model_max_length = (1.0..1e15).contains(&n).then_some(n as usize);
+            self.model_max_length = (1.0..=LARGE_INTEGER).contains(&n).then_some(n as usize);
         }
         Ok(())
     }
@@ -233,13 +287,13 @@ impl AutoTokenizer {
 
     /// `tokenizer.tokenize(text)`: the tokens, without special tokens.
     pub fn tokenize(&self, text: &str) -> Result<Vec<String>> {
-        let enc = self.inner.encode(text, false).map_err(|e| tok_err("encode", e))?;
+        let enc = guarded("encode", || self.inner.encode(text, false))?;
         Ok(enc.get_tokens().to_vec())
     }
 
     /// `tokenizer.encode(text)`: the ids, with special tokens.
     pub fn encode(&self, text: &str) -> Result<Vec<i64>> {
-        let enc = self.inner.encode(text, true).map_err(|e| tok_err("encode", e))?;
+        let enc = guarded("encode", || self.inner.encode(text, true))?;
         Ok(enc.get_ids().iter().map(|&i| i as i64).collect())
     }
 
@@ -254,7 +308,7 @@ impl AutoTokenizer {
             .iter()
             .map(|&i| u32::try_from(i).map_err(|_| err!(Value, "tokenizer: decode: id {i} is out of range")))
             .collect::<Result<Vec<u32>>>()?;
-        self.inner.decode(&ids, skip_special_tokens).map_err(|e| tok_err("decode", e))
+        guarded("decode", || self.inner.decode(&ids, skip_special_tokens))
     }
 
     /// `tokenizer(texts, padding=..., truncation=..., max_length=..., return_tensors="pt")`.
@@ -268,35 +322,62 @@ impl AutoTokenizer {
         self.batch(pairs.iter().map(|&(a, b)| EncodeInput::from((a, b))).collect(), opts)
     }
 
+    /// The tokenizer truncating to `max_length` (longest first, on the right), made once per
+    /// length and kept for the next calls.
+    fn truncating_tokenizer(&self, max_length: usize) -> Result<Arc<Tokenizer>> {
+        let mut cache = self.truncating.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((m, t)) = cache.as_ref() {
+            if *m == max_length {
+                return Ok(t.clone());
+            }
+        }
+        let mut t = self.inner.clone();
+        let params = TruncationParams {
+            direction: TruncationDirection::Right,
+            max_length,
+            strategy: TruncationStrategy::LongestFirst,
+            stride: 0,
+        };
+        guarded("truncation", || t.with_truncation(Some(params)).map(drop))?;
+        let t = Arc::new(t);
+        *cache = Some((max_length, t.clone()));
+        Ok(t)
+    }
+
     fn batch(&self, inputs: Vec<EncodeInput<'_>>, opts: &TokenizerOptions) -> Result<BatchEncoding> {
         if inputs.is_empty() {
             bail!(Value, "tokenizer: the batch is empty");
         }
         let max_length = opts.max_length.or(self.model_max_length);
-        let truncated;
-        let tok = if opts.truncation {
+        let is_pair = matches!(inputs[0], EncodeInput::Dual(..));
+        let truncating;
+        let tok: &Tokenizer = if opts.truncation {
             let Some(max_length) = max_length else {
                 bail!(
                     Value,
                     "tokenizer: truncation needs max_length (the tokenizer has no model_max_length)"
                 );
             };
-            let mut t = self.inner.clone();
-            t.with_truncation(Some(TruncationParams {
-                direction: TruncationDirection::Right,
-                max_length,
-                strategy: TruncationStrategy::LongestFirst,
-                stride: 0,
-            }))
-            .map_err(|e| tok_err("truncation", e))?;
-            truncated = t;
-            &truncated
+            // `tokenizers` subtracts the special tokens from max_length (those of one sequence
+            // even when none are added), which must not underflow; `transformers` would
+            // silently not truncate at all.
+            let added = |pair| self.inner.get_post_processor().map_or(0, |p| p.added_tokens(pair));
+            let added = if opts.add_special_tokens { added(is_pair) } else { added(false) };
+            if max_length < added {
+                bail!(
+                    Value,
+                    "tokenizer: max_length {max_length} is shorter than the {added} special tokens the tokenizer adds to a {}",
+                    if is_pair { "pair" } else { "sequence" }
+                );
+            }
+            truncating = self.truncating_tokenizer(max_length)?;
+            &truncating
         } else {
             &self.inner
         };
         let encs: Vec<Encoding> = inputs
             .into_iter()
-            .map(|i| tok.encode(i, opts.add_special_tokens).map_err(|e| tok_err("encode", e)))
+            .map(|i| guarded("encode", || tok.encode(i, opts.add_special_tokens)))
             .collect::<Result<_>>()?;
         let longest = encs.iter().map(Encoding::len).max().unwrap_or(0);
         let target = match opts.padding {
@@ -327,8 +408,26 @@ impl AutoTokenizer {
             (_, id) => id.unwrap_or(0) as i64,
         };
         let n = encs.len();
-        let (mut ids, mut types, mut mask) =
-            (Vec::with_capacity(n * target), Vec::with_capacity(n * target), Vec::with_capacity(n * target));
+        let numel =
+            n.checked_mul(target).filter(|&m| m.checked_mul(8).is_some_and(|b| b <= isize::MAX as usize));
+        let Some(numel) = numel else {
+            bail!(
+                Value,
+                "tokenizer: a batch of {n} sequences padded to {target} tokens is too large to allocate"
+            );
+        };
+        let alloc = || -> Result<Vec<i64>> {
+            let mut v = Vec::new();
+            v.try_reserve_exact(numel).map_err(|_| {
+                err!(
+                    Value,
+                    "tokenizer: cannot allocate a batch of {n} sequences padded to {target} tokens ({} bytes per tensor)",
+                    numel * 8
+                )
+            })?;
+            Ok(v)
+        };
+        let (mut ids, mut types, mut mask) = (alloc()?, alloc()?, alloc()?);
         for e in &encs {
             let pad = target - e.len();
             let row = |v: &[u32], fill: i64, out: &mut Vec<i64>| {
@@ -360,5 +459,39 @@ impl std::fmt::Debug for AutoTokenizer {
             .field("padding_side", &self.padding_side)
             .field("model_max_length", &self.model_max_length)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiny() -> AutoTokenizer {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../reference/data/bert-tiny");
+        AutoTokenizer::from_pretrained(dir).unwrap()
+    }
+
+    #[test]
+    fn panics_inside_tokenizers_become_errors() {
+        let e = guarded("encode", || -> std::result::Result<(), String> { panic!("index out of bounds") })
+            .unwrap_err();
+        assert!(e.to_string().contains("encode") && e.to_string().contains("index out of bounds"), "{e}");
+        let e = guarded("encode", || -> std::result::Result<(), String> { Err("plain".into()) }).unwrap_err();
+        assert_eq!(e.to_string(), "tokenizer: encode: plain");
+    }
+
+    #[test]
+    fn the_truncating_tokenizer_is_made_once_per_length() -> Result<()> {
+        let t = tiny();
+        let a = t.truncating_tokenizer(9)?;
+        assert!(
+            Arc::ptr_eq(&a, &t.truncating_tokenizer(9)?),
+            "a second call with the same length copies again"
+        );
+        assert_eq!(a.get_truncation().map(|p| p.max_length), Some(9));
+        let b = t.truncating_tokenizer(5)?;
+        assert_eq!(b.get_truncation().map(|p| p.max_length), Some(5));
+        assert!(t.inner.get_truncation().is_none());
+        Ok(())
     }
 }

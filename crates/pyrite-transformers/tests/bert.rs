@@ -8,6 +8,7 @@ mod common;
 use common::{assert_close, bert_tiny, bert_tiny_mlm, temp_copy, Reference};
 use pyrite::autograd::{gradcheck, GradcheckOptions};
 use pyrite::nn::{load_safetensors, save_safetensors, Module, ModuleHooks, StateDict, Value};
+use pyrite::serialization::Object;
 use pyrite::transformers::{
     bert::BertLayer, mean_pooling, normalize, BertConfig, BertInputs, BertModel, FromPretrainedOptions,
     HiddenAct,
@@ -298,8 +299,15 @@ fn bert_prefixed_checkpoint_loads_the_encoder_and_reports_the_head() -> Result<(
             "cls.predictions.transform.dense.weight",
         ]
     );
-    // BertForMaskedLM has no pooler: it stays as initialised.
+    // BertForMaskedLM has no pooler: it gets Hugging Face's initialisation (the model is built
+    // without one): weights N(0, initializer_range = 0.02), zero biases.
     assert_eq!(info.missing_keys, ["pooler.dense.weight", "pooler.dense.bias"]);
+    let pooler = model.pooler.as_ref().unwrap();
+    let w = pooler.dense.weight.to_vec2::<f32>()?.concat();
+    let mean = w.iter().sum::<f32>() / w.len() as f32;
+    let std = (w.iter().map(|x| (x - mean) * (x - mean)).sum::<f32>() / w.len() as f32).sqrt();
+    assert!(mean.abs() < 0.005 && (0.015..0.025).contains(&std), "pooler weight mean {mean} std {std}");
+    assert!(pooler.dense.bias.as_ref().unwrap().to_vec::<f32>()?.iter().all(|&b| b == 0.0));
     assert_eq!(warnings.len(), 2, "{warnings:?}");
     assert!(
         warnings[0].contains("were not used when initializing BertModel")
@@ -363,14 +371,18 @@ fn folder_errors_say_what_is_missing() -> Result<()> {
     let dir = temp_copy(&bert_tiny(), "files");
     std::fs::remove_file(dir.join("model.safetensors"))?;
     let e = BertModel::from_pretrained(&dir).unwrap_err();
-    assert!(e.to_string().contains("has no model.safetensors"), "{e}");
-    std::fs::write(dir.join("pytorch_model.bin"), b"not read")?;
-    let e = BertModel::from_pretrained(&dir).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::NotImplemented);
     assert!(
-        e.to_string().contains("pytorch_model.bin") && e.to_string().contains("pyrite-serialization"),
+        e.to_string().contains("has no model.safetensors") && e.to_string().contains("pytorch_model.bin"),
         "{e}"
     );
+    // A pytorch_model.bin that is not a torch.save file: an error naming it.
+    std::fs::write(dir.join("pytorch_model.bin"), b"not read")?;
+    let e = BertModel::from_pretrained(&dir).unwrap_err();
+    assert!(e.to_string().contains("pytorch_model.bin"), "{e}");
+    // One that holds something else than a state_dict.
+    pyrite::save(&Object::from(3), dir.join("pytorch_model.bin"))?;
+    let e = BertModel::from_pretrained(&dir).unwrap_err();
+    assert!(e.to_string().contains("pytorch_model.bin") && e.to_string().contains("state_dict"), "{e}");
     std::fs::remove_file(dir.join("config.json"))?;
     let e = BertModel::from_pretrained(&dir).unwrap_err();
     assert!(e.to_string().contains("has no config.json"), "{e}");
@@ -401,6 +413,127 @@ fn sharded_checkpoints_load() -> Result<()> {
     std::fs::write(dir.join("model.safetensors.index.json"), index.to_string())?;
     let out = BertModel::from_pretrained(&dir)?.run(&inputs(&r, "pairs"))?;
     assert_close(&out.last_hidden_state, &r.get("pairs/last_hidden_state"), 1e-5, "sharded");
+    std::fs::remove_dir_all(dir).ok();
+    Ok(())
+}
+
+/// The outputs of the model in `dir` on the "pairs" batch, with the pooler's.
+fn pairs_outputs(dir: &std::path::Path, r: &Reference) -> Result<(Vec<f32>, Vec<f32>)> {
+    let out = BertModel::from_pretrained(dir)?.run(&inputs(r, "pairs"))?;
+    Ok((
+        out.last_hidden_state.flatten(0, -1)?.to_vec::<f32>()?,
+        out.pooler_output.unwrap().flatten(0, -1)?.to_vec::<f32>()?,
+    ))
+}
+
+#[test]
+fn pytorch_model_bin_and_its_shards_load_like_safetensors() -> Result<()> {
+    let r = Reference::load();
+    let want = pairs_outputs(&bert_tiny(), &r)?;
+    let dir = temp_copy(&bert_tiny(), "bin");
+    let sd = load_safetensors(dir.join("model.safetensors"))?;
+    std::fs::remove_file(dir.join("model.safetensors"))?;
+    // torch.save(model.state_dict(), "pytorch_model.bin")
+    pyrite::save(&Object::from_named_tensors(sd.iter()), dir.join("pytorch_model.bin"))?;
+    assert_eq!(pairs_outputs(&dir, &r)?, want, "pytorch_model.bin");
+
+    // Hugging Face's order: safetensors first. A pytorch_model.bin of zeros beside the
+    // safetensors file is not read.
+    let zeros: Vec<(String, Tensor)> =
+        sd.iter().map(|(k, t)| Ok((k.to_string(), t.zeros_like()?))).collect::<Result<_>>()?;
+    pyrite::save(
+        &Object::from_named_tensors(zeros.iter().map(|(k, t)| (k.as_str(), t))),
+        dir.join("pytorch_model.bin"),
+    )?;
+    std::fs::copy(bert_tiny().join("model.safetensors"), dir.join("model.safetensors"))?;
+    assert_eq!(pairs_outputs(&dir, &r)?, want, "model.safetensors before pytorch_model.bin");
+    std::fs::remove_file(dir.join("model.safetensors"))?;
+    std::fs::remove_file(dir.join("pytorch_model.bin"))?;
+
+    // Two shards and pytorch_model.bin.index.json, as save_pretrained(max_shard_size=...) writes.
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut map = serde_json::Map::new();
+    for (k, t) in sd.iter() {
+        let (part, file) = if k.starts_with("encoder.layer.1") || k.starts_with("pooler") {
+            (&mut b, "pytorch_model-00002-of-00002.bin")
+        } else {
+            (&mut a, "pytorch_model-00001-of-00002.bin")
+        };
+        part.push((k, t));
+        map.insert(k.to_string(), file.into());
+    }
+    pyrite::save(&Object::from_named_tensors(a), dir.join("pytorch_model-00001-of-00002.bin"))?;
+    pyrite::save(&Object::from_named_tensors(b), dir.join("pytorch_model-00002-of-00002.bin"))?;
+    let index = serde_json::json!({ "metadata": {"total_size": 0}, "weight_map": map });
+    std::fs::write(dir.join("pytorch_model.bin.index.json"), index.to_string())?;
+    assert_eq!(pairs_outputs(&dir, &r)?, want, "sharded pytorch_model.bin");
+
+    // A shard outside the folder is refused.
+    let index = serde_json::json!({ "weight_map": { "pooler.dense.bias": "../elsewhere.bin" } });
+    std::fs::write(dir.join("pytorch_model.bin.index.json"), index.to_string())?;
+    let e = BertModel::from_pretrained(&dir).unwrap_err();
+    assert!(e.to_string().contains("must be a file name in the folder"), "{e}");
+    std::fs::remove_dir_all(dir).ok();
+    Ok(())
+}
+
+#[test]
+fn pytorch_model_bin_written_by_torch_loads() -> Result<()> {
+    // reference/gen_bert_bin.py: torch.save(model.state_dict(), "pytorch_model.bin").
+    let r = Reference::load();
+    let (model, info) =
+        BertModel::from_pretrained_with(common::data_path("bert-tiny-bin"), Default::default())?;
+    assert_eq!(info, Default::default());
+    let out = model.run(&inputs(&r, "pairs"))?;
+    assert_close(
+        &out.last_hidden_state,
+        &r.get("pairs/last_hidden_state"),
+        1e-5,
+        "torch's pytorch_model.bin",
+    );
+    assert_close(&out.pooler_output.unwrap(), &r.get("pairs/pooler_output"), 1e-5, "pooler");
+    Ok(())
+}
+
+/// A copy of bert-tiny whose config.json has `field` set to `value`.
+fn with_config(tag: &str, field: &str, value: &str) -> Result<std::path::PathBuf> {
+    let dir = temp_copy(&bert_tiny(), tag);
+    let mut cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("config.json"))?).unwrap();
+    cfg[field] = serde_json::from_str(value).unwrap();
+    std::fs::write(dir.join("config.json"), cfg.to_string())?;
+    Ok(dir)
+}
+
+#[test]
+fn hostile_configs_are_checked_against_the_weights_before_anything_is_allocated() -> Result<()> {
+    // Each of these would allocate from gigabytes to petabytes for a model the 80 kB
+    // checkpoint cannot fill; each is an error before the model is built.
+    for (field, value, want) in [
+        ("vocab_size", "1000000000000", "size mismatch for embeddings.word_embeddings.weight"),
+        ("max_position_embeddings", "100000000", "size mismatch for embeddings.position_embeddings.weight"),
+        ("intermediate_size", "60000000", "size mismatch for encoder.layer.0.intermediate.dense.weight"),
+        ("num_hidden_layers", "1000", "config.json does not fit the checkpoint"),
+        ("num_hidden_layers", "4000000000000000000", "too large to address"),
+        ("vocab_size", "9223372036854775807", "size mismatch for embeddings.word_embeddings.weight"),
+    ] {
+        let dir = with_config(&format!("hostile-{field}"), field, value)?;
+        let t0 = std::time::Instant::now();
+        let e = BertModel::from_pretrained(&dir).unwrap_err();
+        assert!(e.to_string().contains(want), "{field} = {value}: {e}");
+        assert!(e.to_string().contains(&dir.display().to_string()), "{e}");
+        assert!(t0.elapsed().as_secs_f64() < 5.0, "{field} = {value}: {:?}", t0.elapsed());
+        std::fs::remove_dir_all(dir).ok();
+    }
+    // A config with a layer more than the checkpoint still loads, as in Hugging Face: the
+    // missing layer is initialised and reported.
+    let dir = with_config("one-more-layer", "num_hidden_layers", "3")?;
+    let (loaded, warnings) =
+        catch_warnings(|| BertModel::from_pretrained_with(&dir, FromPretrainedOptions::default()));
+    let (_, info) = loaded?;
+    assert!(info.missing_keys.iter().all(|k| k.starts_with("encoder.layer.2.")), "{:?}", info.missing_keys);
+    assert_eq!(info.missing_keys.len(), 16);
+    assert_eq!(warnings.len(), 1);
     std::fs::remove_dir_all(dir).ok();
     Ok(())
 }

@@ -126,3 +126,117 @@ fn padding_left_and_errors() -> Result<()> {
     assert!(t.decode(&[-1], false).is_err());
     Ok(())
 }
+
+/// A copy of bert-tiny whose tokenizer_config.json has `model_max_length` set to `value`.
+fn with_model_max_length(tag: &str, value: &str) -> Result<std::path::PathBuf> {
+    let dir = temp_copy(&bert_tiny(), tag);
+    let path = dir.join("tokenizer_config.json");
+    let mut cfg: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path)?).unwrap();
+    cfg["model_max_length"] = serde_json::from_str(value).unwrap();
+    std::fs::write(path, cfg.to_string())?;
+    Ok(dir)
+}
+
+#[test]
+fn huge_lengths_are_errors_not_aborts() -> Result<()> {
+    let texts = ["Hello, world!", "The cat sat on the mat."];
+    let plain = AutoTokenizer::from_pretrained(bert_tiny())?.call(&texts, &longest())?;
+    // A model_max_length of 1e12 is a limit (transformers takes only > 1e20 as "none"):
+    // truncating to it changes nothing, padding to it cannot be allocated.
+    let dir = with_model_max_length("mml-1e12", "1e12")?;
+    let tok = AutoTokenizer::from_pretrained(&dir)?;
+    assert_eq!(tok.model_max_length(), Some(1_000_000_000_000));
+    let got = tok.call(&texts, &TokenizerOptions { truncation: true, ..longest() })?;
+    assert_eq!(got.input_ids.to_vec2::<i64>()?, plain.input_ids.to_vec2::<i64>()?);
+    let e = tok
+        .call(&texts, &TokenizerOptions { padding: Padding::MaxLength, ..Default::default() })
+        .unwrap_err();
+    assert!(e.to_string().contains("cannot allocate") || e.to_string().contains("too large"), "{e}");
+    std::fs::remove_dir_all(dir).ok();
+    // int(1e30), what transformers writes for "no limit".
+    let dir = with_model_max_length("mml-1e30", "1000000000000000019884624838656")?;
+    assert_eq!(AutoTokenizer::from_pretrained(&dir)?.model_max_length(), None);
+    std::fs::remove_dir_all(dir).ok();
+
+    // An explicit max_length of 2^61: the padded size overflows.
+    let tok = AutoTokenizer::from_pretrained(bert_tiny())?;
+    let huge =
+        TokenizerOptions { padding: Padding::MaxLength, max_length: Some(1 << 61), ..Default::default() };
+    let e = tok.call(&texts, &huge).unwrap_err();
+    assert!(e.to_string().contains("too large"), "{e}");
+    let got =
+        tok.call(&texts, &TokenizerOptions { truncation: true, max_length: Some(1 << 61), ..longest() })?;
+    assert_eq!(got.input_ids.to_vec2::<i64>()?, plain.input_ids.to_vec2::<i64>()?);
+    // Shorter than the special tokens: an error (tokenizers would underflow).
+    for (max_length, pairs) in [(1, false), (2, true), (0, false)] {
+        let opts = TokenizerOptions { truncation: true, max_length: Some(max_length), ..longest() };
+        let e =
+            if pairs { tok.call_pairs(&[("a", "b")], &opts) } else { tok.call(&texts, &opts) }.unwrap_err();
+        assert!(e.to_string().contains("shorter than the"), "{max_length}: {e}");
+    }
+    // Exactly the special tokens: [CLS] [SEP].
+    let opts = TokenizerOptions { truncation: true, max_length: Some(2), ..longest() };
+    assert_eq!(tok.call(&texts, &opts)?.input_ids.to_vec2::<i64>()?, vec![vec![2, 3], vec![2, 3]]);
+    Ok(())
+}
+
+#[test]
+fn truncation_lengths_can_change_between_calls() -> Result<()> {
+    // The truncating tokenizer is kept for the last length: a new length must not reuse it.
+    let r = Reference::load();
+    let tok = AutoTokenizer::from_pretrained(bert_tiny())?;
+    let pairs = r.pairs();
+    let pairs: Vec<(&str, &str)> = pairs.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    for max_length in [9, 5, 9, 64] {
+        let opts = TokenizerOptions {
+            padding: Padding::MaxLength,
+            truncation: true,
+            max_length: Some(max_length),
+            ..Default::default()
+        };
+        let got = tok.call_pairs(&pairs, &opts)?;
+        assert_eq!(got.input_ids.dims(), &[2, max_length]);
+        if max_length == 9 {
+            assert_batch_eq(&got, &r, "trunc")?;
+        }
+    }
+    let copy = tok.clone();
+    let opts = TokenizerOptions {
+        padding: Padding::MaxLength,
+        truncation: true,
+        max_length: Some(9),
+        ..Default::default()
+    };
+    assert_batch_eq(&copy.call_pairs(&pairs, &opts)?, &r, "trunc")?;
+    Ok(())
+}
+
+#[test]
+fn malformed_tokenizer_json_is_an_error_not_a_panic() -> Result<()> {
+    let base: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(bert_tiny().join("tokenizer.json"))?).unwrap();
+    let cases: Vec<(&str, serde_json::Value)> = vec![
+        // A single-sentence template that uses the second sentence: tokenizers indexes a pair
+        // that is not there on every single-sentence call.
+        ("template", {
+            let mut v = base.clone();
+            v["post_processor"]["single"][1]["Sequence"]["id"] = "B".into();
+            v
+        }),
+        // A precompiled normalizer whose charsmap is not one: tokenizers panics normalizing.
+        ("charsmap", {
+            let mut v = base.clone();
+            v["normalizer"] = serde_json::json!({"type": "Precompiled", "precompiled_charsmap": "AAAA"});
+            v
+        }),
+    ];
+    for (name, json) in cases {
+        let dir = temp_copy(&bert_tiny(), &format!("malformed-{name}"));
+        std::fs::write(dir.join("tokenizer.json"), json.to_string())?;
+        let e = AutoTokenizer::from_pretrained(&dir).unwrap_err();
+        assert!(e.to_string().contains("panicked") && e.to_string().contains("malformed"), "{name}: {e}");
+        assert!(e.to_string().contains("tokenizer.json"), "{name}: {e}");
+        std::fs::remove_dir_all(dir).ok();
+    }
+    Ok(())
+}
