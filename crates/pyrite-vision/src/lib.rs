@@ -4,7 +4,8 @@
 //! (the vendored digits, image folders and the common binary formats), [`Image`] (the PIL image
 //! those datasets hand their transform), [`transforms`] (of images and `[C, H, W]` tensors; the
 //! random ones draw from the loader's per-sample generator) and
-//! [`models`] (ResNet, VGG, MobileNetV2 with torchvision's names, so its state_dicts load).
+//! [`models`] (ResNet, VGG, MobileNetV2 with torchvision's names, so its state_dicts load), and
+//! [`utils`] (`make_grid`, `save_image`).
 
 extern crate self as pyrite;
 
@@ -12,6 +13,7 @@ pub mod datasets;
 pub mod models;
 mod pil;
 pub mod transforms;
+pub mod utils;
 
 pub use pil::Image;
 
