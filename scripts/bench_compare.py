@@ -30,7 +30,10 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "pyrite-bench")
 # PyTorch sides of workloads that are not in the shared torch_bench.py.
-TORCH_SCRIPTS = {"checkpoint": os.path.join(ROOT, "reference", "bench", "checkpoint.py")}
+TORCH_SCRIPTS = {
+    "checkpoint": os.path.join(ROOT, "reference", "bench", "checkpoint.py"),
+    "bert_forward": os.path.join(ROOT, "reference", "bench", "bert_forward.py"),
+}
 
 
 def run(cmd):

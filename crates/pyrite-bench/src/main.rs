@@ -8,6 +8,7 @@
 //! cargo run --release -p pyrite-bench -- --serve   # single calls on request: see `serve`
 //! ```
 
+mod bert;
 mod checkpoint;
 mod data;
 mod models;

@@ -20,6 +20,7 @@ pub fn all() -> Vec<(&'static str, Workload)> {
         ("autograd", autograd),
         ("dataloader", crate::data::dataloader),
         ("checkpoint", crate::checkpoint::checkpoint),
+        ("bert_forward", crate::bert::bert_forward),
     ]
 }
 
