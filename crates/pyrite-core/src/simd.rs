@@ -225,7 +225,7 @@ mod tests {
         assert_eq!(expf(0.0), 1.0);
     }
 
-    /// Against erfc in f64 (libm): within 2e-6 relative down to x = -8 (where PyTorch's
+    /// Against erfc in f64 (libm): within 5e-6 relative down to x = -8 (where PyTorch's
     /// vectorised GELU, `1 + erf` in f32, loses all digits), and within 4e-7 elsewhere.
     #[test]
     fn gelu_f32_matches_the_exact_formula() {
@@ -237,7 +237,8 @@ mod tests {
             let bound = if x < -8.0 {
                 2e-5
             } else if x < -1.0 {
-                2e-6
+                // rounding `x / sqrt 2` costs about 2 z^2 * 6e-8 relative in the tail
+                5e-6
             } else {
                 4e-7
             };

@@ -420,14 +420,16 @@ plain_members!(
 );
 
 /// Adds the frame of module `m` to an error leaving its call, naming the frame below (the
-/// failing child) by its name among `m`'s children. The error path only: nothing is done on
-/// success.
+/// failing module) by its dotted name among `m`'s descendants: a child, or a grandchild
+/// called directly, as a `forward` that loops over a `ModuleList` does (`layers.1`). The
+/// error path only: nothing is done on success.
 #[cold]
 #[inline(never)]
 fn in_module(m: &dyn Module, e: pyrite_core::Error) -> pyrite_core::Error {
     let child = e.module_frames().last().and_then(|f| {
-        m.named_children()
+        m.named_modules()
             .into_iter()
+            .skip(1) // `m` itself
             .find(|(_, c)| module_addr(*c) == f.addr && c.type_name() == f.type_name)
             .map(|(name, _)| name)
     });

@@ -302,7 +302,10 @@ impl Tensor {
             return Ok((self.deep_clone()?, Tensor::scalar(0i64)?));
         }
         if self.numel() == 0 {
-            return Ok((Tensor::empty(self.shape(), self.dtype())?, Tensor::empty(self.shape(), DType::I64)?));
+            return Ok((
+                Tensor::empty(self.shape(), self.dtype())?,
+                Tensor::empty(self.shape(), DType::I64)?,
+            ));
         }
         let rows = Rows::of(self.dims(), d);
         let x = self.contiguous()?;
