@@ -43,7 +43,7 @@ pub fn fused_layer_norm(
     if x.dtype() != DType::F32
         || !x.is_contiguous()
         || n == 0
-        || x.numel() % n != 0
+        || !x.numel().is_multiple_of(n)
         || !affine_ok(weight)
         || !affine_ok(bias)
         || needs_grad(&all)
