@@ -12,45 +12,10 @@ transformers' default for BERT (recorded in the results as `attn_implementation`
 Usage: python3 reference/bench/bert_forward.py [--only bert_forward] [--threads 2] [--repeats 7]
 Needs: torch and transformers.
 """
-import argparse
-import json
-import os
-import statistics
-import time
 
 import torch
 
-ARGS = None
-
-
-def loadavg():
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
-
-
-def timeit(fn, warmup=1):
-    """Median seconds per call, as torch_bench.py times (inner loop of >= --min-time s)."""
-    for _ in range(warmup):
-        fn()
-    inner = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        dt = time.perf_counter() - t0
-        if dt >= ARGS.min_time or inner >= 1 << 24:
-            break
-        inner = max(inner * 2, int(inner * ARGS.min_time / max(dt, 1e-9) * 1.1))
-    times = []
-    for _ in range(ARGS.repeats):
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        times.append((time.perf_counter() - t0) / inner)
-    return statistics.median(times), times
-
+import harness
 
 def bench_bert_forward():
     from transformers import BertConfig, BertModel
@@ -68,7 +33,7 @@ def bench_bert_forward():
         with torch.no_grad():
             model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
 
-    t, times = timeit(forward, warmup=3)
+    t, times = harness.timeit(forward, warmup=3)
     return {
         "config": "all-MiniLM-L6-v2 shapes: vocab 30522, hidden 384, 6 layers, 12 heads, ff 1536; "
                   "batch 8 x 81 tokens; eval, no_grad",
@@ -83,37 +48,5 @@ def bench_bert_forward():
 WORKLOADS = {"bert_forward": bench_bert_forward}
 
 
-def main():
-    global ARGS
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--only", default="")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--repeats", type=int, default=7)
-    p.add_argument("--min-time", type=float, default=0.1)
-    p.add_argument("--list", action="store_true")
-    ARGS = p.parse_args()
-    if ARGS.list:
-        print("\n".join(WORKLOADS))
-        return
-    names = [s for s in ARGS.only.split(",") if s] or list(WORKLOADS)
-    torch.set_num_threads(ARGS.threads)
-    for n in names:
-        la0 = loadavg()
-        t0 = time.perf_counter()
-        res = WORKLOADS[n]()
-        rec = {
-            "bench": n,
-            "threads": ARGS.threads,
-            "repeats": ARGS.repeats,
-            "torch": torch.__version__,
-            "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "wall_s": round(time.perf_counter() - t0, 2),
-            "loadavg_before": la0,
-            "loadavg_after": loadavg(),
-            "results": res,
-        }
-        print(json.dumps(rec), flush=True)
-
-
 if __name__ == "__main__":
-    main()
+    harness.main(WORKLOADS, __doc__)
