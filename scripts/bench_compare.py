@@ -33,6 +33,7 @@ BIN = os.path.join(ROOT, "target", "release", "pyrite-bench")
 TORCH_SCRIPTS = {
     "checkpoint": os.path.join(ROOT, "reference", "bench", "checkpoint.py"),
     "bert_forward": os.path.join(ROOT, "reference", "bench", "bert_forward.py"),
+    "bert_ops": os.path.join(ROOT, "reference", "bench", "bert_ops.py"),
 }
 
 

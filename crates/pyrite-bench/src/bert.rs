@@ -27,7 +27,7 @@ pub fn bert_forward(args: &Args) -> Map<String, Value> {
     };
     let _g = no_grad();
     let (t, times) = timeit(args, 3, None, || {
-        drop(std::hint::black_box(model.run(&inputs).expect("forward")));
+        drop(std::hint::black_box(model.call(&inputs).expect("forward")));
     });
     let mut res = Map::new();
     res.insert(
@@ -38,5 +38,35 @@ pub fn bert_forward(args: &Args) -> Map<String, Value> {
     res.insert("forward_ms_best".into(), json!(round(min(&times) * 1e3, 3)));
     res.insert("tokens_per_s".into(), json!(round((batch * seq) as f64 / t, 1)));
     res.insert("spread".into(), json!(spread(&times)));
+    res
+}
+
+/// The `bert_ops` workload: the three element-wise-and-row ops of that BERT forward, alone, on
+/// its shapes and in eval mode without autograd: exact (erf) GELU on the feed-forward
+/// activations `[8, 81, 1536]`, softmax over the attention scores `[8, 12, 81, 81]` (last
+/// dim), and LayerNorm over the hidden states `[8, 81, 384]` (weight and bias, eps 1e-12).
+/// Paired with `reference/bench/bert_ops.py`. Reports `gelu_ms`, `softmax_ms` and
+/// `layer_norm_ms` (medians) and their best.
+pub fn bert_ops(args: &Args) -> Map<String, Value> {
+    use pyrite::nn::functional as F;
+    pyrite::manual_seed(0);
+    let _g = no_grad();
+    let ff = Tensor::randn([8, 81, 1536], DType::F32).expect("ff");
+    let scores = Tensor::randn([8, 12, 81, 81], DType::F32).expect("scores");
+    let hidden = Tensor::randn([8, 81, 384], DType::F32).expect("hidden");
+    let ln = pyrite::nn::LayerNorm::with_options(&[384], 1e-12, true, true).expect("LayerNorm");
+    let mut res = Map::new();
+    res.insert(
+        "config".into(),
+        json!("BERT (MiniLM) shapes: gelu [8, 81, 1536], softmax(-1) [8, 12, 81, 81], layer_norm [8, 81, 384] eps 1e-12; f32, no_grad"),
+    );
+    let mut time = |name: &str, f: &mut dyn FnMut()| {
+        let (t, times) = timeit(args, 5, None, f);
+        res.insert(format!("{name}_ms"), json!(round(t * 1e3, 4)));
+        res.insert(format!("{name}_ms_best"), json!(round(min(&times) * 1e3, 4)));
+    };
+    time("gelu", &mut || drop(std::hint::black_box(F::gelu(&ff, F::GeluApproximate::None).expect("gelu"))));
+    time("softmax", &mut || drop(std::hint::black_box(scores.softmax(-1).expect("softmax"))));
+    time("layer_norm", &mut || drop(std::hint::black_box(ln.call(&hidden).expect("layer_norm"))));
     res
 }

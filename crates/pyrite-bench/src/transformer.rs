@@ -24,7 +24,7 @@ pub fn transformer(args: &Args) -> Map<String, Value> {
     let x = Tensor::randn([b, s, d], DType::F32).expect("input");
     let step = || {
         layer.zero_grad_with(true).unwrap();
-        let out = layer.call_with(&x, &EncoderMasks::default()).unwrap();
+        let out = layer.call((&x, &EncoderMasks::default())).unwrap();
         out.sum().unwrap().backward().unwrap();
     };
     let (t, times) = timeit(args, 3, None, step);

@@ -21,6 +21,7 @@ pub fn all() -> Vec<(&'static str, Workload)> {
         ("dataloader", crate::data::dataloader),
         ("checkpoint", crate::checkpoint::checkpoint),
         ("bert_forward", crate::bert::bert_forward),
+        ("bert_ops", crate::bert::bert_ops),
     ]
 }
 

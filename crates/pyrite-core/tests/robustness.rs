@@ -843,6 +843,13 @@ fn huge_empty_inputs_never_wrap_a_size() {
     let y = Tensor::zeros([1 << 40, 1 << 30, 0], DType::F32).unwrap();
     assert_eq!(y.sort(2, false).unwrap().0.numel(), 0);
     assert_eq!(y.cumsum(2).unwrap().numel(), 0);
+
+    // splitting a 2^62-long dim into 2^62 or 2^61 views is an error up front, not a loop
+    // that runs until the OOM killer stops the process
+    for (what, r) in [("unbind", x.unbind(1)), ("split", x.split(2, 1)), ("chunk", x.chunk(1 << 61, 1))] {
+        assert_eq!(r.map(|v| v.len()).unwrap_err().kind(), ErrorKind::OutOfMemory, "{what}");
+    }
+    assert_eq!(x.split(1 << 61, 1).unwrap().len(), 2);
 }
 
 /// Pooling with huge output or kernel sizes: per-window tables are never built for an empty

@@ -3,22 +3,25 @@
 //!
 //! ```
 //! use pyrite::nn::{Module, MultiheadAttention, MultiheadAttentionOptions};
-//! use pyrite::nn::attention::MhaCall;
 //! use pyrite::{DType, Tensor};
 //! let opts = MultiheadAttentionOptions { batch_first: true, ..Default::default() };
 //! let mha = MultiheadAttention::with_options(16, 4, opts)?;
 //! let x = Tensor::randn([2, 5, 16], DType::F32)?; // (N, L, E)
 //! // self-attention: query, key and value are one tensor, projected by one product
-//! let (y, w) = mha.forward_with(&x, &x, &x, &MhaCall::default())?;
+//! let (y, w) = mha.call((&x, &x, &x))?; // `mha(x, x, x)`
 //! assert_eq!(y.dims(), &[2, 5, 16]);
 //! assert_eq!(w.unwrap().dims(), &[2, 5, 5]); // averaged over heads
 //! let names: Vec<String> = mha.state_dict()?.keys().map(String::from).collect();
 //! assert_eq!(names, ["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]);
+//! // keyword arguments: `mha(x, x, x, need_weights=False)`
+//! use pyrite::nn::attention::MhaCall;
+//! let (_, w) = mha.call((&x, &x, &x, &MhaCall { need_weights: false, ..Default::default() }))?;
+//! assert!(w.is_none());
 //! # Ok::<(), pyrite::Error>(())
 //! ```
 
 use crate::functional::{self as F, MhaOptions};
-use crate::hooks;
+use crate::call::{opt, t, typed_call, Args};
 use crate::init;
 use crate::linear::reset_uniform;
 use crate::module::{py_bool, Module, ModuleBase};
@@ -271,8 +274,8 @@ impl Default for MhaCall<'_> {
 /// Xavier-uniform input projections, zero biases, `out_proj` as a `Linear` with its bias
 /// zeroed, Xavier-normal `bias_k`/`bias_v`.
 ///
-/// Call it with [`MultiheadAttention::forward_with`], or through hooks with `call_value` on
-/// a tuple `(query, key, value, key_padding_mask, need_weights, attn_mask,
+/// Call it with `call((&q, &k, &v))` or `call((&q, &k, &v, &MhaCall { .. }))` (hooks run);
+/// behind `dyn Module`, with `call_value` on a tuple `(query, key, value, key_padding_mask, need_weights, attn_mask,
 /// average_attn_weights, is_causal)` (trailing arguments may be left out, or given in a
 /// dict by name); the output is the tuple `(attn_output, attn_weights or None)`.
 #[derive(crate::Module)]
@@ -418,40 +421,45 @@ impl MultiheadAttention {
         let out = if self.opts.batch_first && batched { out.transpose(0, 1)? } else { out };
         Ok((out, w))
     }
+}
 
-    /// [`MultiheadAttention::forward_with`] as a module call: through `call_value` (running
-    /// the hooks) when hooks are registered, directly otherwise.
-    pub fn call_with(
-        &self,
-        query: &Tensor,
-        key: &Tensor,
-        value: &Tensor,
-        call: &MhaCall<'_>,
-    ) -> Result<(Tensor, Option<Tensor>)> {
-        if !hooks::any_active(&self.base) {
-            return self.forward_with(query, key, value, call);
-        }
-        let t = |x: Option<&Tensor>| x.map_or(Value::None, |t| Value::Tensor(t.clone()));
-        let input = Value::Tuple(vec![
-            Value::Tensor(query.clone()),
-            Value::Tensor(key.clone()),
-            Value::Tensor(value.clone()),
-            t(call.key_padding_mask),
-            Value::Bool(call.need_weights),
-            t(call.attn_mask),
-            Value::Bool(call.average_attn_weights),
-            Value::Bool(call.is_causal),
-        ]);
-        let out = self.call_value(input)?.into_vec();
-        let mut it = out.into_iter();
-        let a = it.next().unwrap_or_default().into_tensor()?;
-        let w = match it.next() {
-            Some(Value::Tensor(w)) => Some(w),
-            _ => None,
-        };
-        Ok((a, w))
+fn mha_value(q: &Tensor, k: &Tensor, v: &Tensor, call: &MhaCall<'_>) -> Value {
+    Value::Tuple(vec![
+        t(q),
+        t(k),
+        t(v),
+        opt(call.key_padding_mask),
+        Value::Bool(call.need_weights),
+        opt(call.attn_mask),
+        Value::Bool(call.average_attn_weights),
+        Value::Bool(call.is_causal),
+    ])
+}
+
+/// `mha(query, key, value)`: `(attn_output, attn_weights)`, with [`MhaCall`]'s defaults.
+impl Args<MultiheadAttention> for (&Tensor, &Tensor, &Tensor) {
+    type Output = (Tensor, Option<Tensor>);
+    fn into_value(self) -> Value {
+        mha_value(self.0, self.1, self.2, &MhaCall::default())
+    }
+    fn forward(self, m: &MultiheadAttention) -> Result<Self::Output> {
+        m.forward_with(self.0, self.1, self.2, &MhaCall::default())
     }
 }
+
+/// `mha(query, key, value, key_padding_mask=.., need_weights=.., attn_mask=..,
+/// average_attn_weights=.., is_causal=..)`.
+impl Args<MultiheadAttention> for (&Tensor, &Tensor, &Tensor, &MhaCall<'_>) {
+    type Output = (Tensor, Option<Tensor>);
+    fn into_value(self) -> Value {
+        mha_value(self.0, self.1, self.2, self.3)
+    }
+    fn forward(self, m: &MultiheadAttention) -> Result<Self::Output> {
+        m.forward_with(self.0, self.1, self.2, self.3)
+    }
+}
+
+typed_call!(MultiheadAttention);
 
 impl Module for MultiheadAttention {
     fn forward_value(&self, input: Value) -> Result<Value> {

@@ -1,7 +1,8 @@
 //! Module hooks and the call that runs them (PyTorch's `Module._call_impl`).
 //!
-//! A call runs, in order: the global forward-pre hooks, then the module's own (each may
-//! replace the input); with backward hooks registered and grad mode on, the input tensors are
+//! A call runs, in order: the global forward-pre hooks, then the module's own, each seeing
+//! the positional arguments as a tuple (`args`, as PyTorch's hooks do; a replacement that is
+//! not a tuple is made a one-element tuple); with backward hooks registered and grad mode on, the input tensors are
 //! wrapped so that their gradients reach the backward hooks; `forward`; the global forward
 //! hooks, then the module's own (each may replace the output); the output tensors are wrapped so
 //! that their gradients reach the backward-pre hooks. With no hook anywhere, a call is
@@ -10,7 +11,14 @@
 //! Full backward hooks are built on autograd as PyTorch's `BackwardHook` is: an identity
 //! [`Function`] over the inputs and one over the outputs. In backward, the outputs' node sees
 //! `grad_output` first (backward-pre hooks may replace it); the inputs' node then sees
-//! `grad_input` and calls the backward hooks with both.
+//! `grad_input` and calls the backward hooks with both. Backward hooks get the module first,
+//! as forward hooks do: backward runs after the call has returned, when the Rust module may
+//! have moved or gone, so they get a [`ModuleSnapshot`] taken at the call (its type,
+//! configuration, training flag, and its parameters and buffers, which are the module's own
+//! tensors).
+//!
+//! Every `register_*_hook` has a `register_*_hook_with` taking [`HookOptions`]
+//! (`prepend: true` runs the hook before those already registered).
 //!
 //! ```
 //! use pyrite::nn::{Linear, Module, ModuleHooks};
@@ -21,7 +29,7 @@
 //! let fc = Linear::new(4, 2)?;
 //! let seen = Arc::new(Mutex::new(Vec::new()));
 //! let s = seen.clone();
-//! let handle = fc.register_forward_hook(move |_m, _input, output| {
+//! let handle = fc.register_forward_hook(move |_m, _args, output| {
 //!     s.lock().unwrap().push(output.as_tensor()?.detach());
 //!     Ok(None)
 //! });
@@ -33,7 +41,8 @@
 //! # Ok::<(), pyrite::Error>(())
 //! ```
 
-use crate::module::{Module, ModuleBase};
+use crate::module::{Member, MemberMut, Module, ModuleBase, ModuleFields};
+use crate::parameter::{Buffer, Parameter};
 use crate::state_dict::{IncompatibleKeys, StateDict};
 use crate::value::Value;
 use pyrite_core::autograd::{self, Function, FunctionCtx};
@@ -41,16 +50,17 @@ use pyrite_core::{bail, Result, Tensor};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-/// `hook(module, input) -> Option<new input>`.
+/// `hook(module, args) -> Option<new args>`; `args` is always a tuple.
 pub type ForwardPreHook = Arc<dyn Fn(&dyn Module, &Value) -> Result<Option<Value>> + Send + Sync>;
-/// `hook(module, input, output) -> Option<new output>`.
+/// `hook(module, args, output) -> Option<new output>`; `args` is always a tuple.
 pub type ForwardHook = Arc<dyn Fn(&dyn Module, &Value, &Value) -> Result<Option<Value>> + Send + Sync>;
-/// `hook(grad_output) -> Option<new grad_output>`.
+/// `hook(module, grad_output) -> Option<new grad_output>`.
 pub type BackwardPreHook =
-    Arc<dyn Fn(&[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync>;
-/// `hook(grad_input, grad_output) -> Option<new grad_input>`.
-pub type BackwardHook =
-    Arc<dyn Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync>;
+    Arc<dyn Fn(&dyn Module, &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync>;
+/// `hook(module, grad_input, grad_output) -> Option<new grad_input>`.
+pub type BackwardHook = Arc<
+    dyn Fn(&dyn Module, &[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync,
+>;
 type StateDictPreHook = Arc<dyn Fn(&dyn Module, &str) -> Result<()> + Send + Sync>;
 type StateDictPostHook = Arc<dyn Fn(&dyn Module, &mut StateDict, &str) -> Result<()> + Send + Sync>;
 type LoadPreHook = Arc<dyn Fn(&dyn Module, &mut StateDict, &str) -> Result<()> + Send + Sync>;
@@ -84,12 +94,44 @@ pub struct Hooks {
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// How a hook is registered (PyTorch's keyword arguments of `register_*_hook`).
+///
+/// ```
+/// use pyrite::nn::{hooks::HookOptions, Linear, Module, ModuleHooks, Value};
+/// use pyrite::{DType, Tensor};
+/// use std::sync::{Arc, Mutex};
+/// let fc = Linear::new(2, 2)?;
+/// let order = Arc::new(Mutex::new(Vec::new()));
+/// let (a, b) = (order.clone(), order.clone());
+/// fc.register_forward_hook(move |_m, _args, _out| {
+///     a.lock().unwrap().push("registered first");
+///     Ok(None)
+/// });
+/// let hook = move |_m: &dyn Module, _args: &Value, _out: &Value| {
+///     b.lock().unwrap().push("prepended");
+///     Ok(None)
+/// };
+/// fc.register_forward_hook_with(hook, HookOptions { prepend: true });
+/// fc.call(&Tensor::ones([1, 2], DType::F32)?)?;
+/// assert_eq!(*order.lock().unwrap(), ["prepended", "registered first"]);
+/// # Ok::<(), pyrite::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HookOptions {
+    /// Run this hook before the hooks of its kind already registered (default: after).
+    pub prepend: bool,
+}
+
 macro_rules! adder {
     ($($fn:ident, $field:ident, $ty:ty;)*) => {$(
-        pub(crate) fn $fn(self: &Arc<Self>, h: $ty) -> HookHandle {
+        pub(crate) fn $fn(self: &Arc<Self>, h: $ty, opts: HookOptions) -> HookHandle {
             let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
             let mut l = self.lock();
-            l.$field.push((id, h));
+            if opts.prepend {
+                l.$field.insert(0, (id, h));
+            } else {
+                l.$field.push((id, h));
+            }
             self.calls.store(l.call_hooks(), Ordering::Release);
             HookHandle { hooks: Arc::downgrade(self), id }
         }
@@ -168,24 +210,24 @@ fn global() -> &'static Arc<Hooks> {
 pub fn register_module_forward_pre_hook(
     hook: impl Fn(&dyn Module, &Value) -> Result<Option<Value>> + Send + Sync + 'static,
 ) -> HookHandle {
-    global().add_forward_pre(Arc::new(hook))
+    global().add_forward_pre(Arc::new(hook), HookOptions::default())
 }
 
 /// `register_module_forward_hook`: runs before every module's own forward hooks.
 pub fn register_module_forward_hook(
     hook: impl Fn(&dyn Module, &Value, &Value) -> Result<Option<Value>> + Send + Sync + 'static,
 ) -> HookHandle {
-    global().add_forward(Arc::new(hook))
+    global().add_forward(Arc::new(hook), HookOptions::default())
 }
 
 /// `register_module_full_backward_hook`: runs before every module's own backward hooks.
 pub fn register_module_full_backward_hook(
-    hook: impl Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>>
+    hook: impl Fn(&dyn Module, &[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>>
         + Send
         + Sync
         + 'static,
 ) -> HookHandle {
-    global().add_backward(Arc::new(hook))
+    global().add_backward(Arc::new(hook), HookOptions::default())
 }
 
 /// Whether a call of a module with this base must run hooks.
@@ -194,13 +236,31 @@ pub(crate) fn any_active(base: &ModuleBase) -> bool {
     base.hooks.has_call_hooks() || global().has_call_hooks()
 }
 
+/// A call's positional arguments as the tuple hooks see.
+fn as_args(v: Value) -> Value {
+    match v {
+        Value::Tuple(_) => v,
+        Value::List(items) => Value::Tuple(items),
+        other => Value::Tuple(vec![other]),
+    }
+}
+
+/// What `forward_value` gets for `args`: the one argument itself, or the tuple.
+fn forward_input(args: Value) -> Value {
+    match args {
+        Value::Tuple(mut items) if items.len() == 1 => items.remove(0),
+        other => other,
+    }
+}
+
 /// A module call with hooks (`_call_impl`).
-pub(crate) fn call(m: &dyn Module, mut input: Value) -> Result<Value> {
+pub(crate) fn call(m: &dyn Module, input: Value) -> Result<Value> {
     let g = global().snapshot();
     let own = m.base().hooks.snapshot();
+    let mut input = as_args(input);
     for (_, h) in g.forward_pre.iter().chain(&own.forward_pre) {
         if let Some(r) = h(m, &input)? {
-            input = r;
+            input = as_args(r);
         }
     }
     let backward: Vec<BackwardHook> =
@@ -211,7 +271,7 @@ pub(crate) fn call(m: &dyn Module, mut input: Value) -> Result<Value> {
             pre: backward_pre,
             hooks: backward,
             state: Mutex::new(BwState::default()),
-            module: m.type_name().to_string(),
+            module: ModuleSnapshot::of(m),
         }))
     } else {
         None
@@ -219,7 +279,7 @@ pub(crate) fn call(m: &dyn Module, mut input: Value) -> Result<Value> {
     if let Some(bw) = &bw {
         input = bw.setup_input(input)?;
     }
-    let mut out = m.forward_value(input.clone())?;
+    let mut out = m.forward_value(forward_input(input.clone()))?;
     for (_, h) in g.forward.iter().chain(&own.forward) {
         if let Some(r) = h(m, &input, &out)? {
             out = r;
@@ -243,7 +303,7 @@ struct BwHook {
     pre: Vec<BackwardPreHook>,
     hooks: Vec<BackwardHook>,
     state: Mutex<BwState>,
-    module: String,
+    module: ModuleSnapshot,
 }
 
 impl BwHook {
@@ -277,8 +337,8 @@ impl BwHook {
     fn on_grad_output(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
         let mut grads = grads;
         for h in &self.pre {
-            if let Some(r) = h(&grads)? {
-                check_len(&self.module, "backward pre hook", "grad_output", grads.len(), r.len())?;
+            if let Some(r) = h(&self.module, &grads)? {
+                check_len(&self.module.type_name, "backward pre hook", "grad_output", grads.len(), r.len())?;
                 grads = r;
             }
         }
@@ -292,11 +352,11 @@ impl BwHook {
             let n = self.state().input_requires.len();
             let gi = vec![None; n];
             for h in &self.hooks {
-                if h(&gi, &grads)?.is_some() {
+                if h(&self.module, &gi, &grads)?.is_some() {
                     bail!(
                         Autograd,
                         "backward hook of {} returned a grad_input, but no input of the module requires grad",
-                        self.module
+                        self.module.type_name
                     );
                 }
             }
@@ -308,8 +368,8 @@ impl BwHook {
         let grad_outputs = self.state().grad_outputs.clone().unwrap_or_default();
         let mut grads = grads;
         for h in &self.hooks {
-            if let Some(r) = h(&grads, &grad_outputs)? {
-                check_len(&self.module, "backward hook", "grad_input", grads.len(), r.len())?;
+            if let Some(r) = h(&self.module, &grads, &grad_outputs)? {
+                check_len(&self.module.type_name, "backward hook", "grad_input", grads.len(), r.len())?;
                 grads = r;
             }
         }
@@ -365,4 +425,95 @@ fn wrap(v: Value, requires: &[bool], _what: &str, on_grads: OnGrads) -> Result<V
         k += 1;
         Ok(if r { outs.next().expect("one output per wrapped tensor") } else { t })
     })
+}
+
+// ------------------------------------------------------------------------------ snapshots
+
+enum SnapshotMember {
+    Parameter(String, Option<Parameter>),
+    Buffer(String, Option<Buffer>),
+    Module(String, Box<ModuleSnapshot>),
+}
+
+/// A module as it was when it was called, for its backward hooks: the type name, the
+/// configuration `Display` shows, the training flag, and the parameters, buffers and
+/// sub-modules in order. The parameters and buffers are the module's own tensors (shared,
+/// not copied), so `module.get_parameter("weight")` in a backward hook reads the weight
+/// the call used. Calling a snapshot is an error.
+pub struct ModuleSnapshot {
+    base: ModuleBase,
+    type_name: String,
+    extra_repr: String,
+    members: Vec<SnapshotMember>,
+}
+
+impl ModuleSnapshot {
+    /// A snapshot of `m` and its descendants.
+    pub fn of(m: &dyn Module) -> ModuleSnapshot {
+        let mut members = Vec::new();
+        m.visit_members(&mut |mem| {
+            members.push(match mem {
+                Member::Parameter(n, p) => SnapshotMember::Parameter(n.to_string(), p.cloned()),
+                Member::Buffer(n, b) => SnapshotMember::Buffer(n.to_string(), b.cloned()),
+                Member::Module(n, c) => SnapshotMember::Module(n.to_string(), Box::new(ModuleSnapshot::of(c))),
+            })
+        });
+        let base = ModuleBase::new();
+        base.set_training_flag(m.is_training());
+        ModuleSnapshot { base, type_name: m.type_name().to_string(), extra_repr: m.extra_repr(), members }
+    }
+}
+
+impl ModuleFields for ModuleSnapshot {
+    fn base(&self) -> &ModuleBase {
+        &self.base
+    }
+    fn base_mut(&mut self) -> &mut ModuleBase {
+        &mut self.base
+    }
+    fn type_name(&self) -> &str {
+        &self.type_name
+    }
+    fn visit_members<'a>(&'a self, f: &mut dyn FnMut(Member<'a, '_>)) {
+        for m in &self.members {
+            match m {
+                SnapshotMember::Parameter(n, p) => f(Member::Parameter(n, p.as_ref())),
+                SnapshotMember::Buffer(n, b) => f(Member::Buffer(n, b.as_ref())),
+                SnapshotMember::Module(n, c) => f(Member::Module(n, &**c)),
+            }
+        }
+    }
+    fn visit_members_mut(&mut self, f: &mut dyn FnMut(MemberMut<'_, '_>) -> Result<()>) -> Result<()> {
+        for m in &mut self.members {
+            match m {
+                SnapshotMember::Parameter(n, Some(p)) => f(MemberMut::Parameter(n, p))?,
+                SnapshotMember::Buffer(n, Some(b)) => f(MemberMut::Buffer(n, b))?,
+                SnapshotMember::Module(n, c) => f(MemberMut::Module(n, &mut **c))?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+    fn as_module(&self) -> &dyn Module {
+        self
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl Module for ModuleSnapshot {
+    fn forward_value(&self, _input: Value) -> Result<Value> {
+        bail!(Value, "{} here is a snapshot taken for a backward hook; it cannot be called", self.type_name)
+    }
+
+    fn extra_repr(&self) -> String {
+        self.extra_repr.clone()
+    }
+}
+
+impl std::fmt::Display for ModuleSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.repr())
+    }
 }

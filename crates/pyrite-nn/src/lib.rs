@@ -15,6 +15,7 @@ extern crate self as pyrite;
 
 pub mod activation;
 pub mod attention;
+pub mod call;
 pub mod container;
 pub mod conv;
 pub mod distance;
@@ -43,6 +44,7 @@ pub mod utils;
 pub mod value;
 
 pub use activation::*;
+pub use call::{Args, FromValue};
 pub use attention::{MultiheadAttention, MultiheadAttentionOptions};
 pub use container::{ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential};
 pub use conv::{
@@ -54,7 +56,7 @@ pub use flatten::{Flatten, Unflatten};
 pub use fold::{Fold, Unfold};
 pub use hooks::{
     register_module_forward_hook, register_module_forward_pre_hook, register_module_full_backward_hook,
-    HookHandle,
+    HookHandle, HookOptions, ModuleSnapshot,
 };
 pub use linear::{Bilinear, Identity, Linear};
 pub use loss::*;

@@ -1,14 +1,14 @@
 //! Loss layers (`nn.CrossEntropyLoss`, ...): each holds its options (class weights as buffers,
 //! as PyTorch registers them) and calls its function in [`crate::functional`]. Call them with
-//! `loss.call2(&input, &target)` (`call3` for three inputs; `call_value` with a tuple of four
-//! tensors for `CTCLoss`).
+//! `loss.call((&input, &target))` (a tuple of three for the margin, triplet and Gaussian
+//! losses, of four for `CTCLoss`; see [`crate::call`]).
 //!
 //! ```
 //! use pyrite::nn::{CrossEntropyLoss, Module};
 //! use pyrite::Tensor;
 //! let logits = Tensor::new([[2.0f32, 0.5, -1.0], [0.1, 0.2, 3.0]])?;
 //! let target = Tensor::new([0i64, 2])?;
-//! let loss = CrossEntropyLoss::new().label_smoothing(0.1).call2(&logits, &target)?;
+//! let loss = CrossEntropyLoss::new().label_smoothing(0.1).call((&logits, &target))?;
 //! assert!(loss.item::<f32>()? > 0.0);
 //! # Ok::<(), pyrite::Error>(())
 //! ```

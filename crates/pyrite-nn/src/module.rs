@@ -35,7 +35,7 @@
 //! # Ok::<(), pyrite::Error>(())
 //! ```
 
-use crate::hooks::{self, HookHandle, Hooks};
+use crate::hooks::{self, HookHandle, HookOptions, Hooks};
 use crate::parameter::{Buffer, Parameter};
 use crate::state_dict::{self, IncompatibleKeys, StateDict};
 use crate::value::Value;
@@ -111,6 +111,11 @@ impl ModuleBase {
     /// `self.training`.
     pub fn is_training(&self) -> bool {
         self.training.load(Ordering::Relaxed)
+    }
+
+    /// Sets this module's own training flag (not its children's).
+    pub(crate) fn set_training_flag(&self, mode: bool) {
+        self.training.store(mode, Ordering::Relaxed)
     }
 
     fn check_name(&self, kind: &str, name: &str) -> Result<()> {
@@ -333,6 +338,86 @@ impl<M: Module> Members for Arc<M> {
     }
 }
 
+/// A module chosen at run time (PyTorch's `getattr(nn, rnn_type)(...)`): a boxed
+/// `dyn Module` field is a sub-module like any other, under its field's name and in field
+/// order, so the state_dict keys come out in PyTorch's order.
+///
+/// ```
+/// use pyrite::nn::{Linear, Module, ModuleBase, RnnOptions, GRU, LSTM};
+/// use pyrite::Tensor;
+/// #[derive(pyrite::nn::Module)]
+/// struct Model {
+///     base: ModuleBase,
+///     rnn: Box<dyn Module>,
+///     decoder: Linear,
+/// }
+/// impl Module for Model {}
+/// let build = |kind: &str| -> pyrite::Result<Box<dyn Module>> {
+///     Ok(match kind {
+///         "LSTM" => Box::new(LSTM::new(4, 8, RnnOptions::default())?),
+///         _ => Box::new(GRU::new(4, 8, RnnOptions::default())?),
+///     })
+/// };
+/// let m = Model { base: ModuleBase::new(), rnn: build("GRU")?, decoder: Linear::new(8, 2)? };
+/// let keys: Vec<String> = m.state_dict()?.keys().map(String::from).collect();
+/// assert_eq!(keys[0], "rnn.weight_ih_l0");
+/// assert_eq!(keys.last().unwrap(), "decoder.bias");
+/// // a boxed module is called through `call_value`; `extract` types what it returns
+/// let x = Tensor::randn([3, 1, 4], pyrite::DType::F32)?;
+/// let (out, h): (Tensor, Tensor) = m.rnn.call_value((&x).into())?.extract()?;
+/// assert_eq!((out.dims(), h.dims()), (&[3, 1, 8][..], &[1, 1, 8][..]));
+/// # Ok::<(), pyrite::Error>(())
+/// ```
+impl Members for Box<dyn Module> {
+    fn visit_members<'a>(&'a self, name: &str, f: &mut dyn FnMut(Member<'a, '_>)) {
+        f(Member::Module(name, &**self))
+    }
+    fn visit_members_mut(
+        &mut self,
+        name: &str,
+        f: &mut dyn FnMut(MemberMut<'_, '_>) -> Result<()>,
+    ) -> Result<()> {
+        f(MemberMut::Module(name, &mut **self))
+    }
+}
+
+impl Members for Option<Box<dyn Module>> {
+    fn visit_members<'a>(&'a self, name: &str, f: &mut dyn FnMut(Member<'a, '_>)) {
+        if let Some(m) = self {
+            f(Member::Module(name, &**m))
+        }
+    }
+    fn visit_members_mut(
+        &mut self,
+        name: &str,
+        f: &mut dyn FnMut(MemberMut<'_, '_>) -> Result<()>,
+    ) -> Result<()> {
+        match self {
+            Some(m) => f(MemberMut::Module(name, &mut **m)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Boxed modules in a `Vec` are named `name.0`, `name.1`, ... as for [`Vec`] of modules.
+impl Members for Vec<Box<dyn Module>> {
+    fn visit_members<'a>(&'a self, name: &str, f: &mut dyn FnMut(Member<'a, '_>)) {
+        for (i, m) in self.iter().enumerate() {
+            f(Member::Module(&format!("{name}.{i}"), &**m))
+        }
+    }
+    fn visit_members_mut(
+        &mut self,
+        name: &str,
+        f: &mut dyn FnMut(MemberMut<'_, '_>) -> Result<()>,
+    ) -> Result<()> {
+        for (i, m) in self.iter_mut().enumerate() {
+            f(MemberMut::Module(&format!("{name}.{i}"), &mut **m))?;
+        }
+        Ok(())
+    }
+}
+
 impl Members for ModuleBase {
     fn visit_members<'a>(&'a self, _name: &str, f: &mut dyn FnMut(Member<'a, '_>)) {
         for (n, p) in &self.params {
@@ -425,7 +510,7 @@ plain_members!(
 /// error path only: nothing is done on success.
 #[cold]
 #[inline(never)]
-fn in_module(m: &dyn Module, e: pyrite_core::Error) -> pyrite_core::Error {
+pub(crate) fn in_module(m: &dyn Module, e: pyrite_core::Error) -> pyrite_core::Error {
     let child = e.module_frames().last().and_then(|f| {
         m.named_modules()
             .into_iter()
@@ -496,18 +581,6 @@ pub trait Module: ModuleFields {
         out.map_err(|e| in_module(self.as_module(), e))
     }
 
-    /// `module(a, b)` for modules of two tensors (a loss's `(input, target)`).
-    fn call2(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        self.call_value(Value::Tuple(vec![Value::Tensor(a.clone()), Value::Tensor(b.clone())]))?.into_tensor()
-    }
-
-    /// `module(a, b, c)` (a triplet loss's `(anchor, positive, negative)`).
-    fn call3(&self, a: &Tensor, b: &Tensor, c: &Tensor) -> Result<Tensor> {
-        let v =
-            Value::Tuple(vec![Value::Tensor(a.clone()), Value::Tensor(b.clone()), Value::Tensor(c.clone())]);
-        self.call_value(v)?.into_tensor()
-    }
-
     // ------------------------------------------------------------------------ introspection
 
     /// `named_children()`: the direct sub-modules with their names, in registration order.
@@ -529,14 +602,15 @@ pub trait Module: ModuleFields {
     /// `named_modules()`: this module (named `""`) and every descendant, depth first, each
     /// shared module once, with dotted names (`layer1.0.conv1`).
     fn named_modules(&self) -> Vec<(String, &dyn Module)> {
-        self.named_modules_with_prefix("")
+        self.named_modules_with(&NamedOptions::default())
     }
 
-    /// `named_modules(prefix=prefix)`.
-    fn named_modules_with_prefix(&self, prefix: &str) -> Vec<(String, &dyn Module)> {
+    /// `named_modules(prefix=.., remove_duplicate=..)`: with `remove_duplicate: false` a
+    /// shared module is listed under each of its names. (`recurse` does not apply.)
+    fn named_modules_with(&self, options: &NamedOptions) -> Vec<(String, &dyn Module)> {
         let mut out = Vec::new();
         let mut seen = HashSet::new();
-        walk_modules(self.as_module(), prefix.to_string(), &mut seen, &mut out);
+        walk_modules(self.as_module(), options.prefix.clone(), options.remove_duplicate, &mut seen, &mut out);
         out
     }
 
@@ -548,7 +622,33 @@ pub trait Module: ModuleFields {
     /// `named_parameters()`: every parameter with its dotted name (`fc1.weight`), a module's
     /// own first, then its children's; a parameter shared by two modules once.
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        named_tensors(self.as_module(), true)
+        named_tensors(self.as_module(), true, &NamedOptions::default())
+    }
+
+    /// `named_parameters(prefix=.., recurse=.., remove_duplicate=..)`: with `recurse: false`
+    /// only this module's own; with `remove_duplicate: false` a shared parameter (or one of
+    /// a shared module) is listed under each of its names.
+    ///
+    /// ```
+    /// use pyrite::nn::{module::NamedOptions, Linear, Module, ModuleBase};
+    /// use std::sync::Arc;
+    /// #[derive(pyrite::nn::Module)]
+    /// struct Tied {
+    ///     base: ModuleBase,
+    ///     encoder: Arc<Linear>,
+    ///     decoder: Arc<Linear>,
+    /// }
+    /// impl Module for Tied {}
+    /// let shared = Arc::new(Linear::new(4, 4)?);
+    /// let m = Tied { base: ModuleBase::new(), encoder: shared.clone(), decoder: shared };
+    /// assert_eq!(m.named_parameters().len(), 2);
+    /// let all = m.named_parameters_with(&NamedOptions { remove_duplicate: false, ..Default::default() });
+    /// let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
+    /// assert_eq!(names, ["encoder.weight", "encoder.bias", "decoder.weight", "decoder.bias"]);
+    /// # Ok::<(), pyrite::Error>(())
+    /// ```
+    fn named_parameters_with(&self, options: &NamedOptions) -> Vec<(String, Tensor)> {
+        named_tensors(self.as_module(), true, options)
     }
 
     /// `parameters()`.
@@ -558,7 +658,13 @@ pub trait Module: ModuleFields {
 
     /// `named_buffers()`: persistent and non-persistent.
     fn named_buffers(&self) -> Vec<(String, Tensor)> {
-        named_tensors(self.as_module(), false)
+        named_tensors(self.as_module(), false, &NamedOptions::default())
+    }
+
+    /// `named_buffers(prefix=.., recurse=.., remove_duplicate=..)`, as
+    /// [`Module::named_parameters_with`].
+    fn named_buffers_with(&self, options: &NamedOptions) -> Vec<(String, Tensor)> {
+        named_tensors(self.as_module(), false, options)
     }
 
     /// `buffers()`.
@@ -749,38 +855,88 @@ pub trait Module: ModuleFields {
 
 /// Registering hooks (`register_forward_hook`, ...) on any module, `dyn Module` included (a
 /// module reached through `named_modules()`). Each returns a [`HookHandle`] whose `remove()`
-/// takes the hook out; several hooks of a kind run in registration order.
+/// takes the hook out; several hooks of a kind run in registration order. Each
+/// `register_*_hook` has a `register_*_hook_with` variant that takes [`HookOptions`]
+/// (`prepend`).
 pub trait ModuleHooks {
-    /// `register_forward_pre_hook(hook)`: `hook(module, input)` runs before `forward` and
-    /// may return a replacement input.
+    /// `register_forward_pre_hook(hook)`: `hook(module, args)` runs before `forward` and
+    /// may return replacement arguments. `args` is the tuple of positional arguments (one
+    /// element for `call(&x)`), as in PyTorch; a replacement that is not a tuple is made one.
     fn register_forward_pre_hook(
         &self,
         hook: impl Fn(&dyn Module, &Value) -> Result<Option<Value>> + Send + Sync + 'static,
+    ) -> HookHandle {
+        self.register_forward_pre_hook_with(hook, HookOptions::default())
+    }
+
+    /// `register_forward_pre_hook(hook, prepend=...)`.
+    fn register_forward_pre_hook_with(
+        &self,
+        hook: impl Fn(&dyn Module, &Value) -> Result<Option<Value>> + Send + Sync + 'static,
+        options: HookOptions,
     ) -> HookHandle;
 
-    /// `register_forward_hook(hook)`: `hook(module, input, output)` runs after `forward` and
-    /// may return a replacement output.
+    /// `register_forward_hook(hook)`: `hook(module, args, output)` runs after `forward` and
+    /// may return a replacement output; `args` is the tuple of positional arguments.
     fn register_forward_hook(
         &self,
         hook: impl Fn(&dyn Module, &Value, &Value) -> Result<Option<Value>> + Send + Sync + 'static,
+    ) -> HookHandle {
+        self.register_forward_hook_with(hook, HookOptions::default())
+    }
+
+    /// `register_forward_hook(hook, prepend=...)`.
+    fn register_forward_hook_with(
+        &self,
+        hook: impl Fn(&dyn Module, &Value, &Value) -> Result<Option<Value>> + Send + Sync + 'static,
+        options: HookOptions,
     ) -> HookHandle;
 
-    /// `register_full_backward_pre_hook(hook)`: `hook(grad_output)` runs when the gradients
-    /// of the module's outputs are known, and may replace them.
+    /// `register_full_backward_pre_hook(hook)`: `hook(module, grad_output)` runs when the
+    /// gradients of the module's outputs are known, and may replace them. `module` is a
+    /// [`ModuleSnapshot`](crate::hooks::ModuleSnapshot) of the module as it was called.
     fn register_full_backward_pre_hook(
         &self,
-        hook: impl Fn(&[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync + 'static,
-    ) -> HookHandle;
-
-    /// `register_full_backward_hook(hook)`: `hook(grad_input, grad_output)` runs when the
-    /// gradients of the module's inputs are computed (one entry per input tensor, `None`
-    /// for inputs that do not require grad) and may replace `grad_input`.
-    fn register_full_backward_hook(
-        &self,
-        hook: impl Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>>
+        hook: impl Fn(&dyn Module, &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>>
             + Send
             + Sync
             + 'static,
+    ) -> HookHandle {
+        self.register_full_backward_pre_hook_with(hook, HookOptions::default())
+    }
+
+    /// `register_full_backward_pre_hook(hook, prepend=...)`.
+    fn register_full_backward_pre_hook_with(
+        &self,
+        hook: impl Fn(&dyn Module, &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>>
+            + Send
+            + Sync
+            + 'static,
+        options: HookOptions,
+    ) -> HookHandle;
+
+    /// `register_full_backward_hook(hook)`: `hook(module, grad_input, grad_output)` runs
+    /// when the gradients of the module's inputs are computed (one entry per input tensor,
+    /// `None` for inputs that do not require grad) and may replace `grad_input`. `module` is
+    /// a [`ModuleSnapshot`](crate::hooks::ModuleSnapshot) of the module as it was called.
+    fn register_full_backward_hook(
+        &self,
+        hook: impl Fn(&dyn Module, &[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>>
+            + Send
+            + Sync
+            + 'static,
+    ) -> HookHandle {
+        self.register_full_backward_hook_with(hook, HookOptions::default())
+    }
+
+    /// `register_full_backward_hook(hook, prepend=...)`.
+    fn register_full_backward_hook_with(
+        &self,
+        hook: impl Fn(&dyn Module, &[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>>
+            + Send
+            + Sync
+            + 'static,
+        options: HookOptions,
     ) -> HookHandle;
 
     /// `register_state_dict_pre_hook(hook)`: `hook(module, prefix)` before this module
@@ -814,63 +970,70 @@ pub trait ModuleHooks {
 }
 
 impl<M: Module + ?Sized> ModuleHooks for M {
-    fn register_forward_pre_hook(
+    fn register_forward_pre_hook_with(
         &self,
         hook: impl Fn(&dyn Module, &Value) -> Result<Option<Value>> + Send + Sync + 'static,
+        options: HookOptions,
     ) -> HookHandle {
-        self.base().hooks.add_forward_pre(Arc::new(hook))
+        self.base().hooks.add_forward_pre(Arc::new(hook), options)
     }
 
-    fn register_forward_hook(
+    fn register_forward_hook_with(
         &self,
         hook: impl Fn(&dyn Module, &Value, &Value) -> Result<Option<Value>> + Send + Sync + 'static,
+        options: HookOptions,
     ) -> HookHandle {
-        self.base().hooks.add_forward(Arc::new(hook))
+        self.base().hooks.add_forward(Arc::new(hook), options)
     }
 
-    fn register_full_backward_pre_hook(
+    fn register_full_backward_pre_hook_with(
         &self,
-        hook: impl Fn(&[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync + 'static,
-    ) -> HookHandle {
-        self.base().hooks.add_backward_pre(Arc::new(hook))
-    }
-
-    fn register_full_backward_hook(
-        &self,
-        hook: impl Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>>
+        hook: impl Fn(&dyn Module, &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>>
             + Send
             + Sync
             + 'static,
+        options: HookOptions,
     ) -> HookHandle {
-        self.base().hooks.add_backward(Arc::new(hook))
+        self.base().hooks.add_backward_pre(Arc::new(hook), options)
+    }
+
+    fn register_full_backward_hook_with(
+        &self,
+        hook: impl Fn(&dyn Module, &[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>>
+            + Send
+            + Sync
+            + 'static,
+        options: HookOptions,
+    ) -> HookHandle {
+        self.base().hooks.add_backward(Arc::new(hook), options)
     }
 
     fn register_state_dict_pre_hook(
         &self,
         hook: impl Fn(&dyn Module, &str) -> Result<()> + Send + Sync + 'static,
     ) -> HookHandle {
-        self.base().hooks.add_state_dict_pre(Arc::new(hook))
+        self.base().hooks.add_state_dict_pre(Arc::new(hook), HookOptions::default())
     }
 
     fn register_state_dict_post_hook(
         &self,
         hook: impl Fn(&dyn Module, &mut StateDict, &str) -> Result<()> + Send + Sync + 'static,
     ) -> HookHandle {
-        self.base().hooks.add_state_dict_post(Arc::new(hook))
+        self.base().hooks.add_state_dict_post(Arc::new(hook), HookOptions::default())
     }
 
     fn register_load_state_dict_pre_hook(
         &self,
         hook: impl Fn(&dyn Module, &mut StateDict, &str) -> Result<()> + Send + Sync + 'static,
     ) -> HookHandle {
-        self.base().hooks.add_load_pre(Arc::new(hook))
+        self.base().hooks.add_load_pre(Arc::new(hook), HookOptions::default())
     }
 
     fn register_load_state_dict_post_hook(
         &self,
         hook: impl Fn(&dyn Module, &mut IncompatibleKeys) -> Result<()> + Send + Sync + 'static,
     ) -> HookHandle {
-        self.base().hooks.add_load_post(Arc::new(hook))
+        self.base().hooks.add_load_post(Arc::new(hook), HookOptions::default())
     }
 }
 
@@ -884,24 +1047,48 @@ pub(crate) fn module_id(m: &dyn Module) -> (usize, std::any::TypeId) {
 fn walk_modules<'a>(
     m: &'a dyn Module,
     name: String,
+    remove_duplicate: bool,
     seen: &mut HashSet<(usize, std::any::TypeId)>,
     out: &mut Vec<(String, &'a dyn Module)>,
 ) {
-    if !seen.insert(module_id(m)) {
+    if !seen.insert(module_id(m)) && remove_duplicate {
         return;
     }
     let children = m.named_children();
     out.push((name.clone(), m));
     for (n, c) in children {
         let full = if name.is_empty() { n } else { format!("{name}.{n}") };
-        walk_modules(c, full, seen, out);
+        walk_modules(c, full, remove_duplicate, seen, out);
     }
 }
 
-fn named_tensors(root: &dyn Module, params: bool) -> Vec<(String, Tensor)> {
+/// The keyword arguments of `named_modules` / `named_parameters` / `named_buffers`, with
+/// PyTorch's defaults: no prefix, recursive, each shared module or tensor once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamedOptions {
+    /// Put before every name (`prefix.weight`).
+    pub prefix: String,
+    /// Include the descendants' members (parameters and buffers only).
+    pub recurse: bool,
+    /// List a shared module or tensor once (under its first name).
+    pub remove_duplicate: bool,
+}
+
+impl Default for NamedOptions {
+    fn default() -> Self {
+        NamedOptions { prefix: String::new(), recurse: true, remove_duplicate: true }
+    }
+}
+
+fn named_tensors(root: &dyn Module, params: bool, options: &NamedOptions) -> Vec<(String, Tensor)> {
     let mut out = Vec::new();
     let mut seen = HashSet::new();
-    for (prefix, m) in root.named_modules() {
+    let modules = if options.recurse {
+        root.named_modules_with(&NamedOptions { recurse: true, ..options.clone() })
+    } else {
+        vec![(options.prefix.clone(), root)]
+    };
+    for (prefix, m) in modules {
         m.visit_members(&mut |mem| {
             let t = match (mem, params) {
                 (Member::Parameter(n, Some(p)), true) => Some((n, p.tensor())),
@@ -909,7 +1096,7 @@ fn named_tensors(root: &dyn Module, params: bool) -> Vec<(String, Tensor)> {
                 _ => None,
             };
             if let Some((n, t)) = t {
-                if seen.insert(t.handle_id()) {
+                if seen.insert(t.handle_id()) || !options.remove_duplicate {
                     let full = if prefix.is_empty() { n.to_string() } else { format!("{prefix}.{n}") };
                     out.push((full, t.clone()));
                 }

@@ -5,9 +5,9 @@
 //! unbatched `[L, H_in]`) or a [`PackedSequence`], and an optional initial state, and return
 //! PyTorch's `(output, h_n)` (`(output, (h_n, c_n))` for LSTM). Through [`Module::call_value`]
 //! the input is `x`, `(x, h0)` or `(x, (h0, c0))`, where `x` is a tensor or a packed
-//! sequence's [`Value`] (a dict, see [`PackedSequence::to_value`]); typed methods
-//! (`call_rnn`, `call_lstm`, `call_gru`, `call_packed`) do the packing and unpacking. Both run
-//! the module's hooks.
+//! sequence's [`Value`] (a dict, see [`PackedSequence::to_value`]). Each layer's own `call`
+//! takes the same forms typed (`lstm.call((&x, (&h0, &c0)))`, `gru.call(&packed)`, see
+//! [`crate::call`]) and returns `(output, h_n)` typed. Both run the module's hooks.
 //!
 //! Parameters carry PyTorch's names, in PyTorch's order (`weight_ih_l0`, `weight_hh_l0`,
 //! `bias_ih_l0`, `bias_hh_l0`, `weight_hr_l0` for LSTM projections, then `..._reverse` for
@@ -20,7 +20,7 @@
 //! let lstm = LSTM::new(10, 20, RnnOptions::new().num_layers(2).batch_first(true))?;
 //! assert_eq!(lstm.to_string(), "LSTM(10, 20, num_layers=2, batch_first=True)");
 //! let x = Tensor::randn([3, 5, 10], DType::F32)?; // batch 3, 5 steps
-//! let (out, (h_n, c_n)) = lstm.call_lstm(&x, None)?;
+//! let (out, (h_n, c_n)) = lstm.call(&x)?;
 //! assert_eq!(out.dims(), &[3, 5, 20]);
 //! assert_eq!(h_n.dims(), &[2, 3, 20]);
 //! assert_eq!(c_n.dims(), &[2, 3, 20]);
@@ -32,6 +32,7 @@ use crate::init;
 use crate::module::{py_bool, py_float, py_tuple, Module, ModuleBase};
 use crate::parameter::Parameter;
 use crate::utils::rnn::PackedSequence;
+use crate::call::{args, opt, t, typed_call};
 use crate::value::Value;
 use pyrite_core::{bail, DType, Result, Tensor};
 
@@ -494,34 +495,6 @@ fn states_value(mode: RnnMode, mut finals: Vec<Tensor>) -> Value {
     }
 }
 
-/// `(output, h_n)` out of a call's value.
-fn unpack_output(v: Value) -> Result<(Value, Value)> {
-    match v {
-        Value::Tuple(mut v) | Value::List(mut v) if v.len() == 2 => {
-            let h = v.remove(1);
-            Ok((v.remove(0), h))
-        }
-        other => bail!(Value, "expected the output (output, h_n), got {}", other.kind()),
-    }
-}
-
-fn unpack_pair(v: Value) -> Result<(Tensor, Tensor)> {
-    match v {
-        Value::Tuple(mut v) | Value::List(mut v) if v.len() == 2 => {
-            let c = v.remove(1).into_tensor()?;
-            Ok((v.remove(0).into_tensor()?, c))
-        }
-        other => bail!(Value, "expected a pair (h, c), got {}", other.kind()),
-    }
-}
-
-fn pair_value(hx: Option<(&Tensor, &Tensor)>) -> Value {
-    match hx {
-        Some((h, c)) => Value::from((h, c)),
-        None => Value::None,
-    }
-}
-
 macro_rules! layer_view {
     ($t:ty, $mode:expr) => {
         impl $t {
@@ -569,7 +542,7 @@ macro_rules! layer_view {
 /// use pyrite::nn::{Module, RnnNonlinearity, RnnOptions, RNN};
 /// use pyrite::{DType, Tensor};
 /// let rnn = RNN::new(4, 8, RnnOptions::new().nonlinearity(RnnNonlinearity::Relu).bidirectional(true))?;
-/// let (out, h_n) = rnn.call_rnn(&Tensor::randn([6, 2, 4], DType::F32)?, None)?;
+/// let (out, h_n) = rnn.call(&Tensor::randn([6, 2, 4], DType::F32)?)?;
 /// assert_eq!((out.dims(), h_n.dims()), (&[6, 2, 16][..], &[2, 2, 8][..]));
 /// # Ok::<(), pyrite::Error>(())
 /// ```
@@ -601,22 +574,6 @@ impl RNN {
         Ok(RNN { base, input_size, hidden_size, options, flat_weights_names })
     }
 
-    /// `rnn(input, h_0)`: `(output, h_n)`, running the module's hooks.
-    pub fn call_rnn(&self, input: &Tensor, h0: Option<&Tensor>) -> Result<(Tensor, Tensor)> {
-        let (o, h) = unpack_output(self.call_value(Value::from((input, Value::from(h0.cloned()))))?)?;
-        Ok((o.into_tensor()?, h.into_tensor()?))
-    }
-
-    /// `rnn(packed, h_0)`: the packed output and `h_n` (each sequence's last state, in the
-    /// order before packing).
-    pub fn call_packed(
-        &self,
-        input: &PackedSequence,
-        h0: Option<&Tensor>,
-    ) -> Result<(PackedSequence, Tensor)> {
-        let (o, h) = unpack_output(self.call_value(Value::from((input, Value::from(h0.cloned()))))?)?;
-        Ok((PackedSequence::from_value(&o)?, h.into_tensor()?))
-    }
 }
 
 layer_view!(RNN, rnn_mode);
@@ -642,26 +599,6 @@ impl LSTM {
         Ok(LSTM { base, input_size, hidden_size, options, flat_weights_names })
     }
 
-    /// `lstm(input, (h_0, c_0))`: `(output, (h_n, c_n))`, running the module's hooks.
-    pub fn call_lstm(
-        &self,
-        input: &Tensor,
-        hx: Option<(&Tensor, &Tensor)>,
-    ) -> Result<(Tensor, (Tensor, Tensor))> {
-        let (o, h) = unpack_output(self.call_value(Value::from((input, pair_value(hx))))?)?;
-        Ok((o.into_tensor()?, unpack_pair(h)?))
-    }
-
-    /// `lstm(packed, (h_0, c_0))`: the packed output and `(h_n, c_n)` in the order before
-    /// packing.
-    pub fn call_packed(
-        &self,
-        input: &PackedSequence,
-        hx: Option<(&Tensor, &Tensor)>,
-    ) -> Result<(PackedSequence, (Tensor, Tensor))> {
-        let (o, h) = unpack_output(self.call_value(Value::from((input, pair_value(hx))))?)?;
-        Ok((PackedSequence::from_value(&o)?, unpack_pair(h)?))
-    }
 }
 
 layer_view!(LSTM, |_: &LSTM| RnnMode::Lstm);
@@ -687,21 +624,6 @@ impl GRU {
         Ok(GRU { base, input_size, hidden_size, options, flat_weights_names })
     }
 
-    /// `gru(input, h_0)`: `(output, h_n)`, running the module's hooks.
-    pub fn call_gru(&self, input: &Tensor, h0: Option<&Tensor>) -> Result<(Tensor, Tensor)> {
-        let (o, h) = unpack_output(self.call_value(Value::from((input, Value::from(h0.cloned()))))?)?;
-        Ok((o.into_tensor()?, h.into_tensor()?))
-    }
-
-    /// `gru(packed, h_0)`: the packed output and `h_n` in the order before packing.
-    pub fn call_packed(
-        &self,
-        input: &PackedSequence,
-        h0: Option<&Tensor>,
-    ) -> Result<(PackedSequence, Tensor)> {
-        let (o, h) = unpack_output(self.call_value(Value::from((input, Value::from(h0.cloned()))))?)?;
-        Ok((PackedSequence::from_value(&o)?, h.into_tensor()?))
-    }
 }
 
 layer_view!(GRU, |_: &GRU| RnnMode::Gru);
@@ -845,7 +767,7 @@ fn cell_call(name: &str, input: Value, lstm: bool) -> Result<(Tensor, Option<Vec
 /// let cell = RNNCell::new(3, 5)?;
 /// let mut h = Tensor::zeros([2, 5], DType::F32)?;
 /// for _ in 0..4 {
-///     h = cell.call_cell(&Tensor::randn([2, 3], DType::F32)?, Some(&h))?;
+///     h = cell.call((&Tensor::randn([2, 3], DType::F32)?, &h))?;
 /// }
 /// assert_eq!(h.dims(), &[2, 5]);
 /// # Ok::<(), pyrite::Error>(())
@@ -888,11 +810,6 @@ impl RNNCell {
             hidden_size,
             nonlinearity,
         })
-    }
-
-    /// `cell(input, hx)`: the next hidden state, running the module's hooks.
-    pub fn call_cell(&self, input: &Tensor, hx: Option<&Tensor>) -> Result<Tensor> {
-        self.call_value(Value::from((input, Value::from(hx.cloned()))))?.into_tensor()
     }
 
     fn step(&self, input: &Tensor, hx: Option<&[&Tensor]>) -> Result<Tensor> {
@@ -957,11 +874,6 @@ impl LSTMCell {
         })
     }
 
-    /// `cell(input, (h, c))`: `(h', c')`, running the module's hooks.
-    pub fn call_lstm(&self, input: &Tensor, hx: Option<(&Tensor, &Tensor)>) -> Result<(Tensor, Tensor)> {
-        unpack_pair(self.call_value(Value::from((input, pair_value(hx))))?)
-    }
-
     fn step(&self, input: &Tensor, hx: Option<&[&Tensor]>) -> Result<(Tensor, Tensor)> {
         let (x, s, batched) =
             cell_inputs("LSTMCell", input, hx, self.input_size, self.hidden_size, 2, self.weight_ih.dtype())?;
@@ -1023,11 +935,6 @@ impl GRUCell {
         })
     }
 
-    /// `cell(input, hx)`: the next hidden state, running the module's hooks.
-    pub fn call_cell(&self, input: &Tensor, hx: Option<&Tensor>) -> Result<Tensor> {
-        self.call_value(Value::from((input, Value::from(hx.cloned()))))?.into_tensor()
-    }
-
     fn step(&self, input: &Tensor, hx: Option<&[&Tensor]>) -> Result<Tensor> {
         let (x, h, batched) =
             cell_inputs("GRUCell", input, hx, self.input_size, self.hidden_size, 1, self.weight_ih.dtype())?;
@@ -1058,3 +965,48 @@ impl Module for GRUCell {
         cell_extra_repr(self.input_size, self.hidden_size, self.bias_ih.is_some(), None)
     }
 }
+
+// ------------------------------------------------------------------------------ the calls
+
+// `rnn(input)`, `rnn(input, h_0)`: `(output, h_n)`; packed in, packed out. The same for GRU.
+args!(RNN, GRU: &Tensor => (Tensor, Tensor), |x| t(x));
+args!(RNN, GRU: (&Tensor, &Tensor) => (Tensor, Tensor), |(x, h)| Value::Tuple(vec![t(x), t(h)]));
+args!(RNN, GRU: (&Tensor, Option<&Tensor>) => (Tensor, Tensor), |(x, h)| Value::Tuple(vec![t(x), opt(h)]));
+args!(RNN, GRU: &PackedSequence => (PackedSequence, Tensor), |x| x.to_value());
+args!(RNN, GRU: (&PackedSequence, &Tensor) => (PackedSequence, Tensor),
+    |(x, h)| Value::Tuple(vec![x.to_value(), t(h)]));
+args!(RNN, GRU: (&PackedSequence, Option<&Tensor>) => (PackedSequence, Tensor),
+    |(x, h)| Value::Tuple(vec![x.to_value(), opt(h)]));
+
+// `lstm(input)`, `lstm(input, (h_0, c_0))`: `(output, (h_n, c_n))`.
+fn pair(h: &Tensor, c: &Tensor) -> Value {
+    Value::Tuple(vec![t(h), t(c)])
+}
+args!(LSTM: &Tensor => (Tensor, (Tensor, Tensor)), |x| t(x));
+args!(LSTM: (&Tensor, (&Tensor, &Tensor)) => (Tensor, (Tensor, Tensor)),
+    |(x, (h, c))| Value::Tuple(vec![t(x), pair(h, c)]));
+args!(LSTM: (&Tensor, &(Tensor, Tensor)) => (Tensor, (Tensor, Tensor)),
+    |(x, (h, c))| Value::Tuple(vec![t(x), pair(h, c)]));
+args!(LSTM: (&Tensor, Option<(&Tensor, &Tensor)>) => (Tensor, (Tensor, Tensor)),
+    |(x, hx)| Value::Tuple(vec![t(x), hx.map_or(Value::None, |(h, c)| pair(h, c))]));
+args!(LSTM: &PackedSequence => (PackedSequence, (Tensor, Tensor)), |x| x.to_value());
+args!(LSTM: (&PackedSequence, (&Tensor, &Tensor)) => (PackedSequence, (Tensor, Tensor)),
+    |(x, (h, c))| Value::Tuple(vec![x.to_value(), pair(h, c)]));
+args!(LSTM: (&PackedSequence, &(Tensor, Tensor)) => (PackedSequence, (Tensor, Tensor)),
+    |(x, (h, c))| Value::Tuple(vec![x.to_value(), pair(h, c)]));
+args!(LSTM: (&PackedSequence, Option<(&Tensor, &Tensor)>) => (PackedSequence, (Tensor, Tensor)),
+    |(x, hx)| Value::Tuple(vec![x.to_value(), hx.map_or(Value::None, |(h, c)| pair(h, c))]));
+
+// `cell(input)`, `cell(input, hx)`: the next hidden state; LSTMCell's is `(h', c')`.
+args!(RNNCell, GRUCell: &Tensor => Tensor, |x| t(x));
+args!(RNNCell, GRUCell: (&Tensor, &Tensor) => Tensor, |(x, h)| Value::Tuple(vec![t(x), t(h)]));
+args!(RNNCell, GRUCell: (&Tensor, Option<&Tensor>) => Tensor, |(x, h)| Value::Tuple(vec![t(x), opt(h)]));
+args!(LSTMCell: &Tensor => (Tensor, Tensor), |x| t(x));
+args!(LSTMCell: (&Tensor, (&Tensor, &Tensor)) => (Tensor, Tensor),
+    |(x, (h, c))| Value::Tuple(vec![t(x), pair(h, c)]));
+args!(LSTMCell: (&Tensor, &(Tensor, Tensor)) => (Tensor, Tensor),
+    |(x, (h, c))| Value::Tuple(vec![t(x), pair(h, c)]));
+args!(LSTMCell: (&Tensor, Option<(&Tensor, &Tensor)>) => (Tensor, Tensor),
+    |(x, hx)| Value::Tuple(vec![t(x), hx.map_or(Value::None, |(h, c)| pair(h, c))]));
+
+typed_call!(RNN, LSTM, GRU, RNNCell, LSTMCell, GRUCell);

@@ -2,8 +2,10 @@
 //! `TransformerDecoderLayer`, `TransformerEncoder`, `TransformerDecoder` and `Transformer`,
 //! with PyTorch's options, defaults, parameter names and masks.
 //!
-//! The layers take several inputs, so each has a typed call (`forward_with(&src, &masks)`)
-//! next to `call_value` on a tuple in PyTorch's argument order (what hooks see).
+//! The layers take several inputs: each `call` takes them as a tuple, the masks (PyTorch's
+//! keyword arguments) as one struct: `encoder.call((&src, &EncoderMasks { .. }))`,
+//! `decoder.call((&tgt, &memory))` (see [`crate::call`]). Hooks see the arguments as a tuple
+//! in PyTorch's order, which is also what `call_value` takes behind `dyn Module`.
 //!
 //! ```
 //! use pyrite::nn::{Module, Transformer, TransformerEncoder, TransformerEncoderLayer, TransformerLayerOptions};
@@ -14,7 +16,7 @@
 //! let encoder = TransformerEncoder::new(layer, 2, None)?;
 //! let x = Tensor::randn([3, 7, 16], DType::F32)?; // (N, L, d_model)
 //! let mask = Transformer::generate_square_subsequent_mask(7)?;
-//! let y = encoder.forward_with(&x, &EncoderMasks { src_mask: Some(&mask), ..Default::default() })?;
+//! let y = encoder.call((&x, &EncoderMasks { src_mask: Some(&mask), ..Default::default() }))?;
 //! assert_eq!(y.dims(), &[3, 7, 16]);
 //! assert_eq!(encoder.state_dict()?.keys().next().unwrap(), "layers.0.self_attn.in_proj_weight");
 //! # Ok::<(), pyrite::Error>(())
@@ -24,7 +26,7 @@ use crate::attention::{CallArgs, MhaCall, MultiheadAttention, MultiheadAttention
 use crate::container::ModuleList;
 use crate::dropout::Dropout;
 use crate::functional::{self as F, GeluApproximate};
-use crate::hooks;
+use crate::call::{typed_call, Args};
 use crate::init;
 use crate::linear::Linear;
 use crate::module::{Module, ModuleBase};
@@ -240,7 +242,7 @@ impl TransformerEncoderLayer {
                 average_attn_weights: true,
                 is_causal: masks.is_causal.unwrap_or(false),
             };
-            self.dropout1.call(&self.self_attn.call_with(x, x, x, &call)?.0)
+            self.dropout1.call(&self.self_attn.call((x, x, x, &call))?.0)
         };
         let ff = |x: &Tensor| -> Result<Tensor> {
             let h = self.opts.activation.apply(&self.linear1.call(x)?)?;
@@ -255,14 +257,6 @@ impl TransformerEncoderLayer {
         }
     }
 
-    /// [`TransformerEncoderLayer::forward_with`] as a module call (hooks run when any are
-    /// registered).
-    pub fn call_with(&self, src: &Tensor, masks: &EncoderMasks<'_>) -> Result<Tensor> {
-        if !hooks::any_active(&self.base) {
-            return self.forward_with(src, masks);
-        }
-        self.call_value(encoder_args(src, masks))?.into_tensor()
-    }
 }
 
 fn encoder_args(src: &Tensor, m: &EncoderMasks<'_>) -> Value {
@@ -360,7 +354,7 @@ impl TransformerDecoderLayer {
                 average_attn_weights: true,
                 is_causal: m.tgt_is_causal.unwrap_or(false),
             };
-            self.dropout1.call(&self.self_attn.call_with(x, x, x, &call)?.0)
+            self.dropout1.call(&self.self_attn.call((x, x, x, &call))?.0)
         };
         let mha = |x: &Tensor| -> Result<Tensor> {
             let call = MhaCall {
@@ -370,7 +364,7 @@ impl TransformerDecoderLayer {
                 average_attn_weights: true,
                 is_causal: m.memory_is_causal,
             };
-            self.dropout2.call(&self.multihead_attn.call_with(x, memory, memory, &call)?.0)
+            self.dropout2.call(&self.multihead_attn.call((x, memory, memory, &call))?.0)
         };
         let ff = |x: &Tensor| -> Result<Tensor> {
             let h = self.opts.activation.apply(&self.linear1.call(x)?)?;
@@ -385,15 +379,6 @@ impl TransformerDecoderLayer {
             let x = self.norm2.call(&x.add(&mha(&x)?)?)?;
             self.norm3.call(&x.add(&ff(&x)?)?)
         }
-    }
-
-    /// [`TransformerDecoderLayer::forward_with`] as a module call (hooks run when any are
-    /// registered).
-    pub fn call_with(&self, tgt: &Tensor, memory: &Tensor, masks: &DecoderMasks<'_>) -> Result<Tensor> {
-        if !hooks::any_active(&self.base) {
-            return self.forward_with(tgt, memory, masks);
-        }
-        self.call_value(decoder_args(tgt, memory, masks))?.into_tensor()
     }
 }
 
@@ -506,7 +491,7 @@ impl TransformerEncoder {
         let mut x = src.clone();
         for (i, layer) in self.layers.iter().enumerate() {
             x = match self.layers.get_as::<TransformerEncoderLayer>(i as isize) {
-                Some(l) => l.call_with(&x, &m)?,
+                Some(l) => l.call((&x, &m))?,
                 None => layer.call_value(encoder_args(&x, &m))?.into_tensor()?,
             };
         }
@@ -566,7 +551,7 @@ impl TransformerDecoder {
         let mut x = tgt.clone();
         for (i, layer) in self.layers.iter().enumerate() {
             x = match self.layers.get_as::<TransformerDecoderLayer>(i as isize) {
-                Some(l) => l.call_with(&x, memory, &m)?,
+                Some(l) => l.call((&x, memory, &m))?,
                 None => layer.call_value(decoder_args(&x, memory, &m))?.into_tensor()?,
             };
         }
@@ -722,15 +707,15 @@ impl Transformer {
         if src.dims().last() != Some(&self.d_model) || tgt.dims().last() != Some(&self.d_model) {
             bail!(Shape, "the feature number of src and tgt must be equal to d_model");
         }
-        let memory = self.encoder.forward_with(
+        let memory = self.encoder.call((
             src,
             &EncoderMasks {
                 src_mask: m.src_mask,
                 src_key_padding_mask: m.src_key_padding_mask,
                 is_causal: m.src_is_causal,
             },
-        )?;
-        self.decoder.forward_with(
+        ))?;
+        self.decoder.call((
             tgt,
             &memory,
             &DecoderMasks {
@@ -741,7 +726,7 @@ impl Transformer {
                 tgt_is_causal: m.tgt_is_causal,
                 memory_is_causal: m.memory_is_causal,
             },
-        )
+        ))
     }
 }
 
@@ -776,3 +761,98 @@ impl Module for Transformer {
         Ok(Value::Tensor(self.forward_with(&src, &tgt, &masks)?))
     }
 }
+
+// ------------------------------------------------------------------------------ the calls
+
+/// `(src, masks)` through the encoder (layer)'s `forward_with`, or its value for the hooks.
+macro_rules! encoder_calls {
+    ($($m:ty),*) => {$(
+        /// `encoder(src)`.
+        impl Args<$m> for &Tensor {
+            type Output = Tensor;
+            fn into_value(self) -> Value {
+                Value::Tensor(self.clone())
+            }
+            fn forward(self, m: &$m) -> Result<Tensor> {
+                m.forward_with(self, &EncoderMasks::default())
+            }
+        }
+        /// `encoder(src, mask=.., src_key_padding_mask=.., is_causal=..)`.
+        impl Args<$m> for (&Tensor, &EncoderMasks<'_>) {
+            type Output = Tensor;
+            fn into_value(self) -> Value {
+                encoder_args(self.0, self.1)
+            }
+            fn forward(self, m: &$m) -> Result<Tensor> {
+                m.forward_with(self.0, self.1)
+            }
+        }
+    )*};
+}
+encoder_calls!(TransformerEncoderLayer, TransformerEncoder);
+
+macro_rules! decoder_calls {
+    ($($m:ty),*) => {$(
+        /// `decoder(tgt, memory)`.
+        impl Args<$m> for (&Tensor, &Tensor) {
+            type Output = Tensor;
+            fn into_value(self) -> Value {
+                decoder_args(self.0, self.1, &DecoderMasks::default())
+            }
+            fn forward(self, m: &$m) -> Result<Tensor> {
+                m.forward_with(self.0, self.1, &DecoderMasks::default())
+            }
+        }
+        /// `decoder(tgt, memory, tgt_mask=.., memory_mask=.., ...)`.
+        impl Args<$m> for (&Tensor, &Tensor, &DecoderMasks<'_>) {
+            type Output = Tensor;
+            fn into_value(self) -> Value {
+                decoder_args(self.0, self.1, self.2)
+            }
+            fn forward(self, m: &$m) -> Result<Tensor> {
+                m.forward_with(self.0, self.1, self.2)
+            }
+        }
+    )*};
+}
+decoder_calls!(TransformerDecoderLayer, TransformerDecoder);
+
+fn transformer_args(src: &Tensor, tgt: &Tensor, m: &TransformerMasks<'_>) -> Value {
+    Value::Tuple(vec![
+        Value::Tensor(src.clone()),
+        Value::Tensor(tgt.clone()),
+        opt_value(m.src_mask),
+        opt_value(m.tgt_mask),
+        opt_value(m.memory_mask),
+        opt_value(m.src_key_padding_mask),
+        opt_value(m.tgt_key_padding_mask),
+        opt_value(m.memory_key_padding_mask),
+        opt_bool_value(m.src_is_causal),
+        opt_bool_value(m.tgt_is_causal),
+        Value::Bool(m.memory_is_causal),
+    ])
+}
+
+/// `transformer(src, tgt)`.
+impl Args<Transformer> for (&Tensor, &Tensor) {
+    type Output = Tensor;
+    fn into_value(self) -> Value {
+        transformer_args(self.0, self.1, &TransformerMasks::default())
+    }
+    fn forward(self, m: &Transformer) -> Result<Tensor> {
+        m.forward_with(self.0, self.1, &TransformerMasks::default())
+    }
+}
+
+/// `transformer(src, tgt, src_mask=.., tgt_mask=.., ...)`.
+impl Args<Transformer> for (&Tensor, &Tensor, &TransformerMasks<'_>) {
+    type Output = Tensor;
+    fn into_value(self) -> Value {
+        transformer_args(self.0, self.1, self.2)
+    }
+    fn forward(self, m: &Transformer) -> Result<Tensor> {
+        m.forward_with(self.0, self.1, self.2)
+    }
+}
+
+typed_call!(TransformerEncoderLayer, TransformerEncoder, TransformerDecoderLayer, TransformerDecoder, Transformer);

@@ -339,7 +339,7 @@ fn multihead_attention_through_call_value_and_hooks() {
         m.call_value(Value::Tuple(vec![x.clone().into(), x.clone().into(), x.clone().into(), kw])).unwrap();
     assert_eq!(out.get(1).unwrap().kind(), "None");
     // the typed call runs the hooks too when there are any
-    m.call_with(&x, &x, &x, &MhaCall::default()).unwrap();
+    m.call((&x, &x, &x, &MhaCall::default())).unwrap();
     assert_eq!(*seen.lock().unwrap(), vec![(3, "Tensor"), (3, "None"), (3, "Tensor")]);
 }
 

@@ -48,7 +48,7 @@ impl Module for CharLm {
         let masks = EncoderMasks { src_mask: Some(&mask), is_causal: Some(true), ..Default::default() };
         let mut h = self.emb.call(idx)?;
         for layer in &self.layers {
-            h = layer.call_with(&h, &masks)?;
+            h = layer.call((&h, &masks))?;
         }
         self.norm.call(&h)?.matmul(&self.emb.weight.t()?)
     }

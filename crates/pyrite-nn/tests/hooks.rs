@@ -27,15 +27,16 @@ fn forward_hooks_run_in_registration_order_and_may_replace_values() -> Result<()
         Ok(None)
     });
     // the second pre hook replaces the input by zeros
-    let _h2 = fc.register_forward_pre_hook(move |_m, x| {
+    // `args` is a tuple, as in PyTorch; a replacement that is not one becomes `(x,)`
+    let _h2 = fc.register_forward_pre_hook(move |_m, args| {
         c2.lock().unwrap().push("pre2".into());
-        Ok(Some(Value::Tensor(x.as_tensor()?.zeros_like()?)))
+        Ok(Some(Value::Tensor(args.get(0)?.as_tensor()?.zeros_like()?)))
     });
-    let _h3 = fc.register_forward_hook(move |m, input, output| {
+    let _h3 = fc.register_forward_hook(move |m, args, output| {
         c3.lock().unwrap().push(format!(
             "fwd {} in={:?}",
             m.type_name(),
-            input.as_tensor()?.to_vec2::<f64>()?[0]
+            args.get(0)?.as_tensor()?.to_vec2::<f64>()?[0]
         ));
         Ok(Some(Value::Tensor(output.as_tensor()?.add_scalar(100.0)?)))
     });
@@ -100,13 +101,14 @@ fn full_backward_hooks_see_grad_input_and_grad_output() -> Result<()> {
     let v = |g: &[Option<Tensor>]| -> Grads {
         g.iter().map(|t| t.as_ref().map(|t| t.to_vec::<f64>().unwrap())).collect()
     };
-    let _h = m.register_full_backward_hook(move |gi, go| {
+    let _h = m.register_full_backward_hook(move |module, gi, go| {
+        assert_eq!(module.type_name(), "Mul");
         s.lock().unwrap().push((v(gi), v(go)));
         Ok(None)
     });
     let pre: Arc<Mutex<usize>> = Arc::default();
     let p = pre.clone();
-    let _hp = m.register_full_backward_pre_hook(move |go| {
+    let _hp = m.register_full_backward_pre_hook(move |_module, go| {
         *p.lock().unwrap() += 1;
         // doubles grad_output
         Ok(Some(go.iter().map(|g| g.as_ref().map(|g| g.mul_scalar(2.0).unwrap())).collect()))
@@ -128,7 +130,7 @@ fn full_backward_hooks_see_grad_input_and_grad_output() -> Result<()> {
 #[test]
 fn a_backward_hook_may_replace_grad_input() -> Result<()> {
     let fc = Linear::with_options(2, 1, false, DType::F64)?;
-    let _h = fc.register_full_backward_hook(|gi, _go| {
+    let _h = fc.register_full_backward_hook(|_m, gi, _go| {
         Ok(Some(gi.iter().map(|g| g.as_ref().map(|g| g.zeros_like().unwrap())).collect()))
     });
     let x = ones(&[1, 2]).requires_grad_(true)?;
@@ -149,7 +151,7 @@ fn backward_hooks_run_when_no_input_requires_grad() -> Result<()> {
     let norms: Arc<Mutex<Vec<(usize, f64)>>> = Arc::default();
     for i in 0..2 {
         let n = norms.clone();
-        net.get(i)?.register_full_backward_hook(move |gi, go| {
+        net.get(i)?.register_full_backward_hook(move |_m, gi, go| {
             let g = go[0].as_ref().unwrap().norm(2.0, &[], false)?.item::<f64>()?;
             if i == 0 {
                 assert!(gi[0].is_none());
@@ -216,5 +218,128 @@ fn state_dict_hooks_may_edit_and_rename() -> Result<()> {
     let mut partial = pyrite::nn::StateDict::new();
     partial.insert("bias", Tensor::zeros([2], DType::F32)?);
     third.load_state_dict(&partial, true)?;
+    Ok(())
+}
+
+/// PyTorch's `hook(module, args)`: `args` is the tuple of positional arguments for every
+/// call form, and the forward hook sees the arguments after the pre-hooks replaced them.
+#[test]
+fn hooks_see_the_positional_arguments_as_a_tuple() -> Result<()> {
+    let fc = Linear::with_options(2, 2, true, DType::F64)?;
+    let kinds: Shared<(&'static str, usize)> = Arc::default();
+    let (k1, k2) = (kinds.clone(), kinds.clone());
+    let _pre = fc.register_forward_pre_hook(move |_m, args| {
+        let n = match args {
+            Value::Tuple(v) => v.len(),
+            _ => 0,
+        };
+        k1.lock().unwrap().push((args.kind(), n));
+        Ok(None)
+    });
+    let _fwd = fc.register_forward_hook(move |_m, args, _out| {
+        k2.lock().unwrap().push((args.kind(), args.tensors().len()));
+        Ok(None)
+    });
+    fc.call(&ones(&[1, 2]))?;
+    fc.call_value(Value::Tensor(ones(&[1, 2])))?;
+    fc.call_value(Value::Tuple(vec![Value::Tensor(ones(&[1, 2]))]))?;
+    assert_eq!(*kinds.lock().unwrap(), [("tuple", 1), ("tuple", 1)].repeat(3));
+    Ok(())
+}
+
+/// `register_forward_hook(hook, prepend=True)` and the same for the other call hooks: a
+/// prepended hook runs before those already registered.
+#[test]
+fn prepended_hooks_run_first() -> Result<()> {
+    use nn::HookOptions;
+    let fc = Linear::with_options(2, 1, true, DType::F64)?;
+    let calls = log();
+    let c = |tag: &'static str| {
+        let calls = calls.clone();
+        move || calls.lock().unwrap().push(tag.to_string())
+    };
+    let (a, b, d, e) = (c("pre a"), c("pre b"), c("fwd a"), c("fwd b"));
+    let (f, g, h, i) = (c("bwd a"), c("bwd b"), c("bwd-pre a"), c("bwd-pre b"));
+    let prepend = HookOptions { prepend: true };
+    fc.register_forward_pre_hook(move |_, _| Ok(a()).map(|_| None));
+    fc.register_forward_pre_hook_with(move |_, _| Ok(b()).map(|_| None), prepend);
+    fc.register_forward_hook(move |_, _, _| Ok(d()).map(|_| None));
+    fc.register_forward_hook_with(move |_, _, _| Ok(e()).map(|_| None), prepend);
+    fc.register_full_backward_hook(move |_, _, _| Ok(f()).map(|_| None));
+    fc.register_full_backward_hook_with(move |_, _, _| Ok(g()).map(|_| None), prepend);
+    fc.register_full_backward_pre_hook(move |_, _| Ok(h()).map(|_| None));
+    fc.register_full_backward_pre_hook_with(move |_, _| Ok(i()).map(|_| None), prepend);
+    let x = ones(&[1, 2]).requires_grad_(true)?;
+    fc.call(&x)?.sum()?.backward()?;
+    assert_eq!(
+        *calls.lock().unwrap(),
+        ["pre b", "pre a", "fwd b", "fwd a", "bwd-pre b", "bwd-pre a", "bwd b", "bwd a"]
+    );
+    Ok(())
+}
+
+/// PyTorch's backward hooks get the module first (`hook(module, grad_input, grad_output)`).
+/// Backward runs after the call has returned, when the Rust module may have moved, so the
+/// module is a snapshot taken at the call: its type, configuration, training flag and its own
+/// parameters, which a gradient-inspection hook reads by name.
+#[test]
+fn backward_hooks_get_the_module_as_it_was_called() -> Result<()> {
+    let fc = Linear::with_options(3, 2, true, DType::F64)?;
+    let seen: Shared<(String, String, bool, Vec<usize>, bool)> = Arc::default();
+    let s = seen.clone();
+    let weight = fc.weight.tensor().clone();
+    fc.register_full_backward_hook(move |m, _gi, _go| {
+        let w = m.get_parameter("weight")?;
+        s.lock().unwrap().push((
+            m.type_name().to_string(),
+            m.repr(),
+            m.is_training(),
+            w.dims().to_vec(),
+            w.is_same(&weight),
+        ));
+        // the snapshot is not the module: calling it is an error, not a call of a stale module
+        assert!(m.call(&Tensor::ones([1, 3], DType::F64)?).is_err());
+        Ok(None)
+    });
+    fc.eval();
+    let x = ones(&[4, 3]).requires_grad_(true)?;
+    let y = fc.call(&x)?;
+    let moved = vec![fc]; // the module moves before backward runs
+    y.sum()?.backward()?;
+    let got = seen.lock().unwrap().clone();
+    assert_eq!(
+        got,
+        [("Linear".into(), "Linear(in_features=3, out_features=2, bias=True)".into(), false, vec![2, 3], true)]
+    );
+    drop(moved);
+    Ok(())
+}
+
+/// `named_parameters(remove_duplicate=False)` and `named_modules(remove_duplicate=False)`
+/// list a shared (tied) module under each of its names.
+#[test]
+fn remove_duplicate_false_lists_shared_members_under_each_name() -> Result<()> {
+    use nn::module::NamedOptions;
+    #[derive(nn::Module)]
+    struct Tied {
+        base: ModuleBase,
+        a: Arc<Linear>,
+        b: Arc<Linear>,
+    }
+    impl Module for Tied {}
+    let shared = Arc::new(Linear::new(2, 2)?);
+    let m = Tied { base: ModuleBase::new(), a: shared.clone(), b: shared };
+    let names = |v: Vec<(String, Tensor)>| v.into_iter().map(|(n, _)| n).collect::<Vec<_>>();
+    assert_eq!(names(m.named_parameters()), ["a.weight", "a.bias"]);
+    let all = NamedOptions { remove_duplicate: false, ..Default::default() };
+    assert_eq!(names(m.named_parameters_with(&all)), ["a.weight", "a.bias", "b.weight", "b.bias"]);
+    let mods: Vec<String> = m.named_modules_with(&all).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(mods, ["", "a", "b"]);
+    assert_eq!(m.named_modules().len(), 2);
+    // prefix and recurse=False
+    let own = NamedOptions { prefix: "model".into(), recurse: false, ..Default::default() };
+    assert!(m.named_parameters_with(&own).is_empty());
+    let pre = NamedOptions { prefix: "model".into(), ..Default::default() };
+    assert_eq!(names(m.named_parameters_with(&pre)), ["model.a.weight", "model.a.bias"]);
     Ok(())
 }

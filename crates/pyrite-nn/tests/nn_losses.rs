@@ -165,11 +165,7 @@ fn build(layer: &str, kw: &Kwargs) -> Option<Box<dyn Module>> {
 
 /// Calls the layer on the inputs as PyTorch's `m(*inputs)`.
 fn call(m: &dyn Module, xs: &[Tensor]) -> Result<Tensor> {
-    match xs {
-        [a, b] => m.call2(a, b),
-        [a, b, c] => m.call3(a, b, c),
-        _ => m.call_value(Value::Tuple(xs.iter().cloned().map(Value::Tensor).collect()))?.into_tensor(),
-    }
+    m.call_value(Value::Tuple(xs.iter().cloned().map(Value::Tensor).collect()))?.into_tensor()
 }
 
 /// `|got - want| <= atol + rtol |want|` elementwise (NaN equals NaN, infinities must match).

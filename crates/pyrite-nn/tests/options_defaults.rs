@@ -213,7 +213,7 @@ fn attention_and_transformer_options_defaults_are_pytorchs() -> Result<()> {
     assert_eq!((o.kdim, o.vdim, o.batch_first), (None, None, false));
     let mha = MultiheadAttention::with_options(8, 2, Default::default())?;
     let q = randn(&[3, 1, 8]);
-    let (y, w) = mha.call_with(&q, &q, &q, &Default::default())?;
+    let (y, w) = mha.call((&q, &q, &q))?;
     assert_eq!((y.dims(), w.map(|w| w.dims().to_vec())), (&[3, 1, 8][..], Some(vec![1, 3, 3])));
 
     // nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward=2048, dropout=0.1,

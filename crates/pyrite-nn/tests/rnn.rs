@@ -108,33 +108,33 @@ impl Layer {
         let hc = if s.len() == 2 { Some((&s[0], &s[1])) } else { None };
         Ok(match (self, packed) {
             (Layer::Rnn(m), None) => {
-                let (o, h) = m.call_rnn(x, h)?;
+                let (o, h) = m.call((x, h))?;
                 vec![("output", o), ("h_n", h)]
             }
             (Layer::Rnn(m), Some(p)) => {
-                let (o, h) = m.call_packed(p, h)?;
+                let (o, h) = m.call((p, h))?;
                 vec![("output", o.data), ("h_n", h)]
             }
             (Layer::Gru(m), None) => {
-                let (o, h) = m.call_gru(x, h)?;
+                let (o, h) = m.call((x, h))?;
                 vec![("output", o), ("h_n", h)]
             }
             (Layer::Gru(m), Some(p)) => {
-                let (o, h) = m.call_packed(p, h)?;
+                let (o, h) = m.call((p, h))?;
                 vec![("output", o.data), ("h_n", h)]
             }
             (Layer::Lstm(m), None) => {
-                let (o, (h, c)) = m.call_lstm(x, hc)?;
+                let (o, (h, c)) = m.call((x, hc))?;
                 vec![("output", o), ("h_n", h), ("c_n", c)]
             }
             (Layer::Lstm(m), Some(p)) => {
-                let (o, (h, c)) = m.call_packed(p, hc)?;
+                let (o, (h, c)) = m.call((p, hc))?;
                 vec![("output", o.data), ("h_n", h), ("c_n", c)]
             }
-            (Layer::RnnCell(m), _) => vec![("h_n", m.call_cell(x, h)?)],
-            (Layer::GruCell(m), _) => vec![("h_n", m.call_cell(x, h)?)],
+            (Layer::RnnCell(m), _) => vec![("h_n", m.call((x, h))?)],
+            (Layer::GruCell(m), _) => vec![("h_n", m.call((x, h))?)],
             (Layer::LstmCell(m), _) => {
-                let (h, c) = m.call_lstm(x, hc)?;
+                let (h, c) = m.call((x, hc))?;
                 vec![("h_n", h), ("c_n", c)]
             }
         })
@@ -476,7 +476,7 @@ fn packed_run_passes_gradcheck() -> Result<()> {
     gradcheck(
         |xs| {
             let p = pack_padded_sequence(&xs[0], &[1, 3, 3], true, false)?;
-            let (out, h) = gru.call_packed(&p, Some(&xs[1]))?;
+            let (out, h) = gru.call((&p, Some(&xs[1])))?;
             let (padded, _) = pad_packed_sequence(&out, true, 0.0, None)?;
             flat(&[padded, h])
         },
@@ -534,30 +534,30 @@ fn errors_are_pytorchs() -> Result<()> {
     let gru = GRU::new(10, 20, RnnOptions::new())?;
     let x = Tensor::randn([5, 3, 10], DType::F32)?;
     let cases: Vec<(String, &str)> = vec![
-        (err(rnn.call_rnn(&Tensor::randn([5, 3, 5], DType::F32)?, None)), "input.size(-1) must be equal to input_size. Expected 10, got 5"),
-        (err(rnn.call_rnn(&Tensor::randn([5], DType::F32)?, None)), "RNN: Expected input to be 2D or 3D, got 1D tensor instead"),
-        (err(gru.call_gru(&Tensor::randn([5, 3, 10, 1], DType::F32)?, None)), "GRU: Expected input to be 2D or 3D, got 4D instead"),
-        (err(rnn.call_rnn(&x, Some(&Tensor::randn([1, 3, 2], DType::F32)?))), "Expected hidden size (1, 3, 20), got [1, 3, 2]"),
-        (err(rnn.call_rnn(&x, Some(&Tensor::randn([3, 20], DType::F32)?))), "For batched 3-D input, hx should also be 3-D but got 2-D tensor"),
+        (err(rnn.call((&Tensor::randn([5, 3, 5], DType::F32)?, None))), "input.size(-1) must be equal to input_size. Expected 10, got 5"),
+        (err(rnn.call((&Tensor::randn([5], DType::F32)?, None))), "RNN: Expected input to be 2D or 3D, got 1D tensor instead"),
+        (err(gru.call((&Tensor::randn([5, 3, 10, 1], DType::F32)?, None))), "GRU: Expected input to be 2D or 3D, got 4D instead"),
+        (err(rnn.call((&x, Some(&Tensor::randn([1, 3, 2], DType::F32)?)))), "Expected hidden size (1, 3, 20), got [1, 3, 2]"),
+        (err(rnn.call((&x, Some(&Tensor::randn([3, 20], DType::F32)?)))), "For batched 3-D input, hx should also be 3-D but got 2-D tensor"),
         (
-            err(rnn.call_rnn(&Tensor::randn([5, 10], DType::F32)?, Some(&Tensor::randn([1, 3, 20], DType::F32)?))),
+            err(rnn.call((&Tensor::randn([5, 10], DType::F32)?, Some(&Tensor::randn([1, 3, 20], DType::F32)?)))),
             "For unbatched 2-D input, hx should also be 2-D but got 3-D tensor",
         ),
         (
-            err(rnn.call_rnn(&x.to_dtype(DType::F64)?, None)),
+            err(rnn.call((&x.to_dtype(DType::F64)?, None))),
             "RNN input dtype (torch.float64) does not match weight dtype (torch.float32). Convert input: input.to(torch.float32), or convert model: model.to(torch.float64)",
         ),
-        (err(rnn.call_rnn(&Tensor::randn([0, 3, 10], DType::F32)?, None)), "Expected sequence length to be larger than 0 in RNN"),
+        (err(rnn.call((&Tensor::randn([0, 3, 10], DType::F32)?, None))), "Expected sequence length to be larger than 0 in RNN"),
         (
-            err(lstm.call_lstm(&x, Some((&Tensor::randn([1, 3, 2], DType::F32)?, &Tensor::randn([1, 3, 20], DType::F32)?)))),
+            err(lstm.call((&x, Some((&Tensor::randn([1, 3, 2], DType::F32)?, &Tensor::randn([1, 3, 20], DType::F32)?))))),
             "Expected hidden[0] size (1, 3, 20), got [1, 3, 2]",
         ),
         (
-            err(lstm.call_lstm(&x, Some((&Tensor::randn([1, 3, 20], DType::F32)?, &Tensor::randn([1, 3, 2], DType::F32)?)))),
+            err(lstm.call((&x, Some((&Tensor::randn([1, 3, 20], DType::F32)?, &Tensor::randn([1, 3, 2], DType::F32)?))))),
             "Expected hidden[1] size (1, 3, 20), got [1, 3, 2]",
         ),
         (
-            err(lstm.call_lstm(&x, Some((&Tensor::randn([3, 20], DType::F32)?, &Tensor::randn([3, 20], DType::F32)?)))),
+            err(lstm.call((&x, Some((&Tensor::randn([3, 20], DType::F32)?, &Tensor::randn([3, 20], DType::F32)?))))),
             "For batched 3-D input, hx and cx should also be 3-D but got (2-D, 2-D) tensors",
         ),
         (err(RNN::new(10, 20, RnnOptions::new().dropout(1.5))), "dropout should be a number in range [0, 1] representing the probability of an element being zeroed"),
@@ -569,28 +569,28 @@ fn errors_are_pytorchs() -> Result<()> {
         (err(RNN::new(10, 20, RnnOptions::new().num_layers(0))), "num_layers must be greater than zero"),
         (err(RNN::new(0, 20, RnnOptions::new())), "input_size must be greater than zero"),
         // cells
-        (err(RNNCell::new(10, 20)?.call_cell(&Tensor::randn([3, 5], DType::F32)?, None)), "input has inconsistent input_size: got 5 expected 10"),
+        (err(RNNCell::new(10, 20)?.call((&Tensor::randn([3, 5], DType::F32)?, None))), "input has inconsistent input_size: got 5 expected 10"),
         (
-            err(RNNCell::new(10, 20)?.call_cell(&Tensor::randn([3, 10], DType::F32)?, Some(&Tensor::randn([3, 5], DType::F32)?))),
+            err(RNNCell::new(10, 20)?.call((&Tensor::randn([3, 10], DType::F32)?, Some(&Tensor::randn([3, 5], DType::F32)?)))),
             "hidden0 has inconsistent hidden_size: got 5, expected 20",
         ),
         (
-            err(RNNCell::new(10, 20)?.call_cell(&Tensor::randn([3, 10], DType::F32)?, Some(&Tensor::randn([2, 20], DType::F32)?))),
+            err(RNNCell::new(10, 20)?.call((&Tensor::randn([3, 10], DType::F32)?, Some(&Tensor::randn([2, 20], DType::F32)?)))),
             "Input batch size 3 doesn't match hidden0 batch size 2",
         ),
-        (err(RNNCell::new(10, 20)?.call_cell(&Tensor::randn([3, 3, 10], DType::F32)?, None)), "RNNCell: Expected input to be 1D or 2D, got 3D instead"),
+        (err(RNNCell::new(10, 20)?.call((&Tensor::randn([3, 3, 10], DType::F32)?, None))), "RNNCell: Expected input to be 1D or 2D, got 3D instead"),
         (
-            err(RNNCell::new(10, 20)?.call_cell(&Tensor::randn([3, 10], DType::F32)?, Some(&Tensor::randn([20], DType::F32)?))),
+            err(RNNCell::new(10, 20)?.call((&Tensor::randn([3, 10], DType::F32)?, Some(&Tensor::randn([20], DType::F32)?)))),
             "Expected 2D hidden0 (batch x hidden_size), but got 1D tensor",
         ),
         (
-            err(LSTMCell::new(10, 20)?.call_lstm(
+            err(LSTMCell::new(10, 20)?.call((
                 &Tensor::randn([3, 10], DType::F32)?,
                 Some((&Tensor::randn([3, 20], DType::F32)?, &Tensor::randn([3, 5], DType::F32)?)),
-            )),
+            ))),
             "hidden1 has inconsistent hidden_size: got 5, expected 20",
         ),
-        (err(GRUCell::new(10, 20)?.call_cell(&Tensor::randn([3, 3, 10], DType::F32)?, None)), "GRUCell: Expected input to be 1D or 2D, got 3D instead"),
+        (err(GRUCell::new(10, 20)?.call((&Tensor::randn([3, 3, 10], DType::F32)?, None))), "GRUCell: Expected input to be 1D or 2D, got 3D instead"),
         // utilities
         (
             err(pack_padded_sequence(&Tensor::randn([4, 3, 2], DType::F32)?, &[2, 3, 1], false, true)),
@@ -617,7 +617,7 @@ fn errors_are_pytorchs() -> Result<()> {
             "pack_padded_sequence: a length of 5 is longer than the padded input's 4 timesteps",
         ),
         (
-            err(rnn.call_rnn(&x, Some(&Tensor::randn([1, 3, 20], DType::F64)?))),
+            err(rnn.call((&x, Some(&Tensor::randn([1, 3, 20], DType::F64)?)))),
             "RNN: the initial state has dtype torch.float64, but the input has torch.float32: they must match",
         ),
     ];
@@ -670,18 +670,18 @@ fn functional_forms_refuse_bad_shapes() -> Result<()> {
 fn a_packed_input_must_fit_the_layer() -> Result<()> {
     let gru = GRU::new(4, 3, RnnOptions::new())?;
     let p = pack_sequence(&[Tensor::randn([3, 5], DType::F32)?, Tensor::randn([2, 5], DType::F32)?], true)?;
-    assert!(err(gru.call_packed(&p, None))
+    assert!(err(gru.call((&p, None)))
         .ends_with("input.size(-1) must be equal to input_size. Expected 4, got 5"));
     let p = pack_sequence(&[Tensor::randn([3, 4], DType::F32)?, Tensor::randn([2, 4], DType::F32)?], true)?;
     let h0 = Tensor::zeros([1, 3, 3], DType::F32)?;
-    assert!(err(gru.call_packed(&p, Some(&h0))).ends_with("Expected hidden size (1, 2, 3), got [1, 3, 3]"));
+    assert!(err(gru.call((&p, Some(&h0)))).ends_with("Expected hidden size (1, 2, 3), got [1, 3, 3]"));
     // a hand-made packed sequence that does not add up is refused, not run
     let bad = PackedSequence { batch_sizes: Tensor::new([2i64, 2])?, ..p.clone() };
-    assert!(gru.call_packed(&bad, None).is_err());
+    assert!(gru.call((&bad, None)).is_err());
     let bad = PackedSequence { batch_sizes: Tensor::new([1i64, 2, 2])?, ..p.clone() };
-    assert!(gru.call_packed(&bad, None).is_err());
+    assert!(gru.call((&bad, None)).is_err());
     let bad = PackedSequence { sorted_indices: Some(Tensor::new([0i64, 0])?), ..p };
-    assert!(gru.call_packed(&bad, None).is_err());
+    assert!(gru.call((&bad, None)).is_err());
     Ok(())
 }
 
@@ -739,7 +739,7 @@ fn value_interface_carries_tuples_and_packed_dicts() -> Result<()> {
     assert_eq!(out.get(0)?.as_tensor()?.dims(), &[4, 2, 3]);
     assert_eq!(out.get(1)?.get(0)?.as_tensor()?.dims(), &[1, 2, 3]);
     assert_eq!(out.get(1)?.get(1)?.as_tensor()?.dims(), &[1, 2, 3]);
-    let (o2, _) = lstm.call_lstm(&x, None)?;
+    let (o2, _) = lstm.call((&x, None))?;
     assert_eq!(o2.to_vec::<f32>()?, out.get(0)?.as_tensor()?.to_vec::<f32>()?);
 
     // a packed sequence travels as a dict, in and out
@@ -748,7 +748,7 @@ fn value_interface_carries_tuples_and_packed_dicts() -> Result<()> {
     let po = PackedSequence::from_value(out.get(0)?)?;
     assert_eq!(po.data.dims(), &[4, 3]);
     assert_eq!(po.batch_sizes.to_vec::<i64>()?, vec![2, 1, 1]);
-    let (po2, _) = lstm.call_packed(&p, None)?;
+    let (po2, _) = lstm.call((&p, None))?;
     assert_eq!(po.data.to_vec::<f32>()?, po2.data.to_vec::<f32>()?);
     assert!(lstm.call_value(Value::from((x.clone(), x.clone()))).is_err(), "LSTM's state is a pair");
     Ok(())
@@ -767,7 +767,7 @@ fn hooks_see_and_replace_the_output_tuple() -> Result<()> {
         Ok(Some(Value::Tuple(vec![o, Value::Tensor(h)])))
     });
     let (_, h) =
-        gru.call_gru(&Tensor::randn([3, 1, 2], DType::F32)?, Some(&Tensor::ones([1, 1, 3], DType::F32)?))?;
+        gru.call((&Tensor::randn([3, 1, 2], DType::F32)?, Some(&Tensor::ones([1, 1, 3], DType::F32)?)))?;
     assert_eq!(h.to_vec::<f32>()?, vec![0.0; 3]);
     assert_eq!(*seen.lock().unwrap(), vec![(2, 2)]);
     Ok(())
@@ -777,18 +777,18 @@ fn hooks_see_and_replace_the_output_tuple() -> Result<()> {
 fn dropout_between_layers_only_in_training() -> Result<()> {
     let x = Tensor::randn([4, 2, 3], DType::F32)?;
     let lstm = LSTM::new(3, 8, RnnOptions::new().num_layers(2).dropout(0.5))?;
-    let a = lstm.call_lstm(&x, None)?.0.to_vec::<f32>()?;
-    let b = lstm.call_lstm(&x, None)?.0.to_vec::<f32>()?;
+    let a = lstm.call((&x, None))?.0.to_vec::<f32>()?;
+    let b = lstm.call((&x, None))?.0.to_vec::<f32>()?;
     assert_ne!(a, b, "training: a fresh mask per call");
     lstm.eval();
-    let c = lstm.call_lstm(&x, None)?.0.to_vec::<f32>()?;
-    assert_eq!(c, lstm.call_lstm(&x, None)?.0.to_vec::<f32>()?, "eval: deterministic");
+    let c = lstm.call((&x, None))?.0.to_vec::<f32>()?;
+    assert_eq!(c, lstm.call((&x, None))?.0.to_vec::<f32>()?, "eval: deterministic");
     // one layer: no dropout at all (PyTorch warns that dropout then does nothing)
     let (one, warnings) = pyrite::warnings::catch_warnings(|| GRU::new(3, 4, RnnOptions::new().dropout(0.5)));
     let one = one?;
     assert!(warnings[0].contains("non-zero dropout expects num_layers greater than 1"));
-    let y = one.call_gru(&x, None)?.0.to_vec::<f32>()?;
-    assert_eq!(y, one.call_gru(&x, None)?.0.to_vec::<f32>()?);
+    let y = one.call((&x, None))?.0.to_vec::<f32>()?;
+    assert_eq!(y, one.call((&x, None))?.0.to_vec::<f32>()?);
     Ok(())
 }
 
@@ -796,11 +796,11 @@ fn dropout_between_layers_only_in_training() -> Result<()> {
 fn layers_convert_to_f64_and_handle_empty_batches() -> Result<()> {
     let mut gru = GRU::new(3, 4, RnnOptions::new().bidirectional(true))?;
     gru.to_dtype(DType::F64)?;
-    let (o, h) = gru.call_gru(&Tensor::randn([5, 2, 3], DType::F64)?, None)?;
+    let (o, h) = gru.call((&Tensor::randn([5, 2, 3], DType::F64)?, None))?;
     assert_eq!((o.dtype(), o.dims(), h.dims()), (DType::F64, &[5, 2, 8][..], &[2, 2, 4][..]));
     // a batch of zero sequences gives empty outputs, as in PyTorch
     let lstm = LSTM::new(3, 4, RnnOptions::new())?;
-    let (o, (h, c)) = lstm.call_lstm(&Tensor::zeros([3, 0, 3], DType::F32)?, None)?;
+    let (o, (h, c)) = lstm.call((&Tensor::zeros([3, 0, 3], DType::F32)?, None))?;
     assert_eq!((o.dims(), h.dims(), c.dims()), (&[3, 0, 4][..], &[1, 0, 4][..], &[1, 0, 4][..]));
     Ok(())
 }

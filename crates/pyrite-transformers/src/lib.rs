@@ -37,7 +37,7 @@
 //!     attention_mask: Some(attention_mask.clone()),
 //!     ..Default::default()
 //! };
-//! let out = model.run(&inputs)?;
+//! let out = model.call(&inputs)?;
 //! assert_eq!(out.last_hidden_state.dims(), &[2, 4, 16]);
 //! assert_eq!(out.pooler_output.unwrap().dims(), &[2, 16]);
 //!

@@ -255,7 +255,7 @@ impl SentenceTransformer {
             let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
             let batch = self.tokenizer.call(&refs, &opts)?;
             let inputs: BertInputs = batch.to_inputs();
-            let h = self.model.run(&inputs)?.last_hidden_state;
+            let h = self.model.call(&inputs)?.last_hidden_state;
             let mask = &batch.attention_mask;
             let parts = self
                 .pooling

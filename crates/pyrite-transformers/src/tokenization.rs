@@ -11,7 +11,7 @@
 //! let model = BertModel::from_pretrained("path/to/bert")?;
 //! let opts = TokenizerOptions { padding: Padding::Longest, truncation: true, ..Default::default() };
 //! let batch = tokenizer.call(&["A first sentence.", "And a second one, longer."], &opts)?;
-//! let out = model.run(&batch.to_inputs())?;
+//! let out = model.call(&batch.to_inputs())?;
 //! assert_eq!(out.last_hidden_state.dims()[..2], batch.input_ids.dims()[..]);
 //! # Ok::<(), pyrite::Error>(())
 //! ```

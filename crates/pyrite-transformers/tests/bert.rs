@@ -167,7 +167,7 @@ fn forward_matches_transformers() -> Result<()> {
     assert!(!model.is_training(), "from_pretrained returns the model in eval mode");
     for batch in ["single", "pairs"] {
         let x = inputs(&r, batch);
-        let out = model.run(&x)?;
+        let out = model.call(&x)?;
         assert_close(&out.last_hidden_state, &r.get(&format!("{batch}/last_hidden_state")), 1e-5, batch);
         let pooled = out.pooler_output.as_ref().expect("a pooler");
         assert_close(pooled, &r.get(&format!("{batch}/pooler_output")), 1e-5, batch);
@@ -184,7 +184,7 @@ fn forward_matches_transformers_in_f64() -> Result<()> {
     let mut model = BertModel::from_pretrained(bert_tiny())?;
     model.to_dtype(DType::F64)?;
     for batch in ["single", "pairs"] {
-        let out = model.run(&inputs(&r, batch))?;
+        let out = model.call(&inputs(&r, batch))?;
         assert_eq!(out.last_hidden_state.dtype(), DType::F64);
         assert_close(&out.last_hidden_state, &r.get(&format!("{batch}/f64/last_hidden_state")), 1e-12, batch);
         assert_close(
@@ -201,7 +201,7 @@ fn forward_matches_transformers_in_f64() -> Result<()> {
 fn output_hidden_states_are_the_embeddings_and_each_layer() -> Result<()> {
     let r = Reference::load();
     let model = BertModel::from_pretrained(bert_tiny())?;
-    let out = model.run(&BertInputs { output_hidden_states: true, ..inputs(&r, "single") })?;
+    let out = model.call(&BertInputs { output_hidden_states: true, ..inputs(&r, "single") })?;
     let hs = out.hidden_states.expect("asked for");
     assert_eq!(hs.len(), 3);
     for (i, h) in hs.iter().enumerate() {
@@ -217,14 +217,14 @@ fn defaults_token_types_zero_and_no_mask() -> Result<()> {
     let r = Reference::load();
     let model = BertModel::from_pretrained(bert_tiny())?;
     let ids = r.get("single/input_ids").narrow(0, 2, 1)?;
-    let out = model.run(&BertInputs::ids(&ids))?;
+    let out = model.call(&BertInputs::ids(&ids))?;
     let want = r.get("single/last_hidden_state").narrow(0, 2, 1)?;
     assert_close(&out.last_hidden_state, &want, 1e-5, "ids only");
     // A shorter sentence alone, unpadded, gives its padded row's real tokens.
     let mask = r.get("single/attention_mask").select(0, 1)?;
     let n = mask.sum()?.item::<i64>()? as usize;
     let short = r.get("single/input_ids").narrow(0, 1, 1)?.narrow(1, 0, n)?;
-    let out = model.run(&BertInputs::ids(&short))?;
+    let out = model.call(&BertInputs::ids(&short))?;
     let want = r.get("single/last_hidden_state").narrow(0, 1, 1)?.narrow(1, 0, n)?;
     assert_close(&out.last_hidden_state, &want, 1e-5, "unpadded");
     Ok(())
@@ -258,7 +258,7 @@ fn module_calls_take_a_tensor_a_tuple_or_keywords_and_run_hooks() -> Result<()> 
         *s.lock().unwrap() = Some(out.as_tensor()?.clone());
         Ok(None)
     });
-    let out = model.run(&x)?;
+    let out = model.call(&x)?;
     let hooked = seen.lock().unwrap().take().expect("the hook ran");
     assert!(hooked.allclose(&out.last_hidden_state, 0.0, 0.0, false)?);
     handle.remove();
@@ -270,10 +270,10 @@ fn dropout_is_on_in_training_and_off_in_eval() -> Result<()> {
     let r = Reference::load();
     let model = BertModel::from_pretrained(bert_tiny())?;
     let x = inputs(&r, "single");
-    let (a, b) = (model.run(&x)?, model.run(&x)?);
+    let (a, b) = (model.call(&x)?, model.call(&x)?);
     assert!(a.last_hidden_state.allclose(&b.last_hidden_state, 0.0, 0.0, false)?);
     model.train();
-    let (a, b) = (model.run(&x)?, model.run(&x)?);
+    let (a, b) = (model.call(&x)?, model.call(&x)?);
     assert!(!a.last_hidden_state.allclose(&b.last_hidden_state, 1e-3, 1e-3, false)?);
     Ok(())
 }
@@ -314,7 +314,7 @@ fn bert_prefixed_checkpoint_loads_the_encoder_and_reports_the_head() -> Result<(
             && warnings[0].contains("cls.predictions.bias")
     );
     assert!(warnings[1].contains("newly initialized") && warnings[1].contains("pooler.dense.weight"));
-    let out = model.run(&inputs(&r, "single"))?;
+    let out = model.call(&inputs(&r, "single"))?;
     assert_close(&out.last_hidden_state, &r.get("mlm/last_hidden_state"), 1e-5, "mlm encoder");
 
     // Without the pooler, nothing is missing.
@@ -341,7 +341,7 @@ fn legacy_checkpoint_keys_load() -> Result<()> {
     save_safetensors(&old, dir.join("model.safetensors"))?;
     let (model, info) = BertModel::from_pretrained_with(&dir, FromPretrainedOptions::default())?;
     assert_eq!(info, Default::default());
-    let out = model.run(&inputs(&r, "single"))?;
+    let out = model.call(&inputs(&r, "single"))?;
     assert_close(&out.last_hidden_state, &r.get("single/last_hidden_state"), 1e-5, "legacy");
     std::fs::remove_dir_all(dir).ok();
     Ok(())
@@ -411,7 +411,7 @@ fn sharded_checkpoints_load() -> Result<()> {
     save_safetensors(&b, dir.join("model-2.safetensors"))?;
     let index = serde_json::json!({ "metadata": {}, "weight_map": map });
     std::fs::write(dir.join("model.safetensors.index.json"), index.to_string())?;
-    let out = BertModel::from_pretrained(&dir)?.run(&inputs(&r, "pairs"))?;
+    let out = BertModel::from_pretrained(&dir)?.call(&inputs(&r, "pairs"))?;
     assert_close(&out.last_hidden_state, &r.get("pairs/last_hidden_state"), 1e-5, "sharded");
     std::fs::remove_dir_all(dir).ok();
     Ok(())
@@ -419,7 +419,7 @@ fn sharded_checkpoints_load() -> Result<()> {
 
 /// The outputs of the model in `dir` on the "pairs" batch, with the pooler's.
 fn pairs_outputs(dir: &std::path::Path, r: &Reference) -> Result<(Vec<f32>, Vec<f32>)> {
-    let out = BertModel::from_pretrained(dir)?.run(&inputs(r, "pairs"))?;
+    let out = BertModel::from_pretrained(dir)?.call(&inputs(r, "pairs"))?;
     Ok((
         out.last_hidden_state.flatten(0, -1)?.to_vec::<f32>()?,
         out.pooler_output.unwrap().flatten(0, -1)?.to_vec::<f32>()?,
@@ -484,7 +484,7 @@ fn pytorch_model_bin_written_by_torch_loads() -> Result<()> {
     let (model, info) =
         BertModel::from_pretrained_with(common::data_path("bert-tiny-bin"), Default::default())?;
     assert_eq!(info, Default::default());
-    let out = model.run(&inputs(&r, "pairs"))?;
+    let out = model.call(&inputs(&r, "pairs"))?;
     assert_close(
         &out.last_hidden_state,
         &r.get("pairs/last_hidden_state"),
@@ -571,11 +571,11 @@ fn bad_inputs_are_errors() -> Result<()> {
         ),
     ];
     for (x, want) in cases {
-        let e = model.run(&x).expect_err(want);
+        let e = model.call(&x).expect_err(want);
         assert!(e.to_string().contains(want), "got {e}, want {want}");
     }
     // Ids outside the vocabulary: the embedding's error, not a panic.
-    assert!(model.run(&BertInputs::ids(&Tensor::new([[25i64]])?)).is_err());
+    assert!(model.call(&BertInputs::ids(&Tensor::new([[25i64]])?)).is_err());
     Ok(())
 }
 
@@ -605,7 +605,7 @@ fn gradients_pass_finite_differences_in_f64() -> Result<()> {
     let g = Generator::new(3);
     let embeds = Tensor::randn_with([1, 4, 8], DType::F64, Some(&g))?.requires_grad_(true)?;
     let f = |x: &[Tensor]| -> Result<Tensor> {
-        let out = model.run(&BertInputs {
+        let out = model.call(&BertInputs {
             inputs_embeds: Some(x[0].clone()),
             attention_mask: Some(mask.clone()),
             token_type_ids: Some(token_types.clone()),
@@ -624,7 +624,7 @@ fn gradients_pass_finite_differences_in_f64() -> Result<()> {
     let ids = Tensor::new([[2i64, 5, 9, 0]])?;
     let x = BertInputs { attention_mask: Some(mask.clone()), ..BertInputs::ids(&ids) };
     let weights = Tensor::randn_with([1, 4, 8], DType::F64, Some(&g))?;
-    let loss = |m: &BertModel| -> Result<Tensor> { m.run(&x)?.last_hidden_state.mul(&weights)?.sum() };
+    let loss = |m: &BertModel| -> Result<Tensor> { m.call(&x)?.last_hidden_state.mul(&weights)?.sum() };
     loss(&model)?.backward()?;
     for name in ["encoder.layer.0.attention.self.query.weight", "embeddings.LayerNorm.weight"] {
         let p = model.get_parameter(name)?;

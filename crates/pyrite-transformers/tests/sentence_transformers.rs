@@ -74,7 +74,7 @@ fn max_seq_length_pooling_and_normalize_match_sentence_transformers() -> Result<
             ..Default::default()
         };
         let b = tok.call(&texts, &opts)?;
-        normalize(&mean_pooling(&model.run(&b.to_inputs())?.last_hidden_state, &b.attention_mask)?)
+        normalize(&mean_pooling(&model.call(&b.to_inputs())?.last_hidden_state, &b.attention_mask)?)
     };
     assert_close(&got, &manual(Some(8))?, 1e-6, "by hand");
     let long = manual(None)?; // model_max_length 64: the long sentence keeps all its tokens

@@ -84,7 +84,7 @@ fn tokenizer_to_sentence_embeddings_matches_transformers() -> Result<()> {
     let sentences = r.sentences();
     let texts: Vec<&str> = sentences.iter().map(String::as_str).collect();
     let batch = tok.call(&texts, &longest())?;
-    let out = model.run(&batch.to_inputs())?;
+    let out = model.call(&batch.to_inputs())?;
     let e = normalize(&mean_pooling(&out.last_hidden_state, &batch.attention_mask)?)?;
     assert_close(&e, &r.get("single/sentence"), 1e-5, "sentence embeddings");
     Ok(())

@@ -166,12 +166,17 @@ fn train(run: &mut Run, first_epoch: usize, mut step: usize, kill_at: Option<usi
     Ok(())
 }
 
+/// Trains, stops mid-epoch as if killed, and resumes exactly from the last checkpoint.
+#[derive(clap::Parser)]
+struct Args {
+    /// The checkpoint folder (default: `pyrite-checkpoint-resume` in the temporary folder).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
 fn main() -> Result<()> {
-    let mut args = std::env::args().skip(1);
-    let out = match (args.next().as_deref(), args.next()) {
-        (Some("--out"), Some(dir)) => PathBuf::from(dir),
-        _ => std::env::temp_dir().join("pyrite-checkpoint-resume"),
-    };
+    let args = <Args as clap::Parser>::parse();
+    let out = args.out.unwrap_or_else(|| std::env::temp_dir().join("pyrite-checkpoint-resume"));
     let _ = std::fs::remove_dir_all(&out);
     let mut run = build(&out)?;
     train(&mut run, 0, 0, Some(35))?;

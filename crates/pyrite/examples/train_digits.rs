@@ -22,49 +22,30 @@ use pyrite::prelude::*;
 use pyrite::vision::datasets::{Digits, DigitsSplit};
 use pyrite::vision::transforms::{RandomCrop, RandomCropOptions};
 use pyrite::Generator;
+use clap::Parser;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// Trains a small CNN on the vendored digits.
+#[derive(Parser)]
 struct Args {
+    /// Seeds the model, the split, the shuffling and the augmentation.
+    #[arg(long, default_value_t = 0)]
     seed: u64,
-    epochs: usize,
-    batch_size: usize,
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    epochs: u64,
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    batch_size: u64,
+    /// The peak learning rate of the OneCycle schedule.
+    #[arg(long, default_value_t = 5e-3)]
     lr: f64,
+    /// DataLoader worker threads.
+    #[arg(long, default_value_t = 2)]
     workers: usize,
+    /// Where the best model is saved.
+    #[arg(long, default_value = "target/train_digits")]
     out: PathBuf,
-}
-
-fn parse_args() -> std::result::Result<Args, String> {
-    let mut a = Args {
-        seed: 0,
-        epochs: 20,
-        batch_size: 64,
-        lr: 5e-3,
-        workers: 2,
-        out: PathBuf::from("target/train_digits"),
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
-        let bad = |e: &dyn std::fmt::Display| format!("bad value for {flag}: {e}");
-        match flag.as_str() {
-            "--seed" => a.seed = value()?.parse().map_err(|e| bad(&e))?,
-            "--epochs" => a.epochs = value()?.parse().map_err(|e| bad(&e))?,
-            "--batch-size" => a.batch_size = value()?.parse().map_err(|e| bad(&e))?,
-            "--lr" => a.lr = value()?.parse().map_err(|e| bad(&e))?,
-            "--workers" => a.workers = value()?.parse().map_err(|e| bad(&e))?,
-            "--out" => a.out = PathBuf::from(value()?),
-            "-h" | "--help" => {
-                return Err("usage: train_digits [--seed N] [--epochs N] [--batch-size N] [--lr X] [--workers N] [--out DIR]".into())
-            }
-            other => return Err(format!("unknown argument {other} (try --help)")),
-        }
-    }
-    if a.epochs == 0 || a.batch_size == 0 {
-        return Err("--epochs and --batch-size must be positive".into());
-    }
-    Ok(a)
 }
 
 /// Two 3x3 convolutions, a 2x2 max-pool and two linear layers, with dropout.
@@ -146,7 +127,7 @@ fn run(args: &Args) -> Result<()> {
     let train_loader = DataLoader::new(
         train_set.clone(),
         DataLoaderOptions {
-            batch_size: Some(args.batch_size),
+            batch_size: Some(args.batch_size as usize),
             shuffle: true,
             num_workers: args.workers,
             persistent_workers: args.workers > 0,
@@ -164,7 +145,7 @@ fn run(args: &Args) -> Result<()> {
         &mut opt,
         args.lr,
         OneCycleLROptions {
-            epochs: Some(args.epochs),
+            epochs: Some(args.epochs as usize),
             steps_per_epoch: Some(train_loader.len()),
             ..Default::default()
         },
@@ -186,7 +167,7 @@ fn run(args: &Args) -> Result<()> {
     let style = ProgressStyle::with_template("epoch {prefix:>2} [{bar:30}] {pos}/{len} {msg}")
         .expect("a valid template")
         .progress_chars("=> ");
-    for epoch in 1..=args.epochs {
+    for epoch in 1..=args.epochs as usize {
         model.train();
         let bar = ProgressBar::new(train_loader.len() as u64)
             .with_style(style.clone())
@@ -249,13 +230,7 @@ fn run(args: &Args) -> Result<()> {
 }
 
 fn main() {
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(msg) => {
-            eprintln!("{msg}");
-            std::process::exit(2);
-        }
-    };
+    let args = Args::parse();
     if let Err(e) = run(&args) {
         eprintln!("train_digits: {e}");
         std::process::exit(1);

@@ -227,26 +227,19 @@ fn run(seed: u64, per_class: usize) -> Result<()> {
     Ok(())
 }
 
+/// Fine-tunes a digits-0-4 model on digits 5-9 and compares it with training from scratch.
+#[derive(clap::Parser)]
+struct Args {
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Training images per class of the 5-9 task.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    per_class: u64,
+}
+
 fn main() {
-    let (mut seed, mut per_class) = (0u64, 20usize);
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let value = args.next();
-        let parsed = match (flag.as_str(), value.as_deref()) {
-            ("--seed", Some(v)) => v.parse().map(|v| seed = v).map_err(|e| e.to_string()),
-            ("--per-class", Some(v)) => v.parse().map(|v| per_class = v).map_err(|e| e.to_string()),
-            _ => Err("usage: transfer_digits [--seed N] [--per-class N]".to_string()),
-        };
-        if let Err(e) =
-            parsed.and_then(
-                |_| if per_class == 0 { Err("--per-class must be positive".into()) } else { Ok(()) },
-            )
-        {
-            eprintln!("transfer_digits: {e}");
-            std::process::exit(2);
-        }
-    }
-    if let Err(e) = run(seed, per_class) {
+    let args = <Args as clap::Parser>::parse();
+    if let Err(e) = run(args.seed, args.per_class as usize) {
         eprintln!("transfer_digits: {e}");
         std::process::exit(1);
     }

@@ -68,3 +68,8 @@ pub mod prelude {
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+// So do PORTING.md's.
+#[doc = include_str!("../../../docs/PORTING.md")]
+#[cfg(doctest)]
+pub struct PortingDoctests;

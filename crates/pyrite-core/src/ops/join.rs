@@ -381,13 +381,12 @@ impl Tensor {
             bail!(Value, "split_size can only be 0 if dimension size is 0, but got dimension size of {size}");
         }
         let n = if split_size == 0 { 1 } else { size.div_ceil(split_size).max(1) };
-        (0..n)
-            .map(|i| {
-                let start = i * split_size;
-                let len = split_size.min(size - start);
-                self.split_part(d, start, len)
-            })
-            .collect()
+        let mut parts = crate::alloc::try_with_capacity(n, "split")?;
+        for i in 0..n {
+            let start = i * split_size;
+            parts.push(self.split_part(d, start, split_size.min(size - start))?);
+        }
+        Ok(parts)
     }
 
     /// Splits into views with the given sizes along `dim`, which must sum to its size
@@ -437,11 +436,17 @@ impl Tensor {
             bail!(Index, "Dimension specified as {dim} but tensor has no dimensions");
         }
         let d = wrap_dim(dim, self.rank())?;
+        let n = self.dims()[d];
+        let mut parts = crate::alloc::try_with_capacity(n, "unbind")?;
         if needs_grad(&[self]) {
             // recorded views (SelectBackward0), so each part's gradient reaches this tensor
-            return (0..self.dims()[d]).map(|i| self.select(d as isize, i as isize)).collect();
+            for i in 0..n {
+                parts.push(self.select(d as isize, i as isize)?);
+            }
+        } else {
+            parts.extend((0..n).map(|i| self.with_layout(self.layout().select(d, i))));
         }
-        Ok((0..self.dims()[d]).map(|i| self.with_layout(self.layout().select(d, i))).collect())
+        Ok(parts)
     }
 
     /// One part of a split: a view of `len` elements of `d` from `start`, recorded

@@ -661,7 +661,7 @@ impl BertModelOutput {
 /// Build it from a [`BertConfig`] with random weights (Hugging Face's initialisation: normal
 /// with `initializer_range` for linear and embedding weights, zero biases, the padding row of
 /// the word embeddings zero) or load one with [`BertModel::from_pretrained`]. Run it with
-/// [`BertModel::run`], or with `call_value` on a [`Value`] (one tensor of ids, a tuple in
+/// [`BertModel::call`] (`model.call(&inputs)`), or with `call_value` on a [`Value`] (one tensor of ids, a tuple in
 /// Hugging Face's argument order, or a dict by keyword); either returns
 /// `(last_hidden_state, pooler_output)`.
 #[derive(nn::Module)]
@@ -692,9 +692,10 @@ impl BertModel {
         })
     }
 
-    /// `model(**inputs)`: runs the model through its hooks.
-    pub fn run(&self, inputs: &BertInputs) -> Result<BertModelOutput> {
-        BertModelOutput::from_value(self.call_value(inputs.to_value())?)
+    /// `model(**inputs)` (`model.call(&inputs)`) or `model(input_ids)`
+    /// (`model.call(&ids)`): runs the model through its hooks.
+    pub fn call<A: nn::Args<Self>>(&self, inputs: A) -> Result<A::Output> {
+        nn::call::call(self, inputs)
     }
 
     fn forward_inputs(&self, x: &BertInputs) -> Result<BertModelOutput> {
@@ -748,5 +749,33 @@ impl std::fmt::Debug for BertModel {
 impl Module for BertModel {
     fn forward_value(&self, input: Value) -> Result<Value> {
         Ok(self.forward_inputs(&BertInputs::from_value(input)?)?.to_value())
+    }
+}
+
+impl nn::FromValue for BertModelOutput {
+    fn from_value(v: Value) -> Result<BertModelOutput> {
+        BertModelOutput::from_value(v)
+    }
+}
+
+/// `model(**inputs)`.
+impl nn::Args<BertModel> for &BertInputs {
+    type Output = BertModelOutput;
+    fn into_value(self) -> Value {
+        self.to_value()
+    }
+    fn forward(self, m: &BertModel) -> Result<BertModelOutput> {
+        m.forward_inputs(self)
+    }
+}
+
+/// `model(input_ids)`.
+impl nn::Args<BertModel> for &Tensor {
+    type Output = BertModelOutput;
+    fn into_value(self) -> Value {
+        Value::Tensor(self.clone())
+    }
+    fn forward(self, m: &BertModel) -> Result<BertModelOutput> {
+        m.forward_inputs(&BertInputs::ids(self))
     }
 }
