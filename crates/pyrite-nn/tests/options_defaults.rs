@@ -16,6 +16,9 @@
 //!   `TransformerLayerOptions` (TransformerEncoderLayer/DecoderLayer), `TransformerOptions`
 //!   (Transformer), `ClipGradNormOptions` (`clip_grad_norm_`). `NormConfig` holds a norm's
 //!   size with its `NormOptions` and is not a keyword struct.
+//! - pyrite-optim: every optimizer's options (`SGDOptions` ... `LBFGSOptions`, `AdamOptions`
+//!   and its `adamw()`, `AveragedModelOptions`) and every scheduler's (`SchedulerOptions`,
+//!   `StepLROptions` ... `ReduceLROnPlateauOptions`, `SWALROptions`).
 
 use pyrite::nn::functional as F;
 use pyrite::nn::normalization::NormOptions;
@@ -286,9 +289,6 @@ fn other_crates_options_defaults_are_pytorchs() {
         (o.lr, o.lr_decay, o.weight_decay, o.initial_accumulator_value, o.eps),
         (1e-2, 0.0, 0.0, 0.0, 1e-10)
     );
-    // StepLR(optimizer, step_size, gamma=0.1, last_epoch=-1)
-    let o = lr_scheduler::StepLROptions::default();
-    assert_eq!((o.gamma, o.last_epoch), (0.1, -1));
     // torch.utils.data: DataLoader(batch_size=1, shuffle=False, num_workers=0, drop_last=False,
     // timeout=0, prefetch_factor=None, persistent_workers=False, in_order=True)
     let o = DataLoaderOptions::default();
@@ -314,4 +314,122 @@ fn other_crates_options_defaults_are_pytorchs() {
     let o = RandomResizedCropOptions::default();
     assert_eq!((o.scale, o.ratio, o.antialias), ((0.08, 1.0), (3.0 / 4.0, 4.0 / 3.0), true));
     assert!(matches!(o.interpolation, InterpolationMode::Bilinear));
+}
+
+/// The options of every optimizer in `torch.optim` (SGD, Adam, RMSprop and Adagrad are in
+/// `other_crates_options_defaults_are_pytorchs`), with PyTorch's signatures.
+#[test]
+fn optimizer_options_defaults_are_pytorchs() {
+    use pyrite::optim::swa_utils::AveragedModelOptions;
+    use pyrite::optim::*;
+    // AdamW(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, maximize=False)
+    let o = AdamOptions::adamw();
+    assert_eq!((o.lr, o.betas, o.eps, o.weight_decay, o.amsgrad), (1e-3, (0.9, 0.999), 1e-8, 1e-2, false));
+    assert!(o.decoupled_weight_decay && !o.maximize);
+    let o = AdamOptions::default();
+    assert!(!o.maximize && !o.decoupled_weight_decay);
+    // Adadelta(lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, maximize=False)
+    let o = AdadeltaOptions::default();
+    assert_eq!((o.lr, o.rho, o.eps, o.weight_decay, o.maximize), (1.0, 0.9, 1e-6, 0.0, false));
+    // Adagrad(..., maximize=False)
+    assert!(!AdagradOptions::default().maximize);
+    // Adamax(lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, maximize=False)
+    let o = AdamaxOptions::default();
+    assert_eq!((o.lr, o.betas, o.eps, o.weight_decay, o.maximize), (2e-3, (0.9, 0.999), 1e-8, 0.0, false));
+    // ASGD(lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, maximize=False)
+    let o = ASGDOptions::default();
+    assert_eq!(
+        (o.lr, o.lambd, o.alpha, o.t0, o.weight_decay, o.maximize),
+        (1e-2, 1e-4, 0.75, 1e6, 0.0, false)
+    );
+    // NAdam(lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
+    // decoupled_weight_decay=False, maximize=False)
+    let o = NAdamOptions::default();
+    assert_eq!(
+        (o.lr, o.betas, o.eps, o.weight_decay, o.momentum_decay),
+        (2e-3, (0.9, 0.999), 1e-8, 0.0, 4e-3)
+    );
+    assert!(!o.decoupled_weight_decay && !o.maximize);
+    // RAdam(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
+    // maximize=False)
+    let o = RAdamOptions::default();
+    assert_eq!((o.lr, o.betas, o.eps, o.weight_decay), (1e-3, (0.9, 0.999), 1e-8, 0.0));
+    assert!(!o.decoupled_weight_decay && !o.maximize);
+    // RMSprop(..., maximize=False)
+    assert!(!RMSpropOptions::default().maximize);
+    // Rprop(lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), maximize=False)
+    let o = RpropOptions::default();
+    assert_eq!((o.lr, o.etas, o.step_sizes, o.maximize), (1e-2, (0.5, 1.2), (1e-6, 50.0), false));
+    // LBFGS(lr=1, max_iter=20, max_eval=None (max_iter * 5 // 4), tolerance_grad=1e-7,
+    // tolerance_change=1e-9, history_size=100, line_search_fn=None)
+    let o = LBFGSOptions::default();
+    assert_eq!((o.lr, o.max_iter, o.max_eval, o.history_size), (1.0, 20, None, 100));
+    assert_eq!(
+        (o.tolerance_grad, o.tolerance_change, o.line_search_fn, o.maximize),
+        (1e-7, 1e-9, None, false)
+    );
+    // swa_utils.AveragedModel(model, device=None, avg_fn=None, multi_avg_fn=None, use_buffers=False)
+    let o = AveragedModelOptions::default();
+    assert!(o.avg_fn.is_none() && o.multi_avg_fn.is_none() && !o.use_buffers);
+}
+
+/// The options of every scheduler in `torch.optim.lr_scheduler` and `swa_utils.SWALR`, with
+/// PyTorch's signatures (the required arguments are positional in `new`, not options).
+#[test]
+fn lr_scheduler_options_defaults_are_pytorchs() {
+    use pyrite::optim::lr_scheduler::*;
+    use pyrite::optim::swa_utils::SWALROptions;
+    // LambdaLR(optimizer, lr_lambda, last_epoch=-1), MultiplicativeLR and ExponentialLR alike
+    assert_eq!(SchedulerOptions::default().last_epoch, -1);
+    // StepLR(optimizer, step_size, gamma=0.1, last_epoch=-1)
+    let o = StepLROptions::default();
+    assert_eq!((o.gamma, o.last_epoch), (0.1, -1));
+    // MultiStepLR(optimizer, milestones, gamma=0.1, last_epoch=-1)
+    let o = MultiStepLROptions::default();
+    assert_eq!((o.gamma, o.last_epoch), (0.1, -1));
+    // ConstantLR(optimizer, factor=1/3, total_iters=5, last_epoch=-1)
+    let o = ConstantLROptions::default();
+    assert_eq!((o.factor, o.total_iters, o.last_epoch), (1.0 / 3.0, 5, -1));
+    // LinearLR(optimizer, start_factor=1/3, end_factor=1.0, total_iters=5, last_epoch=-1)
+    let o = LinearLROptions::default();
+    assert_eq!((o.start_factor, o.end_factor, o.total_iters, o.last_epoch), (1.0 / 3.0, 1.0, 5, -1));
+    // PolynomialLR(optimizer, total_iters=5, power=1.0, last_epoch=-1)
+    let o = PolynomialLROptions::default();
+    assert_eq!((o.total_iters, o.power, o.last_epoch), (5, 1.0, -1));
+    // CosineAnnealingLR(optimizer, T_max, eta_min=0.0, last_epoch=-1)
+    let o = CosineAnnealingLROptions::default();
+    assert_eq!((o.eta_min, o.last_epoch), (0.0, -1));
+    // CosineAnnealingWarmRestarts(optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1)
+    let o = CosineAnnealingWarmRestartsOptions::default();
+    assert_eq!((o.t_mult, o.eta_min, o.last_epoch), (1, 0.0, -1));
+    // CyclicLR(optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
+    // mode='triangular', gamma=1.0, scale_fn=None, scale_mode='cycle', cycle_momentum=True,
+    // base_momentum=0.8, max_momentum=0.9, last_epoch=-1)
+    let o = CyclicLROptions::default();
+    assert_eq!(
+        (o.step_size_up, o.step_size_down, o.mode, o.gamma),
+        (2000, None, CyclicMode::Triangular, 1.0)
+    );
+    assert!(o.scale_fn.is_none());
+    assert_eq!((o.scale_mode, o.cycle_momentum, o.last_epoch), (ScaleMode::Cycle, true, -1));
+    assert_eq!((o.base_momentum, o.max_momentum), (PerGroup::All(0.8), PerGroup::All(0.9)));
+    // OneCycleLR(optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None,
+    // pct_start=0.3, anneal_strategy='cos', cycle_momentum=True, base_momentum=0.85,
+    // max_momentum=0.95, div_factor=25.0, final_div_factor=1e4, three_phase=False, last_epoch=-1)
+    let o = OneCycleLROptions::default();
+    assert_eq!((o.total_steps, o.epochs, o.steps_per_epoch), (None, None, None));
+    assert_eq!((o.pct_start, o.anneal_strategy, o.cycle_momentum), (0.3, AnnealStrategy::Cos, true));
+    assert_eq!((o.base_momentum, o.max_momentum), (PerGroup::All(0.85), PerGroup::All(0.95)));
+    assert_eq!((o.div_factor, o.final_div_factor, o.three_phase, o.last_epoch), (25.0, 1e4, false, -1));
+    // ReduceLROnPlateau(optimizer, mode='min', factor=0.1, patience=10, threshold=1e-4,
+    // threshold_mode='rel', cooldown=0, min_lr=0, eps=1e-8)
+    let o = ReduceLROnPlateauOptions::default();
+    assert_eq!((o.mode, o.factor, o.patience, o.threshold), (PlateauMode::Min, 0.1, 10, 1e-4));
+    assert_eq!(
+        (o.threshold_mode, o.cooldown, o.min_lr, o.eps),
+        (ThresholdMode::Rel, 0, PerGroup::All(0.0), 1e-8)
+    );
+    // swa_utils.SWALR(optimizer, swa_lr, anneal_epochs=10, anneal_strategy='cos', last_epoch=-1)
+    let o = SWALROptions::default();
+    assert_eq!((o.anneal_epochs, o.anneal_strategy, o.last_epoch), (10, AnnealStrategy::Cos, -1));
 }

@@ -80,8 +80,8 @@ impl LBFGSOptions {
 /// let target = Tensor::new([1.0f64, 0.5])?;
 /// let opts = LBFGSOptions { line_search_fn: Some("strong_wolfe".into()), ..Default::default() };
 /// let mut opt = LBFGS::new(vec![x.clone()], opts)?;
-/// let loss = opt.step_with_closure(&mut || {
-///     x.set_grad(None)?;
+/// let loss = opt.step_with_closure(&mut |opt| {
+///     opt.zero_grad()?;
 ///     let loss = x.sub(&target)?.square()?.sum()?; // |x - target|^2
 ///     loss.backward()?;
 ///     Ok(loss)
@@ -821,7 +821,10 @@ impl Optimizer for LBFGS {
     }
 
     /// `step(closure)`: up to `max_iter` L-BFGS iterations; returns the loss of the first call.
-    fn step_with_closure(&mut self, closure: &mut dyn FnMut() -> Result<Tensor>) -> Result<Tensor> {
+    fn step_with_closure(
+        &mut self,
+        closure: &mut dyn FnMut(&dyn Optimizer) -> Result<Tensor>,
+    ) -> Result<Tensor> {
         self.base.run_step_hooks(true);
         let loss = self.run_closure_steps(closure)?;
         self.base.run_step_hooks(false);
@@ -830,22 +833,20 @@ impl Optimizer for LBFGS {
 }
 
 impl LBFGS {
-    /// One `step(closure)`: up to `max_iter` iterations of L-BFGS.
-    fn run_closure_steps(&mut self, closure: &mut dyn FnMut() -> Result<Tensor>) -> Result<Tensor> {
+    /// One `step(closure)`: up to `max_iter` iterations of L-BFGS. The closure is given the
+    /// optimizer (to zero its gradients): the state is read before the first call and written
+    /// back after the last.
+    fn run_closure_steps(
+        &mut self,
+        closure: &mut dyn FnMut(&dyn Optimizer) -> Result<Tensor>,
+    ) -> Result<Tensor> {
         let _no_grad = autograd::no_grad();
-        let mut eval = || -> Result<Tensor> {
-            let _g = autograd::enable_grad();
-            closure()
-        };
         let groups = self.base.groups();
         if groups.len() != 1 {
             bail!(Value, "LBFGS: Expected exactly one param_group, but got {}", groups.len());
         }
         let group = &groups[0];
         let params = group.params.clone();
-        if params.is_empty() {
-            return eval();
-        }
         let settings = Settings {
             lr: group.f64("lr")?,
             max_iter: group.int("max_iter")?,
@@ -859,30 +860,34 @@ impl LBFGS {
                 _ => group.bool("maximize")?,
             },
         };
+        let mut memory = match self.base.groups_and_state().next() {
+            Some((_, states)) if !params.is_empty() => Memory::read(&states[0])?,
+            _ => Memory::read(&ParamState::new())?,
+        };
+        let outcome = {
+            let this: &dyn Optimizer = &*self;
+            let mut eval = || -> Result<Tensor> {
+                let _g = autograd::enable_grad();
+                closure(this)
+            };
+            if params.is_empty() {
+                return eval();
+            }
+            (|| {
+                let orig_loss = eval()?;
+                memory.func_evals += 1;
+                let l = loss_value(&orig_loss)?;
+                let loss = if settings.maximize { -l } else { l };
+                let flat_grad = gather_flat_grad(&params, settings.maximize)?;
+                let ended = iterate(&params, &settings, &mut memory, &mut eval, loss, flat_grad)?;
+                Ok((orig_loss, ended))
+            })()
+        };
+        let finished = matches!(outcome, Ok((_, Ended::Iterated)));
         let Some((_, states)) = self.base.groups_and_state().next() else {
             bail!(Value, "LBFGS: Expected exactly one param_group, but got 0");
         };
-        let state = &mut states[0];
-        let mut memory = Memory::read(state)?;
-
-        let orig_loss = eval();
-        let orig_loss = match orig_loss {
-            Ok(l) => l,
-            Err(e) => {
-                memory.write(state, false)?;
-                return Err(e);
-            }
-        };
-        memory.func_evals += 1;
-        let result = (|| {
-            let l = loss_value(&orig_loss)?;
-            let loss = if settings.maximize { -l } else { l };
-            let flat_grad = gather_flat_grad(&params, settings.maximize)?;
-            iterate(&params, &settings, &mut memory, &mut eval, loss, flat_grad)
-        })();
-        let finished = matches!(result, Ok(Ended::Iterated));
-        memory.write(state, finished)?;
-        result?;
-        Ok(orig_loss)
+        memory.write(&mut states[0], finished)?;
+        outcome.map(|(orig_loss, _)| orig_loss)
     }
 }

@@ -31,8 +31,8 @@ pub use asgd::{ASGDOptions, ASGD};
 pub use lbfgs::{LBFGSOptions, LBFGS};
 pub use nadam::{NAdam, NAdamOptions};
 pub use optimizer::{
-    HookHandle, Hyper, Hypers, Optimizer, OptimizerBase, OptimizerStateDict, ParamGroup, ParamState,
-    SavedGroup, StateValue,
+    AsDynOptimizer, HookHandle, Hyper, Hypers, Optimizer, OptimizerBase, OptimizerStateDict, ParamGroup,
+    ParamState, SavedGroup, StateValue,
 };
 pub use radam::{RAdam, RAdamOptions};
 pub use rmsprop::{RMSprop, RMSpropOptions};

@@ -323,6 +323,12 @@ impl OptimizerBase {
         &mut self.groups
     }
 
+    /// Registers a step pre hook (`pre`) or post hook on this optimizer; what
+    /// [`Optimizer::register_step_pre_hook`] does, for a `dyn Optimizer` too.
+    pub(crate) fn register_step_hook(&self, pre: bool, hook: StepHook) -> HookHandle {
+        register(&self.hooks, pre, hook)
+    }
+
     /// The groups with the state of each of their parameters, for an update.
     pub fn groups_and_state(&mut self) -> impl Iterator<Item = (&ParamGroup, &mut Vec<ParamState>)> {
         self.groups.iter().zip(self.state.iter_mut())
@@ -523,7 +529,7 @@ fn cast_state(key: &str, v: &StateValue, param: &Tensor) -> Result<StateValue> {
 /// assert!((before[0][0] - after[0][0] - 0.1).abs() < 1e-6);
 /// # Ok::<(), pyrite::Error>(())
 /// ```
-pub trait Optimizer: Send {
+pub trait Optimizer: Send + AsDynOptimizer {
     fn base(&self) -> &OptimizerBase;
     fn base_mut(&mut self) -> &mut OptimizerBase;
 
@@ -542,13 +548,32 @@ pub trait Optimizer: Send {
         Ok(())
     }
 
-    /// `step(closure)`: evaluates `closure` (which typically zeroes the gradients, computes
-    /// the loss and calls backward) with gradients enabled, steps, and returns the loss.
-    /// LBFGS calls the closure several times per step.
-    fn step_with_closure(&mut self, closure: &mut dyn FnMut() -> Result<Tensor>) -> Result<Tensor> {
+    /// `step(closure)`: evaluates `closure` with gradients enabled, steps, and returns the
+    /// loss. The closure is given the optimizer, so it can do what PyTorch's closure does:
+    /// `optimizer.zero_grad()`, compute the loss, `loss.backward()`, return the loss. LBFGS
+    /// calls the closure several times per step.
+    ///
+    /// ```
+    /// use pyrite::optim::{Optimizer, SGD, SGDOptions};
+    /// let w = pyrite::Tensor::new([3.0f64])?.requires_grad_(true)?;
+    /// let mut optimizer = SGD::new(vec![w.clone()], SGDOptions { lr: 0.25, ..Default::default() })?;
+    /// let loss = optimizer.step_with_closure(&mut |optimizer| {
+    ///     optimizer.zero_grad()?;
+    ///     let loss = w.square()?.sum()?;
+    ///     loss.backward()?;
+    ///     Ok(loss)
+    /// })?;
+    /// assert_eq!(loss.item::<f64>()?, 9.0);
+    /// assert_eq!(w.to_vec::<f64>()?, [1.5]); // 3 - 0.25 * 6
+    /// # Ok::<(), pyrite::Error>(())
+    /// ```
+    fn step_with_closure(
+        &mut self,
+        closure: &mut dyn FnMut(&dyn Optimizer) -> Result<Tensor>,
+    ) -> Result<Tensor> {
         let loss = {
             let _g = autograd::enable_grad();
-            closure()?
+            closure(self.as_dyn_optimizer())?
         };
         self.step()?;
         Ok(loss)
@@ -621,6 +646,67 @@ pub trait Optimizer: Send {
         Self: Sized,
     {
         register(&self.base().hooks, false, Box::new(hook))
+    }
+}
+
+/// A boxed optimizer is an optimizer (the one it holds), so a `Box<dyn Optimizer>` chosen at
+/// run time is passed as `&mut opt` wherever a `&mut dyn Optimizer` is taken (a scheduler's
+/// constructor and `step`), as a concrete optimizer is.
+impl<O: Optimizer + ?Sized> Optimizer for Box<O> {
+    fn base(&self) -> &OptimizerBase {
+        (**self).base()
+    }
+    fn base_mut(&mut self) -> &mut OptimizerBase {
+        (**self).base_mut()
+    }
+    fn update(&mut self) -> Result<()> {
+        (**self).update()
+    }
+    fn step(&mut self) -> Result<()> {
+        (**self).step()
+    }
+    fn step_with_closure(
+        &mut self,
+        closure: &mut dyn FnMut(&dyn Optimizer) -> Result<Tensor>,
+    ) -> Result<Tensor> {
+        (**self).step_with_closure(closure)
+    }
+    fn zero_grad(&self) -> Result<()> {
+        (**self).zero_grad()
+    }
+    fn zero_grad_with(&self, set_to_none: bool) -> Result<()> {
+        (**self).zero_grad_with(set_to_none)
+    }
+    fn param_groups(&self) -> &[ParamGroup] {
+        (**self).param_groups()
+    }
+    fn param_groups_mut(&mut self) -> &mut [ParamGroup] {
+        (**self).param_groups_mut()
+    }
+    fn add_param_group(&mut self, group: ParamGroup) -> Result<()> {
+        (**self).add_param_group(group)
+    }
+    fn state(&self, param: &Tensor) -> Option<&ParamState> {
+        (**self).state(param)
+    }
+    fn state_dict(&self) -> OptimizerStateDict {
+        (**self).state_dict()
+    }
+    fn load_state_dict(&mut self, sd: &OptimizerStateDict) -> Result<()> {
+        (**self).load_state_dict(sd)
+    }
+}
+
+/// An optimizer seen as a `&dyn Optimizer`, what the closure of
+/// [`Optimizer::step_with_closure`] is given. Every optimizer has it (a blanket impl); there is
+/// nothing to implement.
+pub trait AsDynOptimizer {
+    fn as_dyn_optimizer(&self) -> &dyn Optimizer;
+}
+
+impl<T: Optimizer> AsDynOptimizer for T {
+    fn as_dyn_optimizer(&self) -> &dyn Optimizer {
+        self
     }
 }
 

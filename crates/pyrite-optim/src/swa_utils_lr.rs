@@ -47,11 +47,7 @@ pub struct SWALR {
 }
 
 impl SWALR {
-    pub fn new<O: Optimizer>(
-        opt: &mut O,
-        swa_lr: impl Into<PerGroup>,
-        options: SWALROptions,
-    ) -> Result<SWALR> {
+    pub fn new(opt: &mut dyn Optimizer, swa_lr: impl Into<PerGroup>, options: SWALROptions) -> Result<SWALR> {
         let n = opt.param_groups().len();
         let swa_lrs = swa_lr.into().expand("SWALR", "swa_lr", n)?;
         for (g, v) in opt.param_groups_mut().iter_mut().zip(&swa_lrs) {

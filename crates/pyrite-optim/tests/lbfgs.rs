@@ -114,12 +114,10 @@ fn step(run: &mut Run, c: &Value) -> Step {
     let (params, data) = (run.params.clone(), run.data.clone());
     let loss = run
         .opt
-        .step_with_closure(&mut || {
+        .step_with_closure(&mut |optimizer| {
             calls += 1;
             assert!(autograd::is_grad_enabled(), "the closure runs with grad enabled");
-            for p in &params {
-                p.set_grad(None)?;
-            }
+            optimizer.zero_grad()?;
             let loss = objective(problem, &params, &data)?;
             let loss = if negate { loss.neg()? } else { loss };
             loss.backward()?;
@@ -332,9 +330,9 @@ fn resume_from_state_dict() {
     check_resume("mlp_f64_wolfe", 1e-6);
 }
 
-fn quadratic(x: &Tensor) -> impl FnMut() -> Result<Tensor> + '_ {
-    move || {
-        x.set_grad(None)?;
+fn quadratic(x: &Tensor) -> impl FnMut(&dyn Optimizer) -> Result<Tensor> + '_ {
+    move |optimizer| {
+        optimizer.zero_grad()?;
         let loss = x.square()?.sum()?;
         loss.backward()?;
         Ok(loss)
@@ -392,8 +390,8 @@ fn invalid_options_and_losses() {
 
     let mut opt = LBFGS::new(vec![x.clone()], LBFGSOptions::default()).unwrap();
     let err = opt
-        .step_with_closure(&mut || {
-            x.set_grad(None)?;
+        .step_with_closure(&mut |optimizer| {
+            optimizer.zero_grad()?;
             let l = x.square()?;
             l.sum()?.backward()?;
             Ok(l)
@@ -402,15 +400,15 @@ fn invalid_options_and_losses() {
         .to_string();
     assert!(err.contains("one-element"), "{err}");
 
-    let err = opt.step_with_closure(&mut || pyrite::bail!(Value, "closure failed")).unwrap_err().to_string();
+    let err = opt.step_with_closure(&mut |_| pyrite::bail!(Value, "closure failed")).unwrap_err().to_string();
     assert!(err.contains("closure failed"), "{err}");
 
     // history_size 0 fails where PyTorch's `old_dirs.pop(0)` raises IndexError, without a panic.
     let mut opt =
         LBFGS::new(vec![x.clone()], LBFGSOptions { history_size: 0, ..Default::default() }).unwrap();
     let err = opt
-        .step_with_closure(&mut || {
-            x.set_grad(None)?;
+        .step_with_closure(&mut |optimizer| {
+            optimizer.zero_grad()?;
             let l = x.square()?.sum()?.add(&x.prod()?)?;
             l.backward()?;
             Ok(l)
@@ -444,9 +442,9 @@ fn defaults_and_optimum_on_entry() {
     let mut calls = 0;
     let mut closure = quadratic(&x);
     let loss = opt
-        .step_with_closure(&mut || {
+        .step_with_closure(&mut |optimizer| {
             calls += 1;
-            closure()
+            closure(optimizer)
         })
         .unwrap();
     assert_eq!((loss.item::<f64>().unwrap(), calls), (0.0, 1));
@@ -456,4 +454,58 @@ fn defaults_and_optimum_on_entry() {
     assert!(matches!(st.get("n_iter"), Some(StateValue::Int(0))));
     assert_eq!(x.to_vec::<f64>().unwrap(), [0.0, 0.0]);
     assert!(x.is_leaf() && x.requires_grad());
+}
+
+/// PyTorch's LBFGS recipe, line for line:
+///
+/// ```python
+/// optimizer = optim.LBFGS(model.parameters(), line_search_fn="strong_wolfe")
+/// for input, target in dataset:
+///     def closure():
+///         optimizer.zero_grad()
+///         output = model(input)
+///         loss = loss_fn(output, target)
+///         loss.backward()
+///         return loss
+///     optimizer.step(closure)
+/// ```
+///
+/// The closure zeroes the gradients through the optimizer it is given (without that they
+/// would pile up over the closure's calls), and the model fits data it can fit exactly.
+#[test]
+fn closure_zeroes_the_gradients_as_in_pytorch() {
+    use pyrite::nn::functional::{mse_loss, Reduction};
+    use pyrite::nn::{Linear, Module};
+    let model = Linear::with_options(3, 1, true, DType::F64).unwrap();
+    let input = Tensor::new([
+        [1.0f64, 2.0, 0.5],
+        [0.0, 1.0, -1.0],
+        [2.0, -1.0, 1.0],
+        [1.0, 1.0, 1.0],
+        [-1.0, 0.5, 2.0],
+    ])
+    .unwrap();
+    // target = input @ [0.5, -1, 2] + 0.25: a linear model fits it exactly.
+    let target = Tensor::new([[-0.25f64], [-2.75], [4.25], [1.75], [3.25]]).unwrap();
+    let loss_fn = |output: &Tensor, target: &Tensor| mse_loss(output, target, Reduction::Mean);
+    let opts = LBFGSOptions { line_search_fn: Some("strong_wolfe".into()), ..Default::default() };
+    let mut optimizer = LBFGS::new(model.parameters(), opts).unwrap();
+    let mut losses = vec![];
+    for _ in 0..3 {
+        let mut closure = |optimizer: &dyn Optimizer| {
+            optimizer.zero_grad()?;
+            let output = model.forward(&input)?;
+            let loss = loss_fn(&output, &target)?;
+            loss.backward()?;
+            Ok(loss)
+        };
+        losses.push(optimizer.step_with_closure(&mut closure).unwrap().item::<f64>().unwrap());
+    }
+    assert!(losses[0] > 1.0, "{losses:?}");
+    assert!(losses[1] < 1e-8 && losses[2] <= losses[1], "{losses:?}");
+    let w = model.weight.to_vec2::<f64>().unwrap();
+    let b = model.bias.as_ref().unwrap().to_vec::<f64>().unwrap();
+    for (got, want) in w[0].iter().chain(&b).zip([0.5, -1.0, 2.0, 0.25]) {
+        assert!((got - want).abs() < 1e-4, "{w:?} {b:?}");
+    }
 }

@@ -58,7 +58,7 @@ impl Sched {
     fn step(&mut self, opt: &mut dyn Optimizer, loss: f64) -> Result<()> {
         match self {
             Sched::Epoch(s) => s.step(opt),
-            Sched::Plateau(s) => s.step_with_metric(opt, loss),
+            Sched::Plateau(s) => s.step(opt, loss),
         }
     }
     fn state_dict(&self) -> SchedulerStateDict {

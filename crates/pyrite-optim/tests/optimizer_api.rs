@@ -123,8 +123,8 @@ fn step_with_closure_evaluates_the_loss_with_grad_enabled() {
     let _ng = pyrite::autograd::no_grad();
     let aa = a.clone();
     let loss = opt
-        .step_with_closure(&mut || {
-            aa.set_grad(None)?;
+        .step_with_closure(&mut |optimizer| {
+            optimizer.zero_grad()?;
             let l = aa.square()?.sum()?;
             l.backward()?;
             Ok(l)

@@ -45,8 +45,8 @@ pub struct LambdaLR {
 
 impl LambdaLR {
     /// One function for every group.
-    pub fn new<O: Optimizer>(
-        opt: &mut O,
+    pub fn new(
+        opt: &mut dyn Optimizer,
         lr_lambda: impl Fn(i64) -> f64 + Send + Sync + 'static,
         options: SchedulerOptions,
     ) -> Result<LambdaLR> {
@@ -56,8 +56,8 @@ impl LambdaLR {
     }
 
     /// One function per group.
-    pub fn with_lambdas<O: Optimizer>(
-        opt: &mut O,
+    pub fn with_lambdas(
+        opt: &mut dyn Optimizer,
         lr_lambdas: Vec<LrLambda>,
         options: SchedulerOptions,
     ) -> Result<LambdaLR> {
@@ -93,8 +93,8 @@ pub struct MultiplicativeLR {
 
 impl MultiplicativeLR {
     /// One function for every group.
-    pub fn new<O: Optimizer>(
-        opt: &mut O,
+    pub fn new(
+        opt: &mut dyn Optimizer,
         lr_lambda: impl Fn(i64) -> f64 + Send + Sync + 'static,
         options: SchedulerOptions,
     ) -> Result<MultiplicativeLR> {
@@ -104,8 +104,8 @@ impl MultiplicativeLR {
     }
 
     /// One function per group.
-    pub fn with_lambdas<O: Optimizer>(
-        opt: &mut O,
+    pub fn with_lambdas(
+        opt: &mut dyn Optimizer,
         lr_lambdas: Vec<LrLambda>,
         options: SchedulerOptions,
     ) -> Result<MultiplicativeLR> {
@@ -157,7 +157,7 @@ pub struct StepLR {
 }
 
 impl StepLR {
-    pub fn new<O: Optimizer>(opt: &mut O, step_size: usize, options: StepLROptions) -> Result<StepLR> {
+    pub fn new(opt: &mut dyn Optimizer, step_size: usize, options: StepLROptions) -> Result<StepLR> {
         if step_size == 0 {
             bail!(Value, "StepLR: step_size must be a positive integer, got 0");
         }
@@ -222,8 +222,8 @@ pub struct MultiStepLR {
 }
 
 impl MultiStepLR {
-    pub fn new<O: Optimizer>(
-        opt: &mut O,
+    pub fn new(
+        opt: &mut dyn Optimizer,
         milestones: &[i64],
         options: MultiStepLROptions,
     ) -> Result<MultiStepLR> {
@@ -310,7 +310,7 @@ pub struct ConstantLR {
 }
 
 impl ConstantLR {
-    pub fn new<O: Optimizer>(opt: &mut O, options: ConstantLROptions) -> Result<ConstantLR> {
+    pub fn new(opt: &mut dyn Optimizer, options: ConstantLROptions) -> Result<ConstantLR> {
         if !(0.0..=1.0).contains(&options.factor) {
             bail!(Value, "ConstantLR: Constant multiplicative factor expected to be between 0 and 1.");
         }
@@ -381,7 +381,7 @@ pub struct LinearLR {
 }
 
 impl LinearLR {
-    pub fn new<O: Optimizer>(opt: &mut O, options: LinearLROptions) -> Result<LinearLR> {
+    pub fn new(opt: &mut dyn Optimizer, options: LinearLROptions) -> Result<LinearLR> {
         if options.start_factor > 1.0 || options.start_factor <= 0.0 {
             bail!(Value, "LinearLR: Starting multiplicative factor expected to be greater than 0 and less or equal to 1.");
         }
@@ -443,7 +443,7 @@ pub struct ExponentialLR {
 }
 
 impl ExponentialLR {
-    pub fn new<O: Optimizer>(opt: &mut O, gamma: f64, options: SchedulerOptions) -> Result<ExponentialLR> {
+    pub fn new(opt: &mut dyn Optimizer, gamma: f64, options: SchedulerOptions) -> Result<ExponentialLR> {
         let base = SchedulerBase::new(opt, options.last_epoch)?;
         let mut s = ExponentialLR { base, gamma };
         s.initial_step(opt)?;
@@ -499,7 +499,7 @@ pub struct PolynomialLR {
 }
 
 impl PolynomialLR {
-    pub fn new<O: Optimizer>(opt: &mut O, options: PolynomialLROptions) -> Result<PolynomialLR> {
+    pub fn new(opt: &mut dyn Optimizer, options: PolynomialLROptions) -> Result<PolynomialLR> {
         let base = SchedulerBase::new(opt, options.last_epoch)?;
         let mut s = PolynomialLR { base, total_iters: options.total_iters as i64, power: options.power };
         s.initial_step(opt)?;

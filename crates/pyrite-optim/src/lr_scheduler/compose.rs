@@ -18,13 +18,6 @@ fn check_children(who: &str, schedulers: &[Box<dyn LRScheduler>], n_groups: usiz
         }
     }
     for (i, s) in schedulers.iter().enumerate() {
-        if s.takes_metric() {
-            bail!(
-                Value,
-                "{who} does not support `ReduceLROnPlateau` scheduler as it requires additional kwargs to be specified when \
-                 calling `step`, but got one at index {i} in the given schedulers sequence."
-            );
-        }
         let n = s.get_last_lr().len();
         if n != n_groups {
             bail!(Value, "{who} expects all schedulers to belong to the same optimizer, but the scheduler at index {i} has {n} param groups and the optimizer {n_groups}");
@@ -32,6 +25,42 @@ fn check_children(who: &str, schedulers: &[Box<dyn LRScheduler>], n_groups: usiz
     }
     Ok(())
 }
+
+/// The schedulers of a [`SequentialLR`] or a [`ChainedScheduler`] (PyTorch's `schedulers`
+/// list): a tuple of schedulers of any types, `(warmup, cosine)`, or a
+/// `Vec<Box<dyn LRScheduler>>` when their number is known only at run time.
+/// [`ReduceLROnPlateau`](super::ReduceLROnPlateau) is not an [`LRScheduler`], so it cannot be
+/// one of them (PyTorch refuses it at run time).
+pub trait IntoSchedulers {
+    fn into_schedulers(self) -> Vec<Box<dyn LRScheduler>>;
+}
+
+impl IntoSchedulers for Vec<Box<dyn LRScheduler>> {
+    fn into_schedulers(self) -> Vec<Box<dyn LRScheduler>> {
+        self
+    }
+}
+
+macro_rules! tuple_schedulers {
+    ($($s:ident),+) => {
+        impl<$($s: LRScheduler + 'static),+> IntoSchedulers for ($($s,)+) {
+            #[allow(non_snake_case)]
+            fn into_schedulers(self) -> Vec<Box<dyn LRScheduler>> {
+                let ($($s,)+) = self;
+                vec![$(Box::new($s) as Box<dyn LRScheduler>),+]
+            }
+        }
+    };
+}
+
+tuple_schedulers!(A);
+tuple_schedulers!(A, B);
+tuple_schedulers!(A, B, C);
+tuple_schedulers!(A, B, C, D);
+tuple_schedulers!(A, B, C, D, E);
+tuple_schedulers!(A, B, C, D, E, F);
+tuple_schedulers!(A, B, C, D, E, F, G);
+tuple_schedulers!(A, B, C, D, E, F, G, H);
 
 fn save_children(sd: &mut SchedulerStateDict, schedulers: &[Box<dyn LRScheduler>]) {
     let children = schedulers.iter().map(|s| SchedulerValue::Dict(s.state_dict())).collect();
@@ -64,7 +93,7 @@ fn load_children(who: &str, sd: &SchedulerStateDict, schedulers: &mut [Box<dyn L
 
 /// `SequentialLR`: runs `schedulers[0]` until `milestones[0]`, then `schedulers[1]` (restarted
 /// from its epoch 0) until `milestones[1]`, and so on. Build the schedulers on the same
-/// optimizer first.
+/// optimizer first and give them as a tuple (see [`IntoSchedulers`]).
 ///
 /// ```
 /// use pyrite::optim::lr_scheduler::{CosineAnnealingLR, LRScheduler, LinearLR, LinearLROptions, SequentialLR};
@@ -74,7 +103,7 @@ fn load_children(who: &str, sd: &SchedulerStateDict, schedulers: &mut [Box<dyn L
 /// // Five epochs of linear warmup, then cosine annealing.
 /// let warmup = LinearLR::new(&mut opt, LinearLROptions { start_factor: 0.2, total_iters: 5, ..Default::default() })?;
 /// let cosine = CosineAnnealingLR::new(&mut opt, 95, Default::default())?;
-/// let mut sched = SequentialLR::new(&mut opt, vec![Box::new(warmup), Box::new(cosine)], &[5], Default::default())?;
+/// let mut sched = SequentialLR::new(&mut opt, (warmup, cosine), &[5], Default::default())?;
 /// assert!((sched.get_last_lr()[0] - 0.02).abs() < 1e-15);
 /// for _ in 0..5 {
 ///     opt.step()?;
@@ -92,10 +121,11 @@ pub struct SequentialLR {
 impl SequentialLR {
     pub fn new(
         opt: &mut dyn Optimizer,
-        mut schedulers: Vec<Box<dyn LRScheduler>>,
+        schedulers: impl IntoSchedulers,
         milestones: &[i64],
         options: SchedulerOptions,
     ) -> Result<SequentialLR> {
+        let mut schedulers = schedulers.into_schedulers();
         check_children("SequentialLR", &schedulers, opt.param_groups().len())?;
         if milestones.len() + 1 != schedulers.len() {
             bail!(
@@ -199,14 +229,36 @@ impl LRScheduler for SequentialLR {
 }
 
 /// `ChainedScheduler`: steps every scheduler at each step, so their effects compose (a
-/// constant warmup factor times an exponential decay, say).
+/// constant warmup factor times an exponential decay, say). Build the schedulers on the same
+/// optimizer first and give them as a tuple (see [`IntoSchedulers`]).
+///
+/// ```
+/// use pyrite::optim::lr_scheduler::{ChainedScheduler, ConstantLR, ConstantLROptions, ExponentialLR, LRScheduler};
+/// use pyrite::optim::{Optimizer, SGD, SGDOptions};
+/// let w = pyrite::Tensor::new([1.0f64])?.requires_grad_(true)?;
+/// let mut opt = SGD::new(vec![w], SGDOptions { lr: 1.0, ..Default::default() })?;
+/// // A factor of 0.5 for two epochs, times a decay of 0.9 per epoch.
+/// let warmup = ConstantLR::new(&mut opt, ConstantLROptions { factor: 0.5, total_iters: 2, ..Default::default() })?;
+/// let decay = ExponentialLR::new(&mut opt, 0.9, Default::default())?;
+/// let mut sched = ChainedScheduler::new(&mut opt, (warmup, decay))?;
+/// let mut seen = vec![sched.get_last_lr()[0]];
+/// for _ in 0..3 {
+///     opt.step()?;
+///     sched.step(&mut opt)?;
+///     seen.push(sched.get_last_lr()[0]);
+/// }
+/// let want = [0.5, 0.45, 0.81, 0.729];
+/// assert!(seen.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-12), "{seen:?}");
+/// # Ok::<(), pyrite::Error>(())
+/// ```
 pub struct ChainedScheduler {
     base: SchedulerBase,
     schedulers: Vec<Box<dyn LRScheduler>>,
 }
 
 impl ChainedScheduler {
-    pub fn new(opt: &dyn Optimizer, schedulers: Vec<Box<dyn LRScheduler>>) -> Result<ChainedScheduler> {
+    pub fn new(opt: &mut dyn Optimizer, schedulers: impl IntoSchedulers) -> Result<ChainedScheduler> {
+        let schedulers = schedulers.into_schedulers();
         check_children("ChainedScheduler", &schedulers, opt.param_groups().len())?;
         Ok(ChainedScheduler { base: SchedulerBase::plain(0, group_lrs(opt.param_groups())), schedulers })
     }

@@ -41,8 +41,8 @@ pub struct CosineAnnealingLR {
 }
 
 impl CosineAnnealingLR {
-    pub fn new<O: Optimizer>(
-        opt: &mut O,
+    pub fn new(
+        opt: &mut dyn Optimizer,
         t_max: usize,
         options: CosineAnnealingLROptions,
     ) -> Result<CosineAnnealingLR> {
@@ -130,8 +130,8 @@ pub struct CosineAnnealingWarmRestarts {
 }
 
 impl CosineAnnealingWarmRestarts {
-    pub fn new<O: Optimizer>(
-        opt: &mut O,
+    pub fn new(
+        opt: &mut dyn Optimizer,
         t_0: usize,
         options: CosineAnnealingWarmRestartsOptions,
     ) -> Result<CosineAnnealingWarmRestarts> {

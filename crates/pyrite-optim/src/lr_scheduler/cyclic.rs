@@ -166,8 +166,8 @@ pub struct CyclicLR {
 }
 
 impl CyclicLR {
-    pub fn new<O: Optimizer>(
-        opt: &mut O,
+    pub fn new(
+        opt: &mut dyn Optimizer,
         base_lr: impl Into<PerGroup>,
         max_lr: impl Into<PerGroup>,
         options: CyclicLROptions,
@@ -431,8 +431,8 @@ pub struct OneCycleLR {
 }
 
 impl OneCycleLR {
-    pub fn new<O: Optimizer>(
-        opt: &mut O,
+    pub fn new(
+        opt: &mut dyn Optimizer,
         max_lr: impl Into<PerGroup>,
         options: OneCycleLROptions,
     ) -> Result<OneCycleLR> {

@@ -1,9 +1,12 @@
 //! `torch.optim.lr_scheduler`: learning-rate schedulers that change the `lr` (and, for the
 //! cyclic ones, the momentum) of an optimizer's parameter groups as training goes on.
 //!
-//! A scheduler does not own its optimizer: it is built from `&mut optimizer` (which sets each
-//! group's `initial_lr` and applies the first learning rate, as PyTorch's constructor does) and
-//! each [`LRScheduler::step`] takes the optimizer again. Call it after `optimizer.step()`:
+//! A scheduler does not own its optimizer. Every one is built the same way,
+//! `Scheduler::new(&mut optimizer, <PyTorch's positional arguments>, <options>)`, the options
+//! being a struct whose `Default` holds PyTorch's defaults; the constructor sets each group's
+//! `initial_lr` and applies the first learning rate, as PyTorch's does. The optimizer is taken
+//! as `&mut dyn Optimizer`, so a concrete optimizer and a `Box<dyn Optimizer>` are passed
+//! alike, and each [`LRScheduler::step`] takes it again. Call it after `optimizer.step()`:
 //!
 //! ```
 //! use pyrite::optim::lr_scheduler::{LRScheduler, StepLR, StepLROptions};
@@ -31,6 +34,11 @@
 //! [`LRScheduler::get_lr`] and gets stepping and its state_dict from the trait, so a custom
 //! schedule is a struct holding a base and a `get_lr`.
 //!
+//! [`ReduceLROnPlateau`] steps with a metric, `sched.step(&mut optimizer, val_loss)`, so it is
+//! not an [`LRScheduler`]: forgetting the metric, or putting it in a [`SequentialLR`], is a
+//! compile error rather than a run-time one. [`SequentialLR`] and [`ChainedScheduler`] take
+//! their schedulers as a tuple, `(warmup, cosine)` (see [`IntoSchedulers`]).
+//!
 //! Files: the schedulers with a simple rule (`basic.rs`), the cosine ones (`cosine.rs`),
 //! [`CyclicLR`] and [`OneCycleLR`] (`cyclic.rs`), [`ReduceLROnPlateau`] (`plateau.rs`) and the
 //! combinators [`SequentialLR`] and [`ChainedScheduler`] (`compose.rs`). `SWALR` is in
@@ -47,7 +55,7 @@ pub use basic::{
     ConstantLR, ConstantLROptions, ExponentialLR, LambdaLR, LinearLR, LinearLROptions, LrLambda, MultiStepLR,
     MultiStepLROptions, MultiplicativeLR, PolynomialLR, PolynomialLROptions, StepLR, StepLROptions,
 };
-pub use compose::{ChainedScheduler, SequentialLR};
+pub use compose::{ChainedScheduler, IntoSchedulers, SequentialLR};
 pub use cosine::{
     CosineAnnealingLR, CosineAnnealingLROptions, CosineAnnealingWarmRestarts,
     CosineAnnealingWarmRestartsOptions,
@@ -292,18 +300,7 @@ impl SchedulerBase {
     /// `last_epoch == -1` each group's `initial_lr` is set to its `lr` unless it has one;
     /// otherwise every group must already have an `initial_lr`. Watches `opt` for the
     /// "scheduler stepped before the optimizer" warning.
-    pub fn new<O: Optimizer>(opt: &mut O, last_epoch: i64) -> Result<SchedulerBase> {
-        let mut base = SchedulerBase::untracked(opt, last_epoch)?;
-        let stepped = Arc::new(AtomicBool::new(false));
-        let flag = stepped.clone();
-        let handle = opt.register_step_pre_hook(move |_| flag.store(true, Ordering::Relaxed));
-        base.tracker = Some(StepTracker { stepped, handle });
-        Ok(base)
-    }
-
-    /// As [`SchedulerBase::new`], without the step-order warning (it works on any
-    /// `dyn Optimizer`).
-    pub fn untracked(opt: &mut dyn Optimizer, last_epoch: i64) -> Result<SchedulerBase> {
+    pub fn new(opt: &mut dyn Optimizer, last_epoch: i64) -> Result<SchedulerBase> {
         let groups = opt.param_groups_mut();
         for (i, g) in groups.iter_mut().enumerate() {
             if g.get("initial_lr").is_none() {
@@ -321,13 +318,19 @@ impl SchedulerBase {
             }
         }
         let base_lrs = groups.iter().map(|g| g.f64("initial_lr")).collect::<Result<Vec<_>>>()?;
+        let stepped = Arc::new(AtomicBool::new(false));
+        let flag = stepped.clone();
+        let handle = opt.base().register_step_hook(
+            true,
+            Box::new(move |_: &mut [ParamGroup]| flag.store(true, Ordering::Relaxed)),
+        );
         Ok(SchedulerBase {
             last_epoch,
             base_lrs,
             last_lr: Vec::new(),
             step_count: 0,
             is_initial: false,
-            tracker: None,
+            tracker: Some(StepTracker { stepped, handle }),
         })
     }
 
@@ -503,12 +506,6 @@ pub trait LRScheduler: Send {
     #[doc(hidden)]
     fn undo_epoch(&mut self) {
         self.base_mut().last_epoch -= 1;
-    }
-
-    /// True for [`ReduceLROnPlateau`], which needs a metric to step.
-    #[doc(hidden)]
-    fn takes_metric(&self) -> bool {
-        false
     }
 }
 

@@ -1,8 +1,8 @@
 //! `ReduceLROnPlateau`: lowers the lr when a metric stops improving.
 
 use super::{
-    group_lrs, load_f64, load_f64_list, load_i64, load_str, LRScheduler, PerGroup, SchedulerBase,
-    SchedulerStateDict, SchedulerValue,
+    group_lrs, load_f64, load_f64_list, load_i64, load_str, PerGroup, SchedulerBase, SchedulerStateDict,
+    SchedulerValue,
 };
 use crate::optimizer::{Optimizer, ParamGroup};
 use pyrite_core::{bail, Result};
@@ -58,22 +58,37 @@ impl Default for ReduceLROnPlateauOptions {
 }
 
 /// `ReduceLROnPlateau`: multiplies the lr by `factor` when the metric given to
-/// [`ReduceLROnPlateau::step_with_metric`] has not improved for `patience` epochs.
+/// [`ReduceLROnPlateau::step`] has not improved for `patience` epochs.
+///
+/// It is built as every scheduler is, from `&mut optimizer` and its options, but it steps with
+/// the metric (PyTorch's `scheduler.step(val_loss)`), so it is not an [`LRScheduler`](super::LRScheduler): its
+/// `step` without a metric does not exist, rather than failing when called.
 ///
 /// ```
-/// use pyrite::optim::lr_scheduler::{LRScheduler, ReduceLROnPlateau, ReduceLROnPlateauOptions};
+/// use pyrite::optim::lr_scheduler::{ReduceLROnPlateau, ReduceLROnPlateauOptions};
 /// use pyrite::optim::{Optimizer, SGD, SGDOptions};
 /// let w = pyrite::Tensor::new([1.0f64])?.requires_grad_(true)?;
 /// let mut opt = SGD::new(vec![w], SGDOptions { lr: 0.1, ..Default::default() })?;
 /// let options = ReduceLROnPlateauOptions { patience: 2, factor: 0.5, ..Default::default() };
-/// let mut sched = ReduceLROnPlateau::new(&opt, options)?;
+/// let mut sched = ReduceLROnPlateau::new(&mut opt, options)?;
 /// for val_loss in [1.0, 0.9, 0.9, 0.9, 0.9] {
 ///     opt.step()?;
-///     sched.step_with_metric(&mut opt, val_loss)?;
+///     sched.step(&mut opt, val_loss)?;
 /// }
 /// // Three epochs without improvement (more than the patience of 2): the lr halves.
 /// assert_eq!(sched.get_last_lr(), [0.05]);
 /// # Ok::<(), pyrite::Error>(())
+/// ```
+///
+/// Stepping it without a metric, or treating it as an [`LRScheduler`](super::LRScheduler) (a child of a
+/// [`SequentialLR`](super::SequentialLR), say), does not compile:
+///
+/// ```compile_fail
+/// use pyrite::optim::lr_scheduler::{LRScheduler, ReduceLROnPlateau};
+/// fn epoch_scheduler(_: &mut dyn LRScheduler) {}
+/// fn check(plateau: &mut ReduceLROnPlateau) {
+///     epoch_scheduler(plateau);
+/// }
 /// ```
 pub struct ReduceLROnPlateau {
     base: SchedulerBase,
@@ -93,7 +108,7 @@ pub struct ReduceLROnPlateau {
 }
 
 impl ReduceLROnPlateau {
-    pub fn new(opt: &dyn Optimizer, options: ReduceLROnPlateauOptions) -> Result<ReduceLROnPlateau> {
+    pub fn new(opt: &mut dyn Optimizer, options: ReduceLROnPlateauOptions) -> Result<ReduceLROnPlateau> {
         if options.factor >= 1.0 {
             bail!(Value, "ReduceLROnPlateau: Factor should be < 1.0.");
         }
@@ -147,8 +162,9 @@ impl ReduceLROnPlateau {
         }
     }
 
-    /// `scheduler.step(metrics)`: one epoch with this value of the metric.
-    pub fn step_with_metric(&mut self, opt: &mut dyn Optimizer, metric: f64) -> Result<()> {
+    /// `scheduler.step(metrics)`: one epoch with this value of the metric (the validation
+    /// loss, say).
+    pub fn step(&mut self, opt: &mut dyn Optimizer, metric: f64) -> Result<()> {
         self.base.last_epoch += 1;
         if self.is_better(metric, self.best) {
             self.best = metric;
@@ -195,26 +211,19 @@ impl ReduceLROnPlateau {
     }
 }
 
-impl LRScheduler for ReduceLROnPlateau {
-    fn base(&self) -> &SchedulerBase {
-        &self.base
-    }
-    fn base_mut(&mut self) -> &mut SchedulerBase {
-        &mut self.base
-    }
-    fn get_lr(&mut self, _groups: &mut [ParamGroup]) -> Result<Vec<f64>> {
-        bail!(
-            NotImplemented,
-            "ReduceLROnPlateau: the lr depends on a metric; call step_with_metric(opt, metric)"
-        )
+impl ReduceLROnPlateau {
+    /// The lrs after the last step (`get_last_lr()`).
+    pub fn get_last_lr(&self) -> &[f64] {
+        &self.base.last_lr
     }
 
-    /// An error: this scheduler needs the metric, see [`ReduceLROnPlateau::step_with_metric`].
-    fn step(&mut self, _opt: &mut dyn Optimizer) -> Result<()> {
-        bail!(Value, "ReduceLROnPlateau: step() needs the metric; call step_with_metric(opt, metric)")
+    /// `last_epoch`: how many times it stepped.
+    pub fn last_epoch(&self) -> i64 {
+        self.base.last_epoch
     }
 
-    fn state_dict(&self) -> SchedulerStateDict {
+    /// `state_dict()`: every field but the optimizer, with PyTorch's keys.
+    pub fn state_dict(&self) -> SchedulerStateDict {
         let mut sd = SchedulerStateDict::new();
         sd.insert("factor".into(), self.factor.into());
         sd.insert("default_min_lr".into(), self.default_min_lr.into());
@@ -242,7 +251,8 @@ impl LRScheduler for ReduceLROnPlateau {
         sd
     }
 
-    fn load_state_dict(&mut self, sd: &SchedulerStateDict) -> Result<()> {
+    /// `load_state_dict(sd)`: the fields present in `sd` replace the scheduler's.
+    pub fn load_state_dict(&mut self, sd: &SchedulerStateDict) -> Result<()> {
         if let Some(m) = load_str(sd, "mode")? {
             self.mode = match m {
                 "min" => PlateauMode::Min,
@@ -280,9 +290,5 @@ impl LRScheduler for ReduceLROnPlateau {
         load_f64(sd, "best", &mut self.best)?;
         load_i64(sd, "cooldown_counter", &mut self.cooldown_counter)?;
         load_i64(sd, "num_bad_epochs", &mut self.num_bad_epochs)
-    }
-
-    fn takes_metric(&self) -> bool {
-        true
     }
 }
