@@ -20,8 +20,8 @@
 //! # Ok::<(), pyrite::Error>(())
 //! ```
 
-use crate::functional::{self as F, MhaOptions};
 use crate::call::{opt, t, typed_call, Args};
+use crate::functional::{self as F, MhaOptions};
 use crate::init;
 use crate::linear::reset_uniform;
 use crate::module::{py_bool, Module, ModuleBase};

@@ -83,7 +83,8 @@ impl<A: FromValue, B: FromValue> FromValue for (A, B) {
 impl<A: FromValue, B: FromValue, C: FromValue> FromValue for (A, B, C) {
     fn from_value(v: Value) -> Result<(A, B, C)> {
         let mut it = tuple_items(v, 3)?.into_iter();
-        let (a, b, c) = (it.next().unwrap_or_default(), it.next().unwrap_or_default(), it.next().unwrap_or_default());
+        let (a, b, c) =
+            (it.next().unwrap_or_default(), it.next().unwrap_or_default(), it.next().unwrap_or_default());
         Ok((A::from_value(a)?, B::from_value(b)?, C::from_value(c)?))
     }
 }
@@ -180,11 +181,28 @@ args!(crate::CosineEmbeddingLoss, crate::MarginRankingLoss, crate::TripletMargin
     (&Tensor, &Tensor, &Tensor) => Tensor, |(a, b, c)| Value::Tuple(vec![t(a), t(b), t(c)]));
 args!(crate::CTCLoss:
     (&Tensor, &Tensor, &Tensor, &Tensor) => Tensor, |(a, b, c, d)| Value::Tuple(vec![t(a), t(b), t(c), t(d)]));
-typed_call!(crate::CrossEntropyLoss, crate::NLLLoss, crate::MSELoss, crate::L1Loss, crate::SmoothL1Loss,
-    crate::HuberLoss, crate::BCELoss, crate::BCEWithLogitsLoss, crate::KLDivLoss, crate::HingeEmbeddingLoss,
-    crate::SoftMarginLoss, crate::MultiLabelSoftMarginLoss, crate::MultiMarginLoss,
-    crate::MultiLabelMarginLoss, crate::PoissonNLLLoss, crate::CosineEmbeddingLoss,
-    crate::MarginRankingLoss, crate::TripletMarginLoss, crate::GaussianNLLLoss, crate::CTCLoss);
+typed_call!(
+    crate::CrossEntropyLoss,
+    crate::NLLLoss,
+    crate::MSELoss,
+    crate::L1Loss,
+    crate::SmoothL1Loss,
+    crate::HuberLoss,
+    crate::BCELoss,
+    crate::BCEWithLogitsLoss,
+    crate::KLDivLoss,
+    crate::HingeEmbeddingLoss,
+    crate::SoftMarginLoss,
+    crate::MultiLabelSoftMarginLoss,
+    crate::MultiMarginLoss,
+    crate::MultiLabelMarginLoss,
+    crate::PoissonNLLLoss,
+    crate::CosineEmbeddingLoss,
+    crate::MarginRankingLoss,
+    crate::TripletMarginLoss,
+    crate::GaussianNLLLoss,
+    crate::CTCLoss
+);
 
 // EmbeddingBag: `input`, `(input, offsets)` or `(input, offsets, per_sample_weights)`.
 args!(crate::EmbeddingBag: &Tensor => Tensor, |x| t(x));

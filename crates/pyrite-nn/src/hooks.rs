@@ -59,7 +59,9 @@ pub type BackwardPreHook =
     Arc<dyn Fn(&dyn Module, &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync>;
 /// `hook(module, grad_input, grad_output) -> Option<new grad_input>`.
 pub type BackwardHook = Arc<
-    dyn Fn(&dyn Module, &[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync,
+    dyn Fn(&dyn Module, &[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>>
+        + Send
+        + Sync,
 >;
 type StateDictPreHook = Arc<dyn Fn(&dyn Module, &str) -> Result<()> + Send + Sync>;
 type StateDictPostHook = Arc<dyn Fn(&dyn Module, &mut StateDict, &str) -> Result<()> + Send + Sync>;
@@ -455,7 +457,9 @@ impl ModuleSnapshot {
             members.push(match mem {
                 Member::Parameter(n, p) => SnapshotMember::Parameter(n.to_string(), p.cloned()),
                 Member::Buffer(n, b) => SnapshotMember::Buffer(n.to_string(), b.cloned()),
-                Member::Module(n, c) => SnapshotMember::Module(n.to_string(), Box::new(ModuleSnapshot::of(c))),
+                Member::Module(n, c) => {
+                    SnapshotMember::Module(n.to_string(), Box::new(ModuleSnapshot::of(c)))
+                }
             })
         });
         let base = ModuleBase::new();

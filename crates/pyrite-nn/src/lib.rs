@@ -44,8 +44,8 @@ pub mod utils;
 pub mod value;
 
 pub use activation::*;
-pub use call::{Args, FromValue};
 pub use attention::{MultiheadAttention, MultiheadAttentionOptions};
+pub use call::{Args, FromValue};
 pub use container::{ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential};
 pub use conv::{
     Conv1d, Conv2d, Conv3d, ConvOptions, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, Padding,

@@ -27,12 +27,12 @@
 //! # Ok::<(), pyrite::Error>(())
 //! ```
 
+use crate::call::{args, opt, t, typed_call};
 use crate::functional::{self as F, RnnArgs, RnnMode};
 use crate::init;
 use crate::module::{py_bool, py_float, py_tuple, Module, ModuleBase};
 use crate::parameter::Parameter;
 use crate::utils::rnn::PackedSequence;
-use crate::call::{args, opt, t, typed_call};
 use crate::value::Value;
 use pyrite_core::{bail, DType, Result, Tensor};
 
@@ -573,7 +573,6 @@ impl RNN {
         let (base, flat_weights_names) = build(mode, input_size, hidden_size, &options)?;
         Ok(RNN { base, input_size, hidden_size, options, flat_weights_names })
     }
-
 }
 
 layer_view!(RNN, rnn_mode);
@@ -598,7 +597,6 @@ impl LSTM {
         let (base, flat_weights_names) = build(RnnMode::Lstm, input_size, hidden_size, &options)?;
         Ok(LSTM { base, input_size, hidden_size, options, flat_weights_names })
     }
-
 }
 
 layer_view!(LSTM, |_: &LSTM| RnnMode::Lstm);
@@ -623,7 +621,6 @@ impl GRU {
         let (base, flat_weights_names) = build(RnnMode::Gru, input_size, hidden_size, &options)?;
         Ok(GRU { base, input_size, hidden_size, options, flat_weights_names })
     }
-
 }
 
 layer_view!(GRU, |_: &GRU| RnnMode::Gru);

@@ -23,10 +23,10 @@
 //! ```
 
 use crate::attention::{CallArgs, MhaCall, MultiheadAttention, MultiheadAttentionOptions};
+use crate::call::{typed_call, Args};
 use crate::container::ModuleList;
 use crate::dropout::Dropout;
 use crate::functional::{self as F, GeluApproximate};
-use crate::call::{typed_call, Args};
 use crate::init;
 use crate::linear::Linear;
 use crate::module::{Module, ModuleBase};
@@ -256,7 +256,6 @@ impl TransformerEncoderLayer {
             self.norm2.call(&x.add(&ff(&x)?)?)
         }
     }
-
 }
 
 fn encoder_args(src: &Tensor, m: &EncoderMasks<'_>) -> Value {
@@ -855,4 +854,10 @@ impl Args<Transformer> for (&Tensor, &Tensor, &TransformerMasks<'_>) {
     }
 }
 
-typed_call!(TransformerEncoderLayer, TransformerEncoder, TransformerDecoderLayer, TransformerDecoder, Transformer);
+typed_call!(
+    TransformerEncoderLayer,
+    TransformerEncoder,
+    TransformerDecoderLayer,
+    TransformerDecoder,
+    Transformer
+);

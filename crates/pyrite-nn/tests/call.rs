@@ -5,9 +5,9 @@ use pyrite::nn::attention::MhaCall;
 use pyrite::nn::transformer::EncoderMasks;
 use pyrite::nn::utils::rnn::pack_padded_sequence;
 use pyrite::nn::{
-    self, CosineEmbeddingLoss, CrossEntropyLoss, LSTMCell, Linear, Module, ModuleBase, ModuleHooks, MultiheadAttention,
-    RnnOptions, Transformer, TransformerEncoder, TransformerEncoderLayer, TransformerLayerOptions, TransformerOptions,
-    Value, GRU, LSTM,
+    self, CosineEmbeddingLoss, CrossEntropyLoss, LSTMCell, Linear, Module, ModuleBase, ModuleHooks,
+    MultiheadAttention, RnnOptions, Transformer, TransformerEncoder, TransformerEncoderLayer,
+    TransformerLayerOptions, TransformerOptions, Value, GRU, LSTM,
 };
 use pyrite::{DType, Result, Tensor};
 use std::sync::{Arc, Mutex};
@@ -80,7 +80,8 @@ fn attention_and_transformers_take_their_keyword_arguments_last() -> Result<()> 
     let encoder = TransformerEncoder::new(TransformerEncoderLayer::with_options(8, 2, opts)?, 2, None)?;
     let mask = Transformer::generate_square_subsequent_mask(5)?;
     let a = encoder.call((&x, &EncoderMasks { src_mask: Some(&mask), ..Default::default() }))?;
-    let b = encoder.call((&x, &EncoderMasks { src_mask: Some(&mask), is_causal: Some(true), ..Default::default() }))?;
+    let b = encoder
+        .call((&x, &EncoderMasks { src_mask: Some(&mask), is_causal: Some(true), ..Default::default() }))?;
     assert!(a.allclose(&b, 1e-5, 1e-5, false)?);
     assert_eq!(encoder.call(&x)?.dims(), &[5, 3, 8]);
 
@@ -150,7 +151,12 @@ fn a_boxed_module_field_ports_getattr_nn() -> Result<()> {
             "LSTM" => Box::new(LSTM::new(4, 6, RnnOptions::default())?),
             _ => Box::new(GRU::new(4, 6, RnnOptions::default())?),
         };
-        let m = RnnModel { base: ModuleBase::new(), encoder: nn::Embedding::new(10, 4)?, rnn, decoder: Linear::new(6, 10)? };
+        let m = RnnModel {
+            base: ModuleBase::new(),
+            encoder: nn::Embedding::new(10, 4)?,
+            rnn,
+            decoder: Linear::new(6, 10)?,
+        };
         let keys: Vec<String> = m.state_dict()?.keys().map(String::from).collect();
         assert_eq!(keys.first().unwrap(), "encoder.weight");
         assert_eq!(keys[1], "rnn.weight_ih_l0");

@@ -261,14 +261,50 @@ fn prepended_hooks_run_first() -> Result<()> {
     let (a, b, d, e) = (c("pre a"), c("pre b"), c("fwd a"), c("fwd b"));
     let (f, g, h, i) = (c("bwd a"), c("bwd b"), c("bwd-pre a"), c("bwd-pre b"));
     let prepend = HookOptions { prepend: true };
-    fc.register_forward_pre_hook(move |_, _| Ok(a()).map(|_| None));
-    fc.register_forward_pre_hook_with(move |_, _| Ok(b()).map(|_| None), prepend);
-    fc.register_forward_hook(move |_, _, _| Ok(d()).map(|_| None));
-    fc.register_forward_hook_with(move |_, _, _| Ok(e()).map(|_| None), prepend);
-    fc.register_full_backward_hook(move |_, _, _| Ok(f()).map(|_| None));
-    fc.register_full_backward_hook_with(move |_, _, _| Ok(g()).map(|_| None), prepend);
-    fc.register_full_backward_pre_hook(move |_, _| Ok(h()).map(|_| None));
-    fc.register_full_backward_pre_hook_with(move |_, _| Ok(i()).map(|_| None), prepend);
+    fc.register_forward_pre_hook(move |_, _| {
+        a();
+        Ok(None)
+    });
+    fc.register_forward_pre_hook_with(
+        move |_, _| {
+            b();
+            Ok(None)
+        },
+        prepend,
+    );
+    fc.register_forward_hook(move |_, _, _| {
+        d();
+        Ok(None)
+    });
+    fc.register_forward_hook_with(
+        move |_, _, _| {
+            e();
+            Ok(None)
+        },
+        prepend,
+    );
+    fc.register_full_backward_hook(move |_, _, _| {
+        f();
+        Ok(None)
+    });
+    fc.register_full_backward_hook_with(
+        move |_, _, _| {
+            g();
+            Ok(None)
+        },
+        prepend,
+    );
+    fc.register_full_backward_pre_hook(move |_, _| {
+        h();
+        Ok(None)
+    });
+    fc.register_full_backward_pre_hook_with(
+        move |_, _| {
+            i();
+            Ok(None)
+        },
+        prepend,
+    );
     let x = ones(&[1, 2]).requires_grad_(true)?;
     fc.call(&x)?.sum()?.backward()?;
     assert_eq!(
@@ -309,7 +345,13 @@ fn backward_hooks_get_the_module_as_it_was_called() -> Result<()> {
     let got = seen.lock().unwrap().clone();
     assert_eq!(
         got,
-        [("Linear".into(), "Linear(in_features=3, out_features=2, bias=True)".into(), false, vec![2, 3], true)]
+        [(
+            "Linear".into(),
+            "Linear(in_features=3, out_features=2, bias=True)".into(),
+            false,
+            vec![2, 3],
+            true
+        )]
     );
     drop(moved);
     Ok(())

@@ -670,8 +670,9 @@ fn functional_forms_refuse_bad_shapes() -> Result<()> {
 fn a_packed_input_must_fit_the_layer() -> Result<()> {
     let gru = GRU::new(4, 3, RnnOptions::new())?;
     let p = pack_sequence(&[Tensor::randn([3, 5], DType::F32)?, Tensor::randn([2, 5], DType::F32)?], true)?;
-    assert!(err(gru.call((&p, None)))
-        .ends_with("input.size(-1) must be equal to input_size. Expected 4, got 5"));
+    assert!(
+        err(gru.call((&p, None))).ends_with("input.size(-1) must be equal to input_size. Expected 4, got 5")
+    );
     let p = pack_sequence(&[Tensor::randn([3, 4], DType::F32)?, Tensor::randn([2, 4], DType::F32)?], true)?;
     let h0 = Tensor::zeros([1, 3, 3], DType::F32)?;
     assert!(err(gru.call((&p, Some(&h0)))).ends_with("Expected hidden size (1, 2, 3), got [1, 3, 3]"));

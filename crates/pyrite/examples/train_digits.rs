@@ -11,6 +11,7 @@
 //! The same seed gives the same numbers, whatever `--workers` is. The last line is a summary a
 //! script can read: `test accuracy 98.6% in 6.1 s`.
 
+use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use pyrite::data::{random_split, DataLoader, DataLoaderOptions, Dataset, Sample, SplitLength};
 use pyrite::nn::{
@@ -22,7 +23,6 @@ use pyrite::prelude::*;
 use pyrite::vision::datasets::{Digits, DigitsSplit};
 use pyrite::vision::transforms::{RandomCrop, RandomCropOptions};
 use pyrite::Generator;
-use clap::Parser;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
