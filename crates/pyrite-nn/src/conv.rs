@@ -346,7 +346,12 @@ pub fn conv(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, opts: &ConvOptio
 /// `F.conv_transpose1d/2d/3d(x, weight, bias=None, stride=1, padding=0, output_padding=0,
 /// groups=1, dilation=1)` for a batched or unbatched input; the weight is `[in, out/groups,
 /// *kernel]` as in PyTorch. `opts.bias` and `opts.dtype` are the layers' and unused here.
-pub fn conv_transpose(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, opts: &ConvOptions) -> Result<Tensor> {
+pub fn conv_transpose(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    opts: &ConvOptions,
+) -> Result<Tensor> {
     if weight.rank() < 3 {
         bail!(
             Shape,

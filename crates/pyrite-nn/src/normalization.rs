@@ -406,7 +406,11 @@ impl RMSNorm {
 
 impl Module for RMSNorm {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        F::rms_norm(x, &self.normalized_shape, &F::RmsNormOptions { weight: self.weight.as_deref().cloned(), eps: self.eps })
+        F::rms_norm(
+            x,
+            &self.normalized_shape,
+            &F::RmsNormOptions { weight: self.weight.as_deref().cloned(), eps: self.eps },
+        )
     }
 
     fn extra_repr(&self) -> String {
@@ -499,7 +503,11 @@ impl LocalResponseNorm {
 
 impl Module for LocalResponseNorm {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        F::local_response_norm(x, self.size, &F::LocalResponseNormOptions { alpha: self.alpha, beta: self.beta, k: self.k })
+        F::local_response_norm(
+            x,
+            self.size,
+            &F::LocalResponseNormOptions { alpha: self.alpha, beta: self.beta, k: self.k },
+        )
     }
 
     fn extra_repr(&self) -> String {

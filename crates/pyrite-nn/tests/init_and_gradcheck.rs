@@ -129,7 +129,12 @@ fn functional_ops_pass_gradcheck() -> Result<()> {
         ("silu", Box::new(|x| F::silu(&x[0])), vec![vec![6]], true),
         ("mish", Box::new(|x| F::mish(&x[0])), vec![vec![6]], true),
         ("logsigmoid", Box::new(|x| F::logsigmoid(&x[0])), vec![vec![6]], true),
-        ("softplus", Box::new(|x| F::softplus(&x[0], &F::SoftplusOptions { beta: 2.0, ..Default::default() })), vec![vec![6]], true),
+        (
+            "softplus",
+            Box::new(|x| F::softplus(&x[0], &F::SoftplusOptions { beta: 2.0, ..Default::default() })),
+            vec![vec![6]],
+            true,
+        ),
         ("softsign", Box::new(|x| F::softsign(&x[0])), vec![vec![6]], false),
         ("tanhshrink", Box::new(|x| F::tanhshrink(&x[0])), vec![vec![6]], true),
         ("glu", Box::new(|x| F::glu(&x[0], 1)), vec![vec![2, 4]], true),
@@ -137,25 +142,59 @@ fn functional_ops_pass_gradcheck() -> Result<()> {
         ("prelu", Box::new(|x| F::prelu(&x[0], &x[1])), vec![vec![2, 3, 2], vec![3]], false),
         (
             "layer_norm",
-            Box::new(|x| F::layer_norm(&x[0], &[4], &F::LayerNormOptions { weight: Some(x[1].clone()), bias: Some(x[2].clone()), ..Default::default() })),
+            Box::new(|x| {
+                F::layer_norm(
+                    &x[0],
+                    &[4],
+                    &F::LayerNormOptions {
+                        weight: Some(x[1].clone()),
+                        bias: Some(x[2].clone()),
+                        ..Default::default()
+                    },
+                )
+            }),
             vec![vec![3, 4], vec![4], vec![4]],
             true,
         ),
         (
             "rms_norm",
-            Box::new(|x| F::rms_norm(&x[0], &[4], &F::RmsNormOptions { weight: Some(x[1].clone()), eps: Some(1e-6) })),
+            Box::new(|x| {
+                F::rms_norm(&x[0], &[4], &F::RmsNormOptions { weight: Some(x[1].clone()), eps: Some(1e-6) })
+            }),
             vec![vec![3, 4], vec![4]],
             true,
         ),
         (
             "group_norm",
-            Box::new(|x| F::group_norm(&x[0], 2, &F::LayerNormOptions { weight: Some(x[1].clone()), bias: Some(x[2].clone()), ..Default::default() })),
+            Box::new(|x| {
+                F::group_norm(
+                    &x[0],
+                    2,
+                    &F::LayerNormOptions {
+                        weight: Some(x[1].clone()),
+                        bias: Some(x[2].clone()),
+                        ..Default::default()
+                    },
+                )
+            }),
             vec![vec![2, 4, 3], vec![4], vec![4]],
             true,
         ),
         (
             "batch_norm",
-            Box::new(|x| F::batch_norm(&x[0], None, None, &F::BatchNormOptions { weight: Some(x[1].clone()), bias: Some(x[2].clone()), training: true, ..Default::default() })),
+            Box::new(|x| {
+                F::batch_norm(
+                    &x[0],
+                    None,
+                    None,
+                    &F::BatchNormOptions {
+                        weight: Some(x[1].clone()),
+                        bias: Some(x[2].clone()),
+                        training: true,
+                        ..Default::default()
+                    },
+                )
+            }),
             vec![vec![4, 3, 2], vec![3], vec![3]],
             true,
         ),
@@ -167,7 +206,13 @@ fn functional_ops_pass_gradcheck() -> Result<()> {
         ),
         (
             "local_response_norm",
-            Box::new(|x| F::local_response_norm(&x[0], 3, &F::LocalResponseNormOptions { alpha: 1e-2, ..Default::default() })),
+            Box::new(|x| {
+                F::local_response_norm(
+                    &x[0],
+                    3,
+                    &F::LocalResponseNormOptions { alpha: 1e-2, ..Default::default() },
+                )
+            }),
             vec![vec![2, 4, 3]],
             true,
         ),
@@ -192,7 +237,9 @@ fn functional_ops_pass_gradcheck() -> Result<()> {
         ),
         (
             "pad circular",
-            Box::new(|x| F::pad(&x[0], &[1, 2, 1, 0], &F::PadOptions { mode: PadMode::Circular, value: None })),
+            Box::new(|x| {
+                F::pad(&x[0], &[1, 2, 1, 0], &F::PadOptions { mode: PadMode::Circular, value: None })
+            }),
             vec![vec![1, 3, 4]],
             true,
         ),

@@ -376,7 +376,11 @@ fn loss_functions_pass_gradcheck() {
     let p = leaf(rand(&[3, 4], 0.1, 0.9, 5));
     let q = leaf(rand(&[3, 4], 0.0, 1.0, 6));
     check("binary_cross_entropy", &[p.clone(), q.clone()], |xs, r| {
-        F::binary_cross_entropy(&xs[0], &xs[1], &F::BinaryCrossEntropyOptions { weight: Some(w4.clone()), reduction: r })
+        F::binary_cross_entropy(
+            &xs[0],
+            &xs[1],
+            &F::BinaryCrossEntropyOptions { weight: Some(w4.clone()), reduction: r },
+        )
     });
     let pw = rand(&[4], 0.5, 3.0, 7);
     check("binary_cross_entropy_with_logits", &[x.clone(), q.clone()], |xs, r| {
@@ -403,12 +407,22 @@ fn loss_functions_pass_gradcheck() {
     }
     let pm1 = Tensor::new([1f64, -1., -1.]).unwrap();
     check("cosine_embedding_loss", &[x.clone(), y.clone()], |xs, r| {
-        F::cosine_embedding_loss(&xs[0], &xs[1], &pm1, &F::CosineEmbeddingLossOptions { margin: -0.5, reduction: r })
+        F::cosine_embedding_loss(
+            &xs[0],
+            &xs[1],
+            &pm1,
+            &F::CosineEmbeddingLossOptions { margin: -0.5, reduction: r },
+        )
     });
     let (a, b) = (leaf(randn(&[5], 10)), leaf(randn(&[5], 11)));
     let pm5 = Tensor::new([1f64, -1., -1., 1., 1.]).unwrap();
     check("margin_ranking_loss", &[a, b], |xs, r| {
-        F::margin_ranking_loss(&xs[0], &xs[1], &pm5, &F::MarginRankingLossOptions { margin: 0.1, reduction: r })
+        F::margin_ranking_loss(
+            &xs[0],
+            &xs[1],
+            &pm5,
+            &F::MarginRankingLossOptions { margin: 0.1, reduction: r },
+        )
     });
     let z = leaf(randn(&[3, 4], 12));
     for (p, swap) in [(2.0, false), (1.0, true), (3.0, false)] {
@@ -416,7 +430,8 @@ fn loss_functions_pass_gradcheck() {
             &format!("triplet_margin_loss p={p} swap={swap}"),
             &[x.clone(), y.clone(), z.clone()],
             |xs, r| {
-                let o = F::TripletMarginLossOptions { margin: 3.0, p, swap, reduction: r, ..Default::default() };
+                let o =
+                    F::TripletMarginLossOptions { margin: 3.0, p, swap, reduction: r, ..Default::default() };
                 F::triplet_margin_loss(&xs[0], &xs[1], &xs[2], &o)
             },
         );
@@ -443,7 +458,11 @@ fn loss_functions_pass_gradcheck() {
     });
     let counts = rand(&[3, 4], 0.0, 5.0, 14).floor().unwrap();
     check("poisson_nll_loss (log_input, full)", std::slice::from_ref(&x), |xs, r| {
-        F::poisson_nll_loss(&xs[0], &counts, &F::PoissonNllLossOptions { full: true, reduction: r, ..Default::default() })
+        F::poisson_nll_loss(
+            &xs[0],
+            &counts,
+            &F::PoissonNllLossOptions { full: true, reduction: r, ..Default::default() },
+        )
     });
     check("poisson_nll_loss (rates)", std::slice::from_ref(&p), |xs, r| {
         let o = F::PoissonNllLossOptions { log_input: false, reduction: r, ..Default::default() };
@@ -451,11 +470,21 @@ fn loss_functions_pass_gradcheck() {
     });
     let var = leaf(rand(&[3, 4], 0.5, 1.5, 15));
     check("gaussian_nll_loss", &[x.clone(), y.clone(), var], |xs, r| {
-        F::gaussian_nll_loss(&xs[0], &xs[1], &xs[2], &F::GaussianNllLossOptions { full: true, reduction: r, ..Default::default() })
+        F::gaussian_nll_loss(
+            &xs[0],
+            &xs[1],
+            &xs[2],
+            &F::GaussianNllLossOptions { full: true, reduction: r, ..Default::default() },
+        )
     });
     let var1 = leaf(rand(&[3], 0.5, 1.5, 16));
     check("gaussian_nll_loss (var [N])", &[x.clone(), y.clone(), var1], |xs, r| {
-        F::gaussian_nll_loss(&xs[0], &xs[1], &xs[2], &F::GaussianNllLossOptions { reduction: r, ..Default::default() })
+        F::gaussian_nll_loss(
+            &xs[0],
+            &xs[1],
+            &xs[2],
+            &F::GaussianNllLossOptions { reduction: r, ..Default::default() },
+        )
     });
 
     // CTC's gradient w.r.t. log_probs is PyTorch's (true derivative plus g exp(log_probs)); the
@@ -464,7 +493,13 @@ fn loss_functions_pass_gradcheck() {
     let targets = i64s(&[1, 2, 2, 3, 1, 0]).reshape([2, 3]).unwrap();
     let (il, tl) = (i64s(&[6, 5]), i64s(&[3, 2]));
     check("ctc_loss", &[logits], |xs, r| {
-        F::ctc_loss(&xs[0].log_softmax(2)?, &targets, &il, &tl, &F::CtcLossOptions { reduction: r, ..Default::default() })
+        F::ctc_loss(
+            &xs[0].log_softmax(2)?,
+            &targets,
+            &il,
+            &tl,
+            &F::CtcLossOptions { reduction: r, ..Default::default() },
+        )
     });
 }
 

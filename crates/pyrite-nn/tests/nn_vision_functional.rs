@@ -8,7 +8,8 @@ mod common;
 use common::{assert_close, load_tensors, Kw};
 use pyrite::autograd::{gradcheck, gradgradcheck, GradcheckOptions};
 use pyrite::nn::functional::{
-    self as F, FoldOptions, GridSampleMode, GridSampleOptions, GridSamplePadding, InterpolateMode, InterpolateOptions,
+    self as F, FoldOptions, GridSampleMode, GridSampleOptions, GridSamplePadding, InterpolateMode,
+    InterpolateOptions,
 };
 use pyrite::nn::{Fold, Module, Unfold, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d};
 use pyrite::{DType, Result, Tensor};
@@ -237,12 +238,29 @@ fn interpolate_gradcheck() {
 #[test]
 fn unfold_fold_gradcheck() {
     let x = leaf(randn(&[2, 2, 4, 5], 1));
-    gradcheck(|xs| F::unfold(&xs[0], &[2, 3], &FoldOptions { dilation: vec![1, 2], padding: vec![1], stride: vec![2, 1] }), &[x], GradcheckOptions::default())
-        .unwrap();
+    gradcheck(
+        |xs| {
+            F::unfold(
+                &xs[0],
+                &[2, 3],
+                &FoldOptions { dilation: vec![1, 2], padding: vec![1], stride: vec![2, 1] },
+            )
+        },
+        &[x],
+        GradcheckOptions::default(),
+    )
+    .unwrap();
     // 2 * 2 * 2 planes; blocks: (4 + 2 - 2) // 2 + 1 = 3 by (5 + 2 - 3) // 1 + 1 = 5
     let cols = leaf(randn(&[1, 8, 15], 2));
     gradcheck(
-        |xs| F::fold(&xs[0], &[4, 5], &[2], &FoldOptions { dilation: vec![1, 2], padding: vec![1], stride: vec![2, 1] }),
+        |xs| {
+            F::fold(
+                &xs[0],
+                &[4, 5],
+                &[2],
+                &FoldOptions { dilation: vec![1, 2], padding: vec![1], stride: vec![2, 1] },
+            )
+        },
         &[cols],
         GradcheckOptions::default(),
     )
@@ -253,9 +271,20 @@ fn unfold_fold_gradcheck() {
 fn fold_is_the_adjoint_of_unfold() {
     // <unfold(x), y> == <x, fold(y)>
     let x = randn(&[2, 3, 5, 6], 3);
-    let ux = F::unfold(&x, &[2, 3], &FoldOptions { dilation: vec![2, 1], padding: vec![1, 2], stride: vec![1, 2] }).unwrap();
+    let ux = F::unfold(
+        &x,
+        &[2, 3],
+        &FoldOptions { dilation: vec![2, 1], padding: vec![1, 2], stride: vec![1, 2] },
+    )
+    .unwrap();
     let y = randn(ux.dims(), 4);
-    let fy = F::fold(&y, &[5, 6], &[2, 3], &FoldOptions { dilation: vec![2, 1], padding: vec![1, 2], stride: vec![1, 2] }).unwrap();
+    let fy = F::fold(
+        &y,
+        &[5, 6],
+        &[2, 3],
+        &FoldOptions { dilation: vec![2, 1], padding: vec![1, 2], stride: vec![1, 2] },
+    )
+    .unwrap();
     let a = ux.mul(&y).unwrap().sum().unwrap().item::<f64>().unwrap();
     let b = x.mul(&fy).unwrap().sum().unwrap().item::<f64>().unwrap();
     assert!((a - b).abs() < 1e-10 * a.abs().max(1.0), "{a} vs {b}");
@@ -336,7 +365,15 @@ fn grid_sample_gradcheck() {
 fn double_backward() {
     let x = leaf(randn(&[1, 1, 3, 3], 20));
     gradgradcheck(
-        |xs| F::interpolate(&xs[0], &InterpolateOptions { align_corners: Some(false), ..to_size(&[4, 5], InterpolateMode::Bicubic) }),
+        |xs| {
+            F::interpolate(
+                &xs[0],
+                &InterpolateOptions {
+                    align_corners: Some(false),
+                    ..to_size(&[4, 5], InterpolateMode::Bicubic)
+                },
+            )
+        },
         std::slice::from_ref(&x),
         None,
         GradcheckOptions::default(),
@@ -345,14 +382,22 @@ fn double_backward() {
     // bilinear is linear in the input but not in the grid: the mixed second derivatives
     let grid = leaf(uniform(&[1, 2, 2, 2], -1.3, 1.3, 21));
     gradgradcheck(
-        |xs| F::grid_sample(&xs[0], &xs[1], &gs_opts(GridSampleMode::Bilinear, GridSamplePadding::Reflection, false)),
+        |xs| {
+            F::grid_sample(
+                &xs[0],
+                &xs[1],
+                &gs_opts(GridSampleMode::Bilinear, GridSamplePadding::Reflection, false),
+            )
+        },
         &[x.clone(), grid.clone()],
         None,
         GradcheckOptions::default(),
     )
     .unwrap();
     gradgradcheck(
-        |xs| F::grid_sample(&xs[0], &xs[1], &gs_opts(GridSampleMode::Bicubic, GridSamplePadding::Border, true)),
+        |xs| {
+            F::grid_sample(&xs[0], &xs[1], &gs_opts(GridSampleMode::Bicubic, GridSamplePadding::Border, true))
+        },
         &[x, grid],
         None,
         GradcheckOptions::default(),
@@ -369,10 +414,22 @@ fn bad_arguments_are_errors() {
     let x4 = randn(&[1, 2, 3, 3], 2);
     let x5 = randn(&[1, 2, 2, 2, 2], 3);
     let errs: Vec<(&str, Result<Tensor>)> = vec![
-        ("size and scale", F::interpolate(&x3, &InterpolateOptions { scale_factor: Some(vec![2.0]), ..to_size(&[4], Nearest) })),
+        (
+            "size and scale",
+            F::interpolate(
+                &x3,
+                &InterpolateOptions { scale_factor: Some(vec![2.0]), ..to_size(&[4], Nearest) },
+            ),
+        ),
         ("neither", F::interpolate(&x3, &InterpolateOptions { mode: Nearest, ..Default::default() })),
-        ("align with nearest", F::interpolate(&x3, &InterpolateOptions { align_corners: Some(false), ..to_size(&[4], Nearest) })),
-        ("align with area", F::interpolate(&x3, &InterpolateOptions { align_corners: Some(true), ..to_size(&[4], Area) })),
+        (
+            "align with nearest",
+            F::interpolate(&x3, &InterpolateOptions { align_corners: Some(false), ..to_size(&[4], Nearest) }),
+        ),
+        (
+            "align with area",
+            F::interpolate(&x3, &InterpolateOptions { align_corners: Some(true), ..to_size(&[4], Area) }),
+        ),
         ("bilinear on 3-D", F::interpolate(&x3, &to_size(&[4], Bilinear))),
         ("trilinear on 4-D", F::interpolate(&x4, &to_size(&[4], Trilinear))),
         ("bicubic on 5-D", F::interpolate(&x5, &to_size(&[4], Bicubic))),
@@ -380,16 +437,19 @@ fn bad_arguments_are_errors() {
         ("0-D", F::interpolate(&Tensor::scalar(1f32).unwrap(), &to_size(&[4], Nearest))),
         ("size length", F::interpolate(&x4, &to_size(&[4, 4, 4], Bilinear))),
         ("scale length", F::interpolate(&x4, &by_scale(&[2.0, 2.0, 2.0], Nearest))),
-        ("recompute with size", F::interpolate(&x3, &InterpolateOptions { recompute_scale_factor: Some(true), ..to_size(&[4], Linear) })),
+        (
+            "recompute with size",
+            F::interpolate(
+                &x3,
+                &InterpolateOptions { recompute_scale_factor: Some(true), ..to_size(&[4], Linear) },
+            ),
+        ),
         ("zero output", F::interpolate(&x3, &by_scale(&[0.1], Linear))),
         ("negative scale", F::interpolate(&x3, &by_scale(&[-2.0], Nearest))),
         ("nan scale", F::interpolate(&x3, &by_scale(&[f64::NAN], Linear))),
         ("zero size", F::interpolate(&x4, &to_size(&[0, 2], Bicubic))),
         ("empty input", F::interpolate(&randn(&[1, 2, 0], 5), &to_size(&[3], Linear))),
-        (
-            "integer input",
-            F::interpolate(&Tensor::new([[[1i64, 2]]]).unwrap(), &to_size(&[3], Linear)),
-        ),
+        ("integer input", F::interpolate(&Tensor::new([[[1i64, 2]]]).unwrap(), &to_size(&[3], Linear))),
         ("unfold 2-D", F::unfold(&randn(&[3, 3], 1), &[2], &Default::default())),
         ("unfold kernel 0", F::unfold(&x4, &[0], &Default::default())),
         ("unfold dilation 0", F::unfold(&x4, &[2], &FoldOptions { dilation: vec![0], ..Default::default() })),
@@ -443,10 +503,7 @@ fn edge_shapes() {
     let y = F::interpolate(&x, &by_scale(&[2.0], InterpolateMode::Bilinear)).unwrap();
     assert_eq!(y.dims(), &[0, 2, 6, 6]);
     let g = Tensor::zeros([0, 4, 5, 2], DType::F32).unwrap();
-    assert_eq!(
-        F::grid_sample(&x, &g, &Default::default()).unwrap().dims(),
-        &[0, 2, 4, 5]
-    );
+    assert_eq!(F::grid_sample(&x, &g, &Default::default()).unwrap().dims(), &[0, 2, 4, 5]);
     assert_eq!(F::unfold(&x, &[2], &Default::default()).unwrap().dims(), &[0, 8, 4]);
     // same size: a copy, not the input itself
     let x = randn(&[1, 2, 3, 3], 1);

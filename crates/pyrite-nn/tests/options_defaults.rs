@@ -359,7 +359,7 @@ fn loss_options_defaults_are_pytorchs() -> Result<()> {
     assert_eq!((o.margin, o.p, o.eps, o.swap, o.reduction), (1.0, 2.0, 1e-6, false, Mean));
     let (a, p, n) = (t2(&[&[0., 0.]]), t2(&[&[3., 4.]]), t2(&[&[0., 1.]]));
     close(&F::triplet_margin_loss(&a, &p, &n, &Default::default())?, &[5.0])?; // 5 - 1 + 1
-    // F.kl_div(input, target, reduction='mean', log_target=False): 'mean' averages every element
+                                                                               // F.kl_div(input, target, reduction='mean', log_target=False): 'mean' averages every element
     let o = F::KlDivOptions::default();
     assert_eq!((o.reduction, o.log_target), (F::KlReduction::Mean, false));
     let half = 0.5f32.ln();
@@ -374,7 +374,10 @@ fn loss_options_defaults_are_pytorchs() -> Result<()> {
     let o = F::PoissonNllLossOptions::default();
     assert_eq!((o.log_input, o.full, o.eps, o.reduction), (true, false, 1e-8, Mean));
     let e = std::f32::consts::E;
-    close(&F::poisson_nll_loss(&t(&[0., 1.]), &t(&[1., 2.]), &Default::default())?, &[(1.0 + e - 2.0) / 2.0])?;
+    close(
+        &F::poisson_nll_loss(&t(&[0., 1.]), &t(&[1., 2.]), &Default::default())?,
+        &[(1.0 + e - 2.0) / 2.0],
+    )?;
     // F.gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction='mean')
     let o = F::GaussianNllLossOptions::default();
     assert_eq!((o.full, o.eps, o.reduction), (false, 1e-6, Mean));
@@ -446,7 +449,10 @@ fn functional_keyword_options_defaults_are_pytorchs() -> Result<()> {
     // F.interpolate(input, size=None, scale_factor=None, mode='nearest', align_corners=None, recompute_scale_factor=None)
     let o = F::InterpolateOptions::default();
     assert_eq!((o.size, o.scale_factor), (None, None));
-    assert_eq!((o.mode, o.align_corners, o.recompute_scale_factor), (F::InterpolateMode::Nearest, None, None));
+    assert_eq!(
+        (o.mode, o.align_corners, o.recompute_scale_factor),
+        (F::InterpolateMode::Nearest, None, None)
+    );
     let x = Tensor::new([[[1f32, 2.]]])?;
     let e = F::interpolate(&x, &Default::default()).unwrap_err();
     assert!(e.to_string().contains("either size or scale_factor should be defined"), "{e}");
@@ -455,7 +461,10 @@ fn functional_keyword_options_defaults_are_pytorchs() -> Result<()> {
 
     // F.grid_sample(input, grid, mode='bilinear', padding_mode='zeros', align_corners=None (False))
     let o = F::GridSampleOptions::default();
-    assert_eq!((o.mode, o.padding_mode, o.align_corners), (F::GridSampleMode::Bilinear, F::GridSamplePadding::Zeros, false));
+    assert_eq!(
+        (o.mode, o.padding_mode, o.align_corners),
+        (F::GridSampleMode::Bilinear, F::GridSamplePadding::Zeros, false)
+    );
     let x = Tensor::new([[[[1f32, 2.], [3., 4.]]]])?;
     // align_corners=False: -1 is the outer edge of the top-left pixel, half of it outside (zeros)
     let grid = Tensor::new([[[[0f32, 0.], [-1., -1.]]]])?;
@@ -531,7 +540,10 @@ fn normalization_function_options_defaults_are_pytorchs() -> Result<()> {
     assert!(o.weight.is_none() && o.bias.is_none());
     assert_eq!((o.training, o.momentum, o.eps), (false, 0.1, 1e-5));
     let (rm, rv) = (t(&[0.]), t(&[1.]));
-    close(&F::batch_norm(&t2(&[&[2.], &[4.]]), Some(&rm), Some(&rv), &Default::default())?, &[2. / s, 4. / s])?;
+    close(
+        &F::batch_norm(&t2(&[&[2.], &[4.]]), Some(&rm), Some(&rv), &Default::default())?,
+        &[2. / s, 4. / s],
+    )?;
     assert_eq!((rm.to_vec::<f32>()?, rv.to_vec::<f32>()?), (vec![0.], vec![1.]), "evaluation: not updated");
     // F.instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
     // use_input_stats=True, momentum=0.1, eps=1e-5)
@@ -566,7 +578,10 @@ fn conv_and_pool_functions_take_the_layers_options() -> Result<()> {
     let strided = ConvOptions::new().stride(2);
     close(&F::conv_transpose(&x, &w, None, &strided)?, &[1., 1., 1., 1.])?;
     // unbatched, as the layers
-    assert_eq!(F::conv_transpose(&Tensor::ones([1, 2], DType::F32)?, &w, None, &Default::default())?.dims(), &[1, 3]);
+    assert_eq!(
+        F::conv_transpose(&Tensor::ones([1, 2], DType::F32)?, &w, None, &Default::default())?.dims(),
+        &[1, 3]
+    );
     // F.max_pool1d(input, kernel_size, stride=None (the kernel size), padding=0, dilation=1, ceil_mode=False)
     let x = Tensor::new([[[1f32, 2., 3., 4.]]])?;
     let (v, i) = F::max_pool(&x, &[2], &Default::default())?;
@@ -597,7 +612,10 @@ fn vision_options_defaults_are_torchvisions() {
     assert_eq!((o.fill, o.center), (Some(vec![0.0]), None));
     // RandomCrop(size, padding=None, pad_if_needed=False, fill=0, padding_mode='constant')
     let o = RandomCropOptions::default();
-    assert_eq!((o.padding, o.pad_if_needed, o.fill, o.padding_mode), (None, false, 0.0, PaddingMode::Constant));
+    assert_eq!(
+        (o.padding, o.pad_if_needed, o.fill, o.padding_mode),
+        (None, false, 0.0, PaddingMode::Constant)
+    );
     // utils.make_grid(tensor, nrow=8, padding=2, normalize=False, value_range=None, scale_each=False, pad_value=0.0)
     let o = MakeGridOptions::default();
     assert_eq!((o.nrow, o.padding, o.normalize, o.value_range), (8, 2, false, None));
@@ -631,7 +649,10 @@ fn data_transformers_train_and_serialization_options_defaults_are_upstreams() {
     assert_eq!((o.label_column, o.has_header, o.delimiter), (-1, false, b','));
     // tokenizer(text, add_special_tokens=True, padding=False, truncation=None (False), max_length=None)
     let o = TokenizerOptions::default();
-    assert_eq!((o.padding, o.truncation, o.max_length, o.add_special_tokens), (Padding::DoNotPad, false, None, true));
+    assert_eq!(
+        (o.padding, o.truncation, o.max_length, o.add_special_tokens),
+        (Padding::DoNotPad, false, None, true)
+    );
     // BertModel.from_pretrained(..., add_pooling_layer=True)
     assert!(FromPretrainedOptions::default().add_pooling_layer);
     // BertConfig(hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,

@@ -417,10 +417,18 @@ fn huge_sizes_are_errors_not_aborts_or_wraps() {
     use pyrite::ErrorKind;
     let x = Tensor::ones([1, 1, 4, 4], DType::F32).unwrap();
     // d * (k - 1) + 1 wraps to a small kernel in usize
-    assert!(F::unfold(&x, &[1 << 40], &F::FoldOptions { dilation: vec![1 << 40], ..Default::default() }).is_err());
-    assert!(F::unfold(&x, &[(1usize << 63) + 1], &F::FoldOptions { dilation: vec![2], ..Default::default() }).is_err());
+    assert!(
+        F::unfold(&x, &[1 << 40], &F::FoldOptions { dilation: vec![1 << 40], ..Default::default() }).is_err()
+    );
+    assert!(F::unfold(
+        &x,
+        &[(1usize << 63) + 1],
+        &F::FoldOptions { dilation: vec![2], ..Default::default() }
+    )
+    .is_err());
     // huge padding: the gather tables would be k * blocks entries
-    let e = F::unfold(&x, &[1 << 21], &F::FoldOptions { padding: vec![1 << 21], ..Default::default() }).unwrap_err();
+    let e = F::unfold(&x, &[1 << 21], &F::FoldOptions { padding: vec![1 << 21], ..Default::default() })
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{e}");
     let cols = Tensor::ones([1, 4, 1], DType::F32).unwrap();
     assert!(F::fold(&cols, &[usize::MAX, 1], &[2, 2], &Default::default()).is_err());

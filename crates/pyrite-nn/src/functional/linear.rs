@@ -309,7 +309,8 @@ pub struct EmbeddingBagOptions {
 /// `idx[offsets[b]..offsets[b+1]]`). An empty bag (or one of only `padding_idx`) gives zeros;
 /// the mean divides by the count of the other entries.
 pub fn embedding_bag(idx: &Tensor, weight: &Tensor, opts: &EmbeddingBagOptions) -> Result<Tensor> {
-    let (offsets, mode, per_sample_weights) = (opts.offsets.as_ref(), opts.mode, opts.per_sample_weights.as_ref());
+    let (offsets, mode, per_sample_weights) =
+        (opts.offsets.as_ref(), opts.mode, opts.per_sample_weights.as_ref());
     let include_last_offset = opts.include_last_offset;
     if weight.rank() != 2 {
         bail!(Shape, "'weight' must be 2-D, got shape {}", weight.shape());

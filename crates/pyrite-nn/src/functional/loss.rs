@@ -309,7 +309,11 @@ pub struct BinaryCrossEntropyOptions {
 /// `F.binary_cross_entropy(probs, target, weight=None, reduction='mean')`: log terms clamped
 /// at -100, as PyTorch does, with PyTorch's gradient `(x - t) / max(x (1 - x), 1e-12)` (finite
 /// at 0 and 1). Input and target must lie in [0, 1].
-pub fn binary_cross_entropy(input: &Tensor, target: &Tensor, opts: &BinaryCrossEntropyOptions) -> Result<Tensor> {
+pub fn binary_cross_entropy(
+    input: &Tensor,
+    target: &Tensor,
+    opts: &BinaryCrossEntropyOptions,
+) -> Result<Tensor> {
     let (weight, reduction) = (opts.weight.as_ref(), opts.reduction);
     check_float("binary_cross_entropy", input)?;
     if input.dims() != target.dims() {

@@ -369,7 +369,8 @@ pub struct InterpolateOptions {
 /// ```
 pub fn interpolate(x: &Tensor, opts: &InterpolateOptions) -> Result<Tensor> {
     let (size, scale_factor) = (opts.size.as_deref(), opts.scale_factor.as_deref());
-    let (mode, align_corners, recompute_scale_factor) = (opts.mode, opts.align_corners, opts.recompute_scale_factor);
+    let (mode, align_corners, recompute_scale_factor) =
+        (opts.mode, opts.align_corners, opts.recompute_scale_factor);
     let align = if mode.interpolating() {
         align_corners.unwrap_or(false)
     } else {
