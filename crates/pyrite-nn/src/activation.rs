@@ -101,9 +101,9 @@ configured_activation! {
     GELU { approximate: GeluApproximate = GeluApproximate::None } => |s, x| F::gelu(x, s.approximate),
         repr |r| format!("approximate='{}'", if r.approximate == GeluApproximate::Tanh { "tanh" } else { "none" }),
         "`nn.GELU(approximate='none')`.";
-    Hardtanh { min_val: f64 = -1.0, max_val: f64 = 1.0 } => |s, x| F::hardtanh(x, s.min_val, s.max_val),
+    Hardtanh { min_val: f64 = -1.0, max_val: f64 = 1.0 } => |s, x| F::hardtanh(x, &F::HardtanhOptions { min_val: s.min_val, max_val: s.max_val }),
         repr |r| format!("min_val={}, max_val={}", py_float(r.min_val), py_float(r.max_val)), "`nn.Hardtanh(min_val=-1, max_val=1)`.";
-    Softplus { beta: f64 = 1.0, threshold: f64 = 20.0 } => |s, x| F::softplus(x, s.beta, s.threshold),
+    Softplus { beta: f64 = 1.0, threshold: f64 = 20.0 } => |s, x| F::softplus(x, &F::SoftplusOptions { beta: s.beta, threshold: s.threshold }),
         repr |r| format!("beta={}, threshold={}", py_float(r.beta), py_float(r.threshold)), "`nn.Softplus(beta=1, threshold=20)`.";
     Softshrink { lambd: f64 = 0.5 } => |s, x| F::softshrink(x, s.lambd),
         repr |r| py_float(r.lambd), "`nn.Softshrink(lambd=0.5)`.";
@@ -119,7 +119,7 @@ configured_activation! {
         repr |r| format!("dim={}", r.dim), "`nn.LogSoftmax(dim)`.";
     Softmin { dim: isize = -1 } => |s, x| F::softmin(x, s.dim),
         repr |r| format!("dim={}", r.dim), "`nn.Softmin(dim)`.";
-    RReLU { lower: f64 = 1.0 / 8.0, upper: f64 = 1.0 / 3.0 } => |s, x| F::rrelu(x, s.lower, s.upper, s.is_training(), None),
+    RReLU { lower: f64 = 1.0 / 8.0, upper: f64 = 1.0 / 3.0 } => |s, x| F::rrelu(x, &F::RreluOptions { lower: s.lower, upper: s.upper, training: s.is_training(), generator: None }),
         repr |r| format!("lower={}, upper={}", py_float(r.lower), py_float(r.upper)),
         "`nn.RReLU(lower=1/8, upper=1/3)`: a random negative slope in training, the mean slope in evaluation.";
 }

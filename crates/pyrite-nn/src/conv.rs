@@ -343,6 +343,55 @@ pub fn conv(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, opts: &ConvOptio
     run_conv(&cfg, x, weight, bias)
 }
 
+/// `F.conv_transpose1d/2d/3d(x, weight, bias=None, stride=1, padding=0, output_padding=0,
+/// groups=1, dilation=1)` for a batched or unbatched input; the weight is `[in, out/groups,
+/// *kernel]` as in PyTorch. `opts.bias` and `opts.dtype` are the layers' and unused here.
+pub fn conv_transpose(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    opts: &ConvOptions,
+) -> Result<Tensor> {
+    if weight.rank() < 3 {
+        bail!(
+            Shape,
+            "conv_transpose: weight must have at least 3 dims [in, out/groups, *kernel], got shape {}",
+            weight.shape()
+        );
+    }
+    let spatial = weight.rank() - 2;
+    let name = ["ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
+        .get(spatial - 1)
+        .copied()
+        .unwrap_or("ConvTransposeNd");
+    let k: Vec<usize> = weight.dims()[2..].to_vec();
+    let cfg = ConvConfig::new(
+        name,
+        spatial,
+        weight.dims()[0],
+        weight.dims()[1] * opts.groups,
+        Sizes(k),
+        opts,
+        true,
+    )?;
+    let (xb, unbatched) = cfg.batched(x)?;
+    let y = pyrite_core::ops::conv::conv_transpose(
+        &xb,
+        weight,
+        bias,
+        &cfg.stride,
+        &cfg.pad,
+        &cfg.output_padding,
+        &cfg.dilation,
+        cfg.groups,
+    )?;
+    if unbatched {
+        y.squeeze_dim(0)
+    } else {
+        Ok(y)
+    }
+}
+
 fn run_conv(cfg: &ConvConfig, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     let (x, unbatched) = cfg.batched(x)?;
     let symmetric = cfg.pad_lr.iter().all(|(l, r)| l == r);
@@ -351,7 +400,7 @@ fn run_conv(cfg: &ConvConfig, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>
     } else {
         // non-zero padding modes (and asymmetric "same"): pad first, as PyTorch does
         let pads: Vec<isize> = cfg.pad_lr.iter().rev().flat_map(|&(l, r)| [l as isize, r as isize]).collect();
-        let xp = F::pad(&x, &pads, cfg.padding_mode, 0.0)?;
+        let xp = F::pad(&x, &pads, &F::PadOptions { mode: cfg.padding_mode, value: None })?;
         let zeros = vec![0; cfg.spatial];
         pyrite_core::ops::conv::conv(&xp, weight, bias, &cfg.stride, &zeros, &cfg.dilation, cfg.groups)?
     };

@@ -28,7 +28,11 @@ impl Default for CosineSimilarity {
 impl Module for CosineSimilarity {
     fn forward_value(&self, input: Value) -> Result<Value> {
         let (a, b) = (input.get(0)?.as_tensor()?, input.get(1)?.as_tensor()?);
-        Ok(Value::Tensor(F::cosine_similarity(a, b, self.dim, self.eps)?))
+        Ok(Value::Tensor(F::cosine_similarity(
+            a,
+            b,
+            &F::CosineSimilarityOptions { dim: self.dim, eps: self.eps },
+        )?))
     }
 }
 
@@ -56,6 +60,10 @@ impl Default for PairwiseDistance {
 impl Module for PairwiseDistance {
     fn forward_value(&self, input: Value) -> Result<Value> {
         let (a, b) = (input.get(0)?.as_tensor()?, input.get(1)?.as_tensor()?);
-        Ok(Value::Tensor(F::pairwise_distance(a, b, self.p, self.eps, self.keepdim)?))
+        Ok(Value::Tensor(F::pairwise_distance(
+            a,
+            b,
+            &F::PairwiseDistanceOptions { p: self.p, eps: self.eps, keepdim: self.keepdim },
+        )?))
     }
 }

@@ -42,10 +42,10 @@ macro_rules! dropout_layer {
 }
 
 dropout_layer! {
-    Dropout => |s, x| F::dropout(x, s.p, s.is_training(), None), "`nn.Dropout(p=0.5)`: zeroes elements with probability `p` in training, scaling the rest by `1/(1-p)`.";
-    Dropout1d => |s, x| F::feature_dropout(x, s.p, s.is_training(), 1, None), "`nn.Dropout1d(p)`: zeroes whole channels of `[N, C, L]` input.";
-    Dropout2d => |s, x| F::feature_dropout(x, s.p, s.is_training(), 2, None), "`nn.Dropout2d(p)`: zeroes whole channels of `[N, C, H, W]` input.";
-    Dropout3d => |s, x| F::feature_dropout(x, s.p, s.is_training(), 3, None), "`nn.Dropout3d(p)`: zeroes whole channels of `[N, C, D, H, W]` input.";
-    AlphaDropout => |s, x| F::alpha_dropout(x, s.p, s.is_training(), None), "`nn.AlphaDropout(p)`: dropout that keeps SELU's self-normalisation.";
-    FeatureAlphaDropout => |s, x| F::feature_alpha_dropout(x, s.p, s.is_training(), None), "`nn.FeatureAlphaDropout(p)`: alpha dropout of whole channels.";
+    Dropout => |s, x| F::dropout(x, &F::DropoutOptions { p: s.p, training: s.is_training(), generator: None }), "`nn.Dropout(p=0.5)`: zeroes elements with probability `p` in training, scaling the rest by `1/(1-p)`.";
+    Dropout1d => |s, x| F::feature_dropout(x, 1, &F::DropoutOptions { p: s.p, training: s.is_training(), generator: None }), "`nn.Dropout1d(p)`: zeroes whole channels of `[N, C, L]` input.";
+    Dropout2d => |s, x| F::feature_dropout(x, 2, &F::DropoutOptions { p: s.p, training: s.is_training(), generator: None }), "`nn.Dropout2d(p)`: zeroes whole channels of `[N, C, H, W]` input.";
+    Dropout3d => |s, x| F::feature_dropout(x, 3, &F::DropoutOptions { p: s.p, training: s.is_training(), generator: None }), "`nn.Dropout3d(p)`: zeroes whole channels of `[N, C, D, H, W]` input.";
+    AlphaDropout => |s, x| F::alpha_dropout(x, &F::AlphaDropoutOptions { p: s.p, training: s.is_training(), generator: None }), "`nn.AlphaDropout(p)`: dropout that keeps SELU's self-normalisation.";
+    FeatureAlphaDropout => |s, x| F::feature_alpha_dropout(x, &F::AlphaDropoutOptions { p: s.p, training: s.is_training(), generator: None }), "`nn.FeatureAlphaDropout(p)`: alpha dropout of whole channels.";
 }

@@ -62,7 +62,15 @@ impl Unfold {
 
 impl Module for Unfold {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        F::unfold(x, &self.kernel_size, &self.dilation, &self.padding, &self.stride)
+        F::unfold(
+            x,
+            &self.kernel_size,
+            &F::FoldOptions {
+                dilation: self.dilation.clone(),
+                padding: self.padding.clone(),
+                stride: self.stride.clone(),
+            },
+        )
     }
 
     fn extra_repr(&self) -> String {
@@ -127,7 +135,16 @@ impl Fold {
 
 impl Module for Fold {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        F::fold(x, &self.output_size, &self.kernel_size, &self.dilation, &self.padding, &self.stride)
+        F::fold(
+            x,
+            &self.output_size,
+            &self.kernel_size,
+            &F::FoldOptions {
+                dilation: self.dilation.clone(),
+                padding: self.padding.clone(),
+                stride: self.stride.clone(),
+            },
+        )
     }
 
     fn extra_repr(&self) -> String {

@@ -87,48 +87,55 @@ loss_module! {
         "`nn.MSELoss`: mean squared error.";
     L1Loss [2] { reduction: Reduction = Reduction::Mean } => |s, x| F::l1_loss(&x[0], &x[1], s.reduction),
         "`nn.L1Loss`: mean absolute error.";
-    SmoothL1Loss [2] { reduction: Reduction = Reduction::Mean, beta: f64 = 1.0 } => |s, x| F::smooth_l1_loss(&x[0], &x[1], s.reduction, s.beta),
+    SmoothL1Loss [2] { reduction: Reduction = Reduction::Mean, beta: f64 = 1.0 } => |s, x| F::smooth_l1_loss(&x[0], &x[1], &F::SmoothL1LossOptions { reduction: s.reduction, beta: s.beta }),
         "`nn.SmoothL1Loss(beta=1.0)`.";
-    HuberLoss [2] { reduction: Reduction = Reduction::Mean, delta: f64 = 1.0 } => |s, x| F::huber_loss(&x[0], &x[1], s.reduction, s.delta),
+    HuberLoss [2] { reduction: Reduction = Reduction::Mean, delta: f64 = 1.0 } => |s, x| F::huber_loss(&x[0], &x[1], &F::HuberLossOptions { reduction: s.reduction, delta: s.delta }),
         "`nn.HuberLoss(delta=1.0)`.";
     BCELoss [2] { weight: Option<Buffer> = None, reduction: Reduction = Reduction::Mean }
-        => |s, x| F::binary_cross_entropy(&x[0], &x[1], buf(&s.weight), s.reduction),
+        => |s, x| F::binary_cross_entropy(&x[0], &x[1], &F::BinaryCrossEntropyOptions {
+            weight: buf(&s.weight).cloned(), reduction: s.reduction }),
         "`nn.BCELoss`: binary cross-entropy of probabilities.";
     BCEWithLogitsLoss [2] { weight: Option<Buffer> = None, reduction: Reduction = Reduction::Mean, pos_weight: Option<Buffer> = None }
-        => |s, x| F::binary_cross_entropy_with_logits(&x[0], &x[1], buf(&s.weight), s.reduction, buf(&s.pos_weight)),
+        => |s, x| F::binary_cross_entropy_with_logits(&x[0], &x[1], &F::BinaryCrossEntropyWithLogitsOptions {
+            weight: buf(&s.weight).cloned(), reduction: s.reduction, pos_weight: buf(&s.pos_weight).cloned() }),
         "`nn.BCEWithLogitsLoss`: sigmoid and binary cross-entropy in one stable step, with `pos_weight`.";
     KLDivLoss [2] { reduction: KlReduction = KlReduction::Mean, log_target: bool = false }
-        => |s, x| F::kl_div(&x[0], &x[1], s.reduction, s.log_target),
+        => |s, x| F::kl_div(&x[0], &x[1], &F::KlDivOptions { reduction: s.reduction, log_target: s.log_target }),
         "`nn.KLDivLoss`: KL divergence of log-probabilities from a target distribution (`batchmean` is the mathematically right mean).";
     CosineEmbeddingLoss [3] { margin: f64 = 0.0, reduction: Reduction = Reduction::Mean }
-        => |s, x| F::cosine_embedding_loss(&x[0], &x[1], &x[2], s.margin, s.reduction),
+        => |s, x| F::cosine_embedding_loss(&x[0], &x[1], &x[2], &F::CosineEmbeddingLossOptions { margin: s.margin, reduction: s.reduction }),
         "`nn.CosineEmbeddingLoss`: called with `(x1, x2, y)`.";
     MarginRankingLoss [3] { margin: f64 = 0.0, reduction: Reduction = Reduction::Mean }
-        => |s, x| F::margin_ranking_loss(&x[0], &x[1], &x[2], s.margin, s.reduction),
+        => |s, x| F::margin_ranking_loss(&x[0], &x[1], &x[2], &F::MarginRankingLossOptions { margin: s.margin, reduction: s.reduction }),
         "`nn.MarginRankingLoss`: called with `(x1, x2, y)`.";
     TripletMarginLoss [3] { margin: f64 = 1.0, p: f64 = 2.0, eps: f64 = 1e-6, swap: bool = false, reduction: Reduction = Reduction::Mean }
-        => |s, x| F::triplet_margin_loss(&x[0], &x[1], &x[2], s.margin, s.p, s.eps, s.swap, s.reduction),
+        => |s, x| F::triplet_margin_loss(&x[0], &x[1], &x[2], &F::TripletMarginLossOptions {
+            margin: s.margin, p: s.p, eps: s.eps, swap: s.swap, reduction: s.reduction }),
         "`nn.TripletMarginLoss`: called with `(anchor, positive, negative)`.";
     HingeEmbeddingLoss [2] { margin: f64 = 1.0, reduction: Reduction = Reduction::Mean }
-        => |s, x| F::hinge_embedding_loss(&x[0], &x[1], s.margin, s.reduction),
+        => |s, x| F::hinge_embedding_loss(&x[0], &x[1], &F::HingeEmbeddingLossOptions { margin: s.margin, reduction: s.reduction }),
         "`nn.HingeEmbeddingLoss`.";
     SoftMarginLoss [2] { reduction: Reduction = Reduction::Mean } => |s, x| F::soft_margin_loss(&x[0], &x[1], s.reduction),
         "`nn.SoftMarginLoss`: `log(1 + exp(-y x))`.";
     MultiLabelSoftMarginLoss [2] { weight: Option<Buffer> = None, reduction: Reduction = Reduction::Mean }
-        => |s, x| F::multilabel_soft_margin_loss(&x[0], &x[1], buf(&s.weight), s.reduction),
+        => |s, x| F::multilabel_soft_margin_loss(&x[0], &x[1], &F::MultilabelSoftMarginLossOptions {
+            weight: buf(&s.weight).cloned(), reduction: s.reduction }),
         "`nn.MultiLabelSoftMarginLoss`.";
     MultiMarginLoss [2] { p: u32 = 1, margin: f64 = 1.0, weight: Option<Buffer> = None, reduction: Reduction = Reduction::Mean }
-        => |s, x| F::multi_margin_loss(&x[0], &x[1], s.p, s.margin, buf(&s.weight), s.reduction),
+        => |s, x| F::multi_margin_loss(&x[0], &x[1], &F::MultiMarginLossOptions {
+            p: s.p, margin: s.margin, weight: buf(&s.weight).cloned(), reduction: s.reduction }),
         "`nn.MultiMarginLoss`: the multi-class hinge loss.";
     MultiLabelMarginLoss [2] { reduction: Reduction = Reduction::Mean } => |s, x| F::multilabel_margin_loss(&x[0], &x[1], s.reduction),
         "`nn.MultiLabelMarginLoss`.";
     PoissonNLLLoss [2] { log_input: bool = true, full: bool = false, eps: f64 = 1e-8, reduction: Reduction = Reduction::Mean }
-        => |s, x| F::poisson_nll_loss(&x[0], &x[1], s.log_input, s.full, s.eps, s.reduction),
+        => |s, x| F::poisson_nll_loss(&x[0], &x[1], &F::PoissonNllLossOptions {
+            log_input: s.log_input, full: s.full, eps: s.eps, reduction: s.reduction }),
         "`nn.PoissonNLLLoss`.";
     GaussianNLLLoss [3] { full: bool = false, eps: f64 = 1e-6, reduction: Reduction = Reduction::Mean }
-        => |s, x| F::gaussian_nll_loss(&x[0], &x[1], &x[2], s.full, s.eps, s.reduction),
+        => |s, x| F::gaussian_nll_loss(&x[0], &x[1], &x[2], &F::GaussianNllLossOptions { full: s.full, eps: s.eps, reduction: s.reduction }),
         "`nn.GaussianNLLLoss`: called with `(input, target, var)`.";
     CTCLoss [4] { blank: i64 = 0, reduction: Reduction = Reduction::Mean, zero_infinity: bool = false }
-        => |s, x| F::ctc_loss(&x[0], &x[1], &x[2], &x[3], s.blank, s.reduction, s.zero_infinity),
+        => |s, x| F::ctc_loss(&x[0], &x[1], &x[2], &x[3], &F::CtcLossOptions {
+            blank: s.blank, reduction: s.reduction, zero_infinity: s.zero_infinity }),
         "`nn.CTCLoss`: called with `(log_probs [T, N, C], targets, input_lengths, target_lengths)`; targets padded `[N, S]` or concatenated 1-D.";
 }

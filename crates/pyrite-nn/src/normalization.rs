@@ -222,7 +222,13 @@ macro_rules! batch_norm_layer {
                     (None, None)
                 };
                 let bn_training = training || (self.running_mean.is_none() && self.running_var.is_none());
-                F::batch_norm(x, rm, rv, self.weight.as_deref(), self.bias.as_deref(), bn_training, factor, opts.eps)
+                F::batch_norm(x, rm, rv, &F::BatchNormOptions {
+                    weight: self.weight.as_deref().cloned(),
+                    bias: self.bias.as_deref().cloned(),
+                    training: bn_training,
+                    momentum: factor,
+                    eps: opts.eps,
+                })
             }
 
             fn extra_repr(&self) -> String {
@@ -287,16 +293,16 @@ macro_rules! instance_norm_layer {
                 let opts = &self.config.opts;
                 let factor = self.config.average_factor(training, self.num_batches_tracked.as_ref())?;
                 let use_input_stats = training || !opts.track_running_stats;
-                let y = F::instance_norm(
-                    &x,
-                    if opts.track_running_stats { self.running_mean.as_deref() } else { None },
-                    if opts.track_running_stats { self.running_var.as_deref() } else { None },
-                    self.weight.as_deref(),
-                    self.bias.as_deref(),
+                let track = opts.track_running_stats;
+                let y = F::instance_norm(&x, &F::InstanceNormOptions {
+                    running_mean: if track { self.running_mean.as_deref().cloned() } else { None },
+                    running_var: if track { self.running_var.as_deref().cloned() } else { None },
+                    weight: self.weight.as_deref().cloned(),
+                    bias: self.bias.as_deref().cloned(),
                     use_input_stats,
-                    factor,
-                    opts.eps,
-                )?;
+                    momentum: factor,
+                    eps: opts.eps,
+                })?;
                 if unbatched { y.squeeze_dim(0) } else { Ok(y) }
             }
 
@@ -359,7 +365,12 @@ impl LayerNorm {
 
 impl Module for LayerNorm {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        F::layer_norm(x, &self.normalized_shape, self.weight.as_deref(), self.bias.as_deref(), self.eps)
+        let opts = F::LayerNormOptions {
+            weight: self.weight.as_deref().cloned(),
+            bias: self.bias.as_deref().cloned(),
+            eps: self.eps,
+        };
+        F::layer_norm(x, &self.normalized_shape, &opts)
     }
 
     fn extra_repr(&self) -> String {
@@ -395,7 +406,11 @@ impl RMSNorm {
 
 impl Module for RMSNorm {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        F::rms_norm(x, &self.normalized_shape, self.weight.as_deref(), self.eps)
+        F::rms_norm(
+            x,
+            &self.normalized_shape,
+            &F::RmsNormOptions { weight: self.weight.as_deref().cloned(), eps: self.eps },
+        )
     }
 
     fn extra_repr(&self) -> String {
@@ -450,7 +465,12 @@ impl Module for GroupNorm {
                 x.shape()
             );
         }
-        F::group_norm(x, self.num_groups, self.weight.as_deref(), self.bias.as_deref(), self.eps)
+        let opts = F::LayerNormOptions {
+            weight: self.weight.as_deref().cloned(),
+            bias: self.bias.as_deref().cloned(),
+            eps: self.eps,
+        };
+        F::group_norm(x, self.num_groups, &opts)
     }
 
     fn extra_repr(&self) -> String {
@@ -483,7 +503,11 @@ impl LocalResponseNorm {
 
 impl Module for LocalResponseNorm {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        F::local_response_norm(x, self.size, self.alpha, self.beta, self.k)
+        F::local_response_norm(
+            x,
+            self.size,
+            &F::LocalResponseNormOptions { alpha: self.alpha, beta: self.beta, k: self.k },
+        )
     }
 
     fn extra_repr(&self) -> String {

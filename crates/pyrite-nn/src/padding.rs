@@ -48,7 +48,7 @@ macro_rules! pad_layer {
                 if r != $dims + 1 && r != $dims + 2 {
                     bail!(Shape, "{}: expected {}D or {}D input, but got {}D input", stringify!($name), $dims + 1, $dims + 2, r);
                 }
-                F::pad(x, &self.padding, $mode, self.value)
+                F::pad(x, &self.padding, &F::PadOptions { mode: $mode, value: Some(self.value) })
             }
 
             fn extra_repr(&self) -> String {

@@ -1,6 +1,6 @@
 //! `Embedding` and `EmbeddingBag`.
 
-use crate::functional::{self as F, BagMode, EmbeddingOptions};
+use crate::functional::{self as F, BagMode, EmbeddingBagOptions, EmbeddingOptions};
 use crate::init;
 use crate::module::{py_float, Module, ModuleBase};
 use crate::parameter::Parameter;
@@ -108,17 +108,28 @@ impl Module for Embedding {
     }
 }
 
-/// `nn.EmbeddingBag(num_embeddings, embedding_dim, mode='mean')`: sums, means or maxes of
-/// embeddings per bag. Called with `idx` (2-D: a bag per row) or `(idx, offsets)` or
-/// `(idx, offsets, per_sample_weights)`.
+/// `nn.EmbeddingBag(num_embeddings, embedding_dim, mode='mean', padding_idx=None, ...)`:
+/// sums, means or maxes of embeddings per bag, `weight` initialised `N(0, 1)`. Called with
+/// `idx` (2-D: a bag per row) or `(idx, offsets)` or `(idx, offsets, per_sample_weights)`.
+/// As in [`Embedding`], [`padding_idx`](EmbeddingBag::padding_idx) zeroes that row, which
+/// then gets no gradient; its entries are left out of their bags.
+///
+/// ```
+/// use pyrite::nn::{functional::BagMode, EmbeddingBag, Module};
+/// use pyrite::Tensor;
+/// let bag = EmbeddingBag::new(10, 3, BagMode::Mean)?.padding_idx(0)?;
+/// let y = bag.call(&Tensor::new([[0i64, 4], [9, 0]])?)?;
+/// assert_eq!(y.to_vec2::<f32>()?[0], bag.weight.select(0, 4)?.to_vec::<f32>()?);
+/// assert_eq!(bag.to_string(), "EmbeddingBag(10, 3, mode='mean', padding_idx=0)");
+/// # Ok::<(), pyrite::Error>(())
+/// ```
 #[derive(crate::Module)]
 pub struct EmbeddingBag {
     base: ModuleBase,
     pub weight: Parameter,
+    /// The keywords of every call (`offsets` and `per_sample_weights` come with the input).
     #[module(skip)]
-    pub mode: BagMode,
-    pub padding_idx: Option<i64>,
-    pub include_last_offset: bool,
+    pub opts: EmbeddingBagOptions,
 }
 
 impl EmbeddingBag {
@@ -128,10 +139,37 @@ impl EmbeddingBag {
         Ok(EmbeddingBag {
             base: ModuleBase::new(),
             weight: Parameter::new(w)?,
-            mode,
-            padding_idx: None,
-            include_last_offset: false,
+            opts: EmbeddingBagOptions { mode, ..Default::default() },
         })
+    }
+
+    /// Sets `padding_idx` (negative counts from the end) and zeroes that row, as
+    /// [`Embedding::padding_idx`] does.
+    pub fn padding_idx(mut self, idx: i64) -> Result<EmbeddingBag> {
+        let n = self.weight.dims()[0] as i64;
+        if idx >= n || idx < -n {
+            bail!(Value, "padding_idx must be within num_embeddings");
+        }
+        let idx = if idx < 0 { idx + n } else { idx };
+        {
+            let _g = pyrite_core::autograd::no_grad();
+            self.weight.select(0, idx as isize)?.fill_(0.0)?;
+        }
+        self.opts.padding_idx = Some(idx);
+        Ok(self)
+    }
+
+    /// Sets `max_norm` (and `norm_type`, default 2).
+    pub fn max_norm(mut self, max_norm: f64, norm_type: f64) -> EmbeddingBag {
+        self.opts.max_norm = Some(max_norm);
+        self.opts.norm_type = Some(norm_type);
+        self
+    }
+
+    /// Sets `include_last_offset`: `offsets` ends with the end of the last bag.
+    pub fn include_last_offset(mut self, include_last_offset: bool) -> EmbeddingBag {
+        self.opts.include_last_offset = include_last_offset;
+        self
     }
 }
 
@@ -141,32 +179,34 @@ impl Module for EmbeddingBag {
         let idx = parts.first().map(|v| v.as_tensor()).transpose()?;
         let Some(idx) = idx else { bail!(Value, "EmbeddingBag needs an input") };
         let offsets = match parts.get(1) {
-            Some(Value::Tensor(t)) => Some(t),
+            Some(Value::Tensor(t)) => Some(t.clone()),
             _ => None,
         };
-        let psw = match parts.get(2) {
-            Some(Value::Tensor(t)) => Some(t),
+        let per_sample_weights = match parts.get(2) {
+            Some(Value::Tensor(t)) => Some(t.clone()),
             _ => None,
         };
-        Ok(Value::Tensor(F::embedding_bag(
-            idx,
-            &self.weight,
-            offsets,
-            self.mode,
-            psw,
-            self.padding_idx,
-            self.include_last_offset,
-        )?))
+        let opts = EmbeddingBagOptions { offsets, per_sample_weights, ..self.opts.clone() };
+        Ok(Value::Tensor(F::embedding_bag(idx, &self.weight, &opts)?))
     }
 
     fn extra_repr(&self) -> String {
-        let mode = match self.mode {
+        let mode = match self.opts.mode {
             BagMode::Sum => "sum",
             BagMode::Mean => "mean",
             BagMode::Max => "max",
         };
-        let mut s = format!("{}, {}, mode='{mode}'", self.weight.dims()[0], self.weight.dims()[1]);
-        if let Some(p) = self.padding_idx {
+        let mut s = format!("{}, {}", self.weight.dims()[0], self.weight.dims()[1]);
+        if let Some(m) = self.opts.max_norm {
+            s += &format!(", max_norm={}", py_float(m));
+        }
+        if let Some(n) = self.opts.norm_type {
+            if n != 2.0 {
+                s += &format!(", norm_type={}", py_float(n));
+            }
+        }
+        s += &format!(", mode='{mode}'");
+        if let Some(p) = self.opts.padding_idx {
             s += &format!(", padding_idx={p}");
         }
         s

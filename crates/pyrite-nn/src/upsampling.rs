@@ -26,14 +26,14 @@ fn py_values<T>(v: &[T], f: impl Fn(&T) -> String) -> String {
 
 impl Resize {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        F::interpolate(
-            x,
-            self.size.as_deref(),
-            self.scale_factor.as_deref(),
-            self.mode,
-            self.align_corners,
-            self.recompute_scale_factor,
-        )
+        let opts = F::InterpolateOptions {
+            size: self.size.clone(),
+            scale_factor: self.scale_factor.clone(),
+            mode: self.mode,
+            align_corners: self.align_corners,
+            recompute_scale_factor: self.recompute_scale_factor,
+        };
+        F::interpolate(x, &opts)
     }
 
     /// `Upsample.extra_repr`: `scale_factor=2.0, mode='bilinear'` or `size=(5, 7), mode=...`.

@@ -129,7 +129,12 @@ fn functional_ops_pass_gradcheck() -> Result<()> {
         ("silu", Box::new(|x| F::silu(&x[0])), vec![vec![6]], true),
         ("mish", Box::new(|x| F::mish(&x[0])), vec![vec![6]], true),
         ("logsigmoid", Box::new(|x| F::logsigmoid(&x[0])), vec![vec![6]], true),
-        ("softplus", Box::new(|x| F::softplus(&x[0], 2.0, 20.0)), vec![vec![6]], true),
+        (
+            "softplus",
+            Box::new(|x| F::softplus(&x[0], &F::SoftplusOptions { beta: 2.0, ..Default::default() })),
+            vec![vec![6]],
+            true,
+        ),
         ("softsign", Box::new(|x| F::softsign(&x[0])), vec![vec![6]], false),
         ("tanhshrink", Box::new(|x| F::tanhshrink(&x[0])), vec![vec![6]], true),
         ("glu", Box::new(|x| F::glu(&x[0], 1)), vec![vec![2, 4]], true),
@@ -137,63 +142,110 @@ fn functional_ops_pass_gradcheck() -> Result<()> {
         ("prelu", Box::new(|x| F::prelu(&x[0], &x[1])), vec![vec![2, 3, 2], vec![3]], false),
         (
             "layer_norm",
-            Box::new(|x| F::layer_norm(&x[0], &[4], Some(&x[1]), Some(&x[2]), 1e-5)),
+            Box::new(|x| {
+                F::layer_norm(
+                    &x[0],
+                    &[4],
+                    &F::LayerNormOptions {
+                        weight: Some(x[1].clone()),
+                        bias: Some(x[2].clone()),
+                        ..Default::default()
+                    },
+                )
+            }),
             vec![vec![3, 4], vec![4], vec![4]],
             true,
         ),
         (
             "rms_norm",
-            Box::new(|x| F::rms_norm(&x[0], &[4], Some(&x[1]), Some(1e-6))),
+            Box::new(|x| {
+                F::rms_norm(&x[0], &[4], &F::RmsNormOptions { weight: Some(x[1].clone()), eps: Some(1e-6) })
+            }),
             vec![vec![3, 4], vec![4]],
             true,
         ),
         (
             "group_norm",
-            Box::new(|x| F::group_norm(&x[0], 2, Some(&x[1]), Some(&x[2]), 1e-5)),
+            Box::new(|x| {
+                F::group_norm(
+                    &x[0],
+                    2,
+                    &F::LayerNormOptions {
+                        weight: Some(x[1].clone()),
+                        bias: Some(x[2].clone()),
+                        ..Default::default()
+                    },
+                )
+            }),
             vec![vec![2, 4, 3], vec![4], vec![4]],
             true,
         ),
         (
             "batch_norm",
-            Box::new(|x| F::batch_norm(&x[0], None, None, Some(&x[1]), Some(&x[2]), true, 0.1, 1e-5)),
+            Box::new(|x| {
+                F::batch_norm(
+                    &x[0],
+                    None,
+                    None,
+                    &F::BatchNormOptions {
+                        weight: Some(x[1].clone()),
+                        bias: Some(x[2].clone()),
+                        training: true,
+                        ..Default::default()
+                    },
+                )
+            }),
             vec![vec![4, 3, 2], vec![3], vec![3]],
             true,
         ),
         (
             "instance_norm",
-            Box::new(|x| F::instance_norm(&x[0], None, None, None, None, true, 0.1, 1e-5)),
+            Box::new(|x| F::instance_norm(&x[0], &Default::default())),
             vec![vec![2, 2, 5]],
             true,
         ),
         (
             "local_response_norm",
-            Box::new(|x| F::local_response_norm(&x[0], 3, 1e-2, 0.75, 1.0)),
+            Box::new(|x| {
+                F::local_response_norm(
+                    &x[0],
+                    3,
+                    &F::LocalResponseNormOptions { alpha: 1e-2, ..Default::default() },
+                )
+            }),
             vec![vec![2, 4, 3]],
             true,
         ),
-        ("normalize", Box::new(|x| F::normalize(&x[0], 2.0, 1, 1e-12)), vec![vec![3, 4]], true),
+        ("normalize", Box::new(|x| F::normalize(&x[0], &Default::default())), vec![vec![3, 4]], true),
         (
             "cosine_similarity",
-            Box::new(|x| F::cosine_similarity(&x[0], &x[1], 1, 1e-8)),
+            Box::new(|x| F::cosine_similarity(&x[0], &x[1], &Default::default())),
             vec![vec![3, 4], vec![3, 4]],
             true,
         ),
         (
             "pairwise_distance",
-            Box::new(|x| F::pairwise_distance(&x[0], &x[1], 2.0, 1e-6, false)),
+            Box::new(|x| F::pairwise_distance(&x[0], &x[1], &Default::default())),
             vec![vec![3, 4], vec![3, 4]],
             true,
         ),
-        ("pad reflect", Box::new(|x| F::pad(&x[0], &[2, 1], PadMode::Reflect, 0.0)), vec![vec![2, 4]], true),
+        (
+            "pad reflect",
+            Box::new(|x| F::pad(&x[0], &[2, 1], &F::PadOptions { mode: PadMode::Reflect, value: None })),
+            vec![vec![2, 4]],
+            true,
+        ),
         (
             "pad circular",
-            Box::new(|x| F::pad(&x[0], &[1, 2, 1, 0], PadMode::Circular, 0.0)),
+            Box::new(|x| {
+                F::pad(&x[0], &[1, 2, 1, 0], &F::PadOptions { mode: PadMode::Circular, value: None })
+            }),
             vec![vec![1, 3, 4]],
             true,
         ),
         (
             "pad constant",
-            Box::new(|x| F::pad(&x[0], &[1, -1], PadMode::Constant, 2.0)),
+            Box::new(|x| F::pad(&x[0], &[1, -1], &F::PadOptions { value: Some(2.0), ..Default::default() })),
             vec![vec![2, 4]],
             true,
         ),

@@ -9,7 +9,7 @@ mod common;
 mod vision;
 
 use common::{assert_close, load_tensors, Kw};
-use pyrite::nn::functional::{BagMode, GeluApproximate, PadMode};
+use pyrite::nn::functional::{self as F, BagMode, GeluApproximate, PadMode};
 use pyrite::nn::normalization::NormOptions;
 use pyrite::nn::*;
 use pyrite::{DType, Result, Tensor};
@@ -268,8 +268,10 @@ fn build(layer: &str, k: &Kw, dtype: DType) -> Result<Option<Box<dyn Module>>> {
                 _ => BagMode::Mean,
             };
             let mut e = EmbeddingBag::new(k.u("num_embeddings"), k.u("embedding_dim"), mode)?;
-            e.padding_idx = k.get("padding_idx").map(|p| p.as_i64().unwrap());
-            e.include_last_offset = k.b_or("include_last_offset", false);
+            if let Some(p) = k.get("padding_idx") {
+                e = e.padding_idx(p.as_i64().unwrap())?;
+            }
+            e.opts.include_last_offset = k.b_or("include_last_offset", false);
             boxed(e, dtype)?
         }
         "ReLU" => boxed(ReLU::new(), dtype)?,
@@ -473,5 +475,52 @@ fn run_case(c: &J, t: &HashMap<String, Tensor>) -> std::result::Result<(), Strin
             &format!("{k} after the call"),
         )?;
     }
+    Ok(())
+}
+
+/// `nn.EmbeddingBag(5, 2, mode=..., padding_idx=p)`: as `nn.Embedding(5, 2, padding_idx=p)`,
+/// the row is zero at construction and gets no gradient; the padding entries are left out of
+/// their bags (the mean divides by the others), and a bag of only padding is zeros.
+#[test]
+fn embedding_bag_padding_idx_is_embeddings() -> Result<()> {
+    let bag = EmbeddingBag::new(5, 2, BagMode::Mean)?.padding_idx(1)?;
+    assert_eq!(bag.opts.padding_idx, Some(1));
+    assert_eq!(bag.weight.select(0, 1)?.to_vec::<f32>()?, vec![0., 0.]);
+    assert_eq!(bag.to_string(), "EmbeddingBag(5, 2, mode='mean', padding_idx=1)");
+    // negative counts from the end, as Embedding's
+    assert_eq!(EmbeddingBag::new(5, 2, BagMode::Sum)?.padding_idx(-1)?.opts.padding_idx, Some(4));
+    assert!(EmbeddingBag::new(5, 2, BagMode::Sum)?.padding_idx(5).is_err());
+    assert!(EmbeddingBag::new(5, 2, BagMode::Sum)?.padding_idx(-6).is_err());
+
+    {
+        let _g = pyrite::autograd::no_grad();
+        bag.weight.copy_(&Tensor::new([[0f32, 1.], [10., 10.], [2., 3.], [4., 5.], [6., 7.]])?)?;
+    }
+    // bags [0, 1, 2], [1, 1], [3]
+    let idx = Tensor::new([0i64, 1, 2, 1, 1, 3])?;
+    let offsets = Tensor::new([0i64, 3, 5])?;
+    let y = bag.call_value(Value::Tuple(vec![Value::Tensor(idx.clone()), Value::Tensor(offsets.clone())]))?;
+    let y = y.as_tensor()?;
+    assert_eq!(y.to_vec2::<f32>()?, vec![vec![1., 2.], vec![0., 0.], vec![4., 5.]]);
+    y.sum()?.backward()?;
+    let g = bag.weight.grad().unwrap().to_vec2::<f32>()?;
+    assert_eq!(g, vec![vec![0.5, 0.5], vec![0., 0.], vec![0.5, 0.5], vec![1., 1.], vec![0., 0.]]);
+
+    // the functional form takes the same keyword
+    let w = bag.weight.detach();
+    let opts = |mode| F::EmbeddingBagOptions {
+        offsets: Some(offsets.clone()),
+        mode,
+        padding_idx: Some(1),
+        ..Default::default()
+    };
+    let sum = F::embedding_bag(&idx, &w, &opts(BagMode::Sum))?.to_vec2::<f32>()?;
+    assert_eq!(sum, vec![vec![2., 4.], vec![0., 0.], vec![4., 5.]]);
+    let max = F::embedding_bag(&idx, &w, &opts(BagMode::Max))?.to_vec2::<f32>()?;
+    assert_eq!(max, vec![vec![2., 3.], vec![0., 0.], vec![4., 5.]]);
+    // with padding_idx=None the row counts like any other
+    let plain = F::EmbeddingBagOptions { offsets: Some(offsets), ..Default::default() };
+    let mean = F::embedding_bag(&idx, &w, &plain)?.to_vec2::<f32>()?;
+    assert_eq!(mean, vec![vec![4., 14. / 3.], vec![10., 10.], vec![4., 5.]]);
     Ok(())
 }

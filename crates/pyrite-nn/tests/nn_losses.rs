@@ -363,57 +363,89 @@ fn loss_functions_pass_gradcheck() {
     });
     check("mse_loss", &[x.clone(), y.clone()], |xs, r| F::mse_loss(&xs[0], &xs[1], r));
     check("l1_loss", &[x.clone(), y.clone()], |xs, r| F::l1_loss(&xs[0], &xs[1], r));
-    check("smooth_l1_loss", &[x.clone(), y.clone()], |xs, r| F::smooth_l1_loss(&xs[0], &xs[1], r, 0.7));
-    check("huber_loss", &[x.clone(), y.clone()], |xs, r| F::huber_loss(&xs[0], &xs[1], r, 0.7));
+    check("smooth_l1_loss", &[x.clone(), y.clone()], |xs, r| {
+        F::smooth_l1_loss(&xs[0], &xs[1], &F::SmoothL1LossOptions { reduction: r, beta: 0.7 })
+    });
+    check("huber_loss", &[x.clone(), y.clone()], |xs, r| {
+        F::huber_loss(&xs[0], &xs[1], &F::HuberLossOptions { reduction: r, delta: 0.7 })
+    });
     let p = leaf(rand(&[3, 4], 0.1, 0.9, 5));
     let q = leaf(rand(&[3, 4], 0.0, 1.0, 6));
     check("binary_cross_entropy", &[p.clone(), q.clone()], |xs, r| {
-        F::binary_cross_entropy(&xs[0], &xs[1], Some(&w4), r)
+        F::binary_cross_entropy(
+            &xs[0],
+            &xs[1],
+            &F::BinaryCrossEntropyOptions { weight: Some(w4.clone()), reduction: r },
+        )
     });
     let pw = rand(&[4], 0.5, 3.0, 7);
     check("binary_cross_entropy_with_logits", &[x.clone(), q.clone()], |xs, r| {
-        F::binary_cross_entropy_with_logits(&xs[0], &xs[1], Some(&w4), r, Some(&pw))
+        let o = F::BinaryCrossEntropyWithLogitsOptions {
+            weight: Some(w4.clone()),
+            reduction: r,
+            pos_weight: Some(pw.clone()),
+        };
+        F::binary_cross_entropy_with_logits(&xs[0], &xs[1], &o)
     });
     let logp = leaf(randn(&[3, 4], 8).log_softmax(1).unwrap().detach());
     let tp = leaf(randn(&[3, 4], 9).softmax(1).unwrap().detach());
     for red in [KlReduction::None, KlReduction::Mean, KlReduction::Sum, KlReduction::BatchMean] {
         gradcheck(
-            |xs| F::kl_div(&xs[0], &xs[1], red, false),
+            |xs| F::kl_div(&xs[0], &xs[1], &F::KlDivOptions { reduction: red, log_target: false }),
             &[logp.clone(), tp.clone()],
             Default::default(),
         )
         .unwrap_or_else(|e| panic!("gradcheck of kl_div ({red:?}): {e}"));
         let lt = leaf(tp.log().unwrap().detach());
-        gradcheck(|xs| F::kl_div(&xs[0], &xs[1], red, true), &[logp.clone(), lt], Default::default())
+        let o = F::KlDivOptions { reduction: red, log_target: true };
+        gradcheck(|xs| F::kl_div(&xs[0], &xs[1], &o), &[logp.clone(), lt], Default::default())
             .unwrap_or_else(|e| panic!("gradcheck of kl_div log_target ({red:?}): {e}"));
     }
     let pm1 = Tensor::new([1f64, -1., -1.]).unwrap();
     check("cosine_embedding_loss", &[x.clone(), y.clone()], |xs, r| {
-        F::cosine_embedding_loss(&xs[0], &xs[1], &pm1, -0.5, r)
+        F::cosine_embedding_loss(
+            &xs[0],
+            &xs[1],
+            &pm1,
+            &F::CosineEmbeddingLossOptions { margin: -0.5, reduction: r },
+        )
     });
     let (a, b) = (leaf(randn(&[5], 10)), leaf(randn(&[5], 11)));
     let pm5 = Tensor::new([1f64, -1., -1., 1., 1.]).unwrap();
-    check("margin_ranking_loss", &[a, b], |xs, r| F::margin_ranking_loss(&xs[0], &xs[1], &pm5, 0.1, r));
+    check("margin_ranking_loss", &[a, b], |xs, r| {
+        F::margin_ranking_loss(
+            &xs[0],
+            &xs[1],
+            &pm5,
+            &F::MarginRankingLossOptions { margin: 0.1, reduction: r },
+        )
+    });
     let z = leaf(randn(&[3, 4], 12));
     for (p, swap) in [(2.0, false), (1.0, true), (3.0, false)] {
         check(
             &format!("triplet_margin_loss p={p} swap={swap}"),
             &[x.clone(), y.clone(), z.clone()],
-            |xs, r| F::triplet_margin_loss(&xs[0], &xs[1], &xs[2], 3.0, p, 1e-6, swap, r),
+            |xs, r| {
+                let o =
+                    F::TripletMarginLossOptions { margin: 3.0, p, swap, reduction: r, ..Default::default() };
+                F::triplet_margin_loss(&xs[0], &xs[1], &xs[2], &o)
+            },
         );
     }
     let pm34 = randn(&[3, 4], 13).sign().unwrap();
     check("hinge_embedding_loss", std::slice::from_ref(&x), |xs, r| {
-        F::hinge_embedding_loss(&xs[0], &pm34, 0.8, r)
+        F::hinge_embedding_loss(&xs[0], &pm34, &F::HingeEmbeddingLossOptions { margin: 0.8, reduction: r })
     });
     check("soft_margin_loss", std::slice::from_ref(&x), |xs, r| F::soft_margin_loss(&xs[0], &pm34, r));
     let u01 = pm34.add_scalar(1.0).unwrap().div_scalar(2.0).unwrap();
     check("multilabel_soft_margin_loss", std::slice::from_ref(&x), |xs, r| {
-        F::multilabel_soft_margin_loss(&xs[0], &u01, Some(&w4), r)
+        let o = F::MultilabelSoftMarginLossOptions { weight: Some(w4.clone()), reduction: r };
+        F::multilabel_soft_margin_loss(&xs[0], &u01, &o)
     });
     for p in [1, 2] {
         check(&format!("multi_margin_loss p={p}"), std::slice::from_ref(&x), |xs, r| {
-            F::multi_margin_loss(&xs[0], &cls, p, 0.9, Some(&w4), r)
+            let o = F::MultiMarginLossOptions { p, margin: 0.9, weight: Some(w4.clone()), reduction: r };
+            F::multi_margin_loss(&xs[0], &cls, &o)
         });
     }
     let ml = Tensor::new([[3i64, 0, -1, 1], [1, 2, 3, 0], [2, -1, 0, 0]]).unwrap();
@@ -422,18 +454,33 @@ fn loss_functions_pass_gradcheck() {
     });
     let counts = rand(&[3, 4], 0.0, 5.0, 14).floor().unwrap();
     check("poisson_nll_loss (log_input, full)", std::slice::from_ref(&x), |xs, r| {
-        F::poisson_nll_loss(&xs[0], &counts, true, true, 1e-8, r)
+        F::poisson_nll_loss(
+            &xs[0],
+            &counts,
+            &F::PoissonNllLossOptions { full: true, reduction: r, ..Default::default() },
+        )
     });
     check("poisson_nll_loss (rates)", std::slice::from_ref(&p), |xs, r| {
-        F::poisson_nll_loss(&xs[0], &counts, false, false, 1e-8, r)
+        let o = F::PoissonNllLossOptions { log_input: false, reduction: r, ..Default::default() };
+        F::poisson_nll_loss(&xs[0], &counts, &o)
     });
     let var = leaf(rand(&[3, 4], 0.5, 1.5, 15));
     check("gaussian_nll_loss", &[x.clone(), y.clone(), var], |xs, r| {
-        F::gaussian_nll_loss(&xs[0], &xs[1], &xs[2], true, 1e-6, r)
+        F::gaussian_nll_loss(
+            &xs[0],
+            &xs[1],
+            &xs[2],
+            &F::GaussianNllLossOptions { full: true, reduction: r, ..Default::default() },
+        )
     });
     let var1 = leaf(rand(&[3], 0.5, 1.5, 16));
     check("gaussian_nll_loss (var [N])", &[x.clone(), y.clone(), var1], |xs, r| {
-        F::gaussian_nll_loss(&xs[0], &xs[1], &xs[2], false, 1e-6, r)
+        F::gaussian_nll_loss(
+            &xs[0],
+            &xs[1],
+            &xs[2],
+            &F::GaussianNllLossOptions { reduction: r, ..Default::default() },
+        )
     });
 
     // CTC's gradient w.r.t. log_probs is PyTorch's (true derivative plus g exp(log_probs)); the
@@ -442,7 +489,13 @@ fn loss_functions_pass_gradcheck() {
     let targets = i64s(&[1, 2, 2, 3, 1, 0]).reshape([2, 3]).unwrap();
     let (il, tl) = (i64s(&[6, 5]), i64s(&[3, 2]));
     check("ctc_loss", &[logits], |xs, r| {
-        F::ctc_loss(&xs[0].log_softmax(2)?, &targets, &il, &tl, 0, r, false)
+        F::ctc_loss(
+            &xs[0].log_softmax(2)?,
+            &targets,
+            &il,
+            &tl,
+            &F::CtcLossOptions { reduction: r, ..Default::default() },
+        )
     });
 }
 
@@ -474,15 +527,14 @@ fn class_indices_are_long_or_byte_and_ctc_takes_unbatched_input() {
     let lp = randn(&[7, 5], 21).log_softmax(1).unwrap();
     let tgt = i64s(&[1, 3, 3]);
     let (il, tl) = (Tensor::new(7i64).unwrap(), Tensor::new(3i64).unwrap());
-    let one = F::ctc_loss(&lp, &tgt, &il, &tl, 0, Reduction::None, false).unwrap();
+    let none = F::CtcLossOptions { reduction: Reduction::None, ..Default::default() };
+    let one = F::ctc_loss(&lp, &tgt, &il, &tl, &none).unwrap();
     let batched = F::ctc_loss(
         &lp.unsqueeze(1).unwrap(),
         &tgt.unsqueeze(0).unwrap(),
         &il.reshape([1]).unwrap(),
         &tl.reshape([1]).unwrap(),
-        0,
-        Reduction::None,
-        false,
+        &none,
     )
     .unwrap();
     assert_eq!(one.dims(), &[] as &[usize]);

@@ -7,7 +7,10 @@ mod common;
 
 use common::{assert_close, load_tensors, Kw};
 use pyrite::autograd::{gradcheck, gradgradcheck, GradcheckOptions};
-use pyrite::nn::functional::{self as F, GridSampleMode, GridSamplePadding, InterpolateMode};
+use pyrite::nn::functional::{
+    self as F, FoldOptions, GridSampleMode, GridSampleOptions, GridSamplePadding, InterpolateMode,
+    InterpolateOptions,
+};
 use pyrite::nn::{Fold, Module, Unfold, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d};
 use pyrite::{DType, Result, Tensor};
 use serde_json::Value as J;
@@ -32,6 +35,26 @@ fn opt_bool(k: &Kw, key: &str) -> Option<bool> {
     k.get(key).map(|v| v.as_bool().unwrap())
 }
 
+/// `F.unfold` / `F.fold`'s keywords.
+fn fold_options(k: &Kw) -> FoldOptions {
+    FoldOptions { dilation: or(k, "dilation", 1), padding: or(k, "padding", 0), stride: or(k, "stride", 1) }
+}
+
+/// `F.interpolate`'s keywords `size=size, mode=mode`.
+fn to_size(size: &[usize], mode: InterpolateMode) -> InterpolateOptions {
+    InterpolateOptions { size: Some(size.to_vec()), mode, ..Default::default() }
+}
+
+/// `F.interpolate`'s keywords `scale_factor=scale, mode=mode`.
+fn by_scale(scale: &[f64], mode: InterpolateMode) -> InterpolateOptions {
+    InterpolateOptions { scale_factor: Some(scale.to_vec()), mode, ..Default::default() }
+}
+
+/// `F.grid_sample`'s keywords.
+fn gs_opts(mode: GridSampleMode, padding_mode: GridSamplePadding, align_corners: bool) -> GridSampleOptions {
+    GridSampleOptions { mode, padding_mode, align_corners }
+}
+
 fn string<'a>(k: &'a Kw, key: &str, d: &'a str) -> &'a str {
     k.get(key).and_then(|v| v.as_str()).unwrap_or(d)
 }
@@ -41,34 +64,25 @@ fn call(f: &str, k: &Kw, xs: &[Tensor]) -> Result<Tensor> {
     match f {
         "interpolate" => F::interpolate(
             &xs[0],
-            sizes(k, "size").as_deref(),
-            floats(k, "scale_factor").as_deref(),
-            InterpolateMode::parse(string(k, "mode", "nearest"))?,
-            opt_bool(k, "align_corners"),
-            opt_bool(k, "recompute_scale_factor"),
+            &InterpolateOptions {
+                size: sizes(k, "size"),
+                scale_factor: floats(k, "scale_factor"),
+                mode: InterpolateMode::parse(string(k, "mode", "nearest"))?,
+                align_corners: opt_bool(k, "align_corners"),
+                recompute_scale_factor: opt_bool(k, "recompute_scale_factor"),
+            },
         ),
-        "unfold" => F::unfold(
-            &xs[0],
-            &k.sizes("kernel_size"),
-            &or(k, "dilation", 1),
-            &or(k, "padding", 0),
-            &or(k, "stride", 1),
-        ),
-        "fold" => F::fold(
-            &xs[0],
-            &k.sizes("output_size"),
-            &k.sizes("kernel_size"),
-            &or(k, "dilation", 1),
-            &or(k, "padding", 0),
-            &or(k, "stride", 1),
-        ),
+        "unfold" => F::unfold(&xs[0], &k.sizes("kernel_size"), &fold_options(k)),
+        "fold" => F::fold(&xs[0], &k.sizes("output_size"), &k.sizes("kernel_size"), &fold_options(k)),
         "affine_grid" => F::affine_grid(&xs[0], &k.sizes("size"), k.b_or("align_corners", false)),
         "grid_sample" => F::grid_sample(
             &xs[0],
             &xs[1],
-            GridSampleMode::parse(string(k, "mode", "bilinear"))?,
-            GridSamplePadding::parse(string(k, "padding_mode", "zeros"))?,
-            k.b_or("align_corners", false),
+            &GridSampleOptions {
+                mode: GridSampleMode::parse(string(k, "mode", "bilinear"))?,
+                padding_mode: GridSamplePadding::parse(string(k, "padding_mode", "zeros"))?,
+                align_corners: k.b_or("align_corners", false),
+            },
         ),
         other => panic!("no mapping for function {other}"),
     }
@@ -204,7 +218,16 @@ fn interpolate_gradcheck() {
     for (i, &(mode, shape, size, scale, align)) in cases.iter().enumerate() {
         let x = leaf(randn(shape, 10 + i as u64));
         gradcheck(
-            |xs| F::interpolate(&xs[0], size, scale, mode, align, None),
+            |xs| {
+                let o = InterpolateOptions {
+                    size: size.map(<[usize]>::to_vec),
+                    scale_factor: scale.map(<[f64]>::to_vec),
+                    mode,
+                    align_corners: align,
+                    ..Default::default()
+                };
+                F::interpolate(&xs[0], &o)
+            },
             &[x],
             GradcheckOptions::default(),
         )
@@ -215,12 +238,29 @@ fn interpolate_gradcheck() {
 #[test]
 fn unfold_fold_gradcheck() {
     let x = leaf(randn(&[2, 2, 4, 5], 1));
-    gradcheck(|xs| F::unfold(&xs[0], &[2, 3], &[1, 2], &[1], &[2, 1]), &[x], GradcheckOptions::default())
-        .unwrap();
+    gradcheck(
+        |xs| {
+            F::unfold(
+                &xs[0],
+                &[2, 3],
+                &FoldOptions { dilation: vec![1, 2], padding: vec![1], stride: vec![2, 1] },
+            )
+        },
+        &[x],
+        GradcheckOptions::default(),
+    )
+    .unwrap();
     // 2 * 2 * 2 planes; blocks: (4 + 2 - 2) // 2 + 1 = 3 by (5 + 2 - 3) // 1 + 1 = 5
     let cols = leaf(randn(&[1, 8, 15], 2));
     gradcheck(
-        |xs| F::fold(&xs[0], &[4, 5], &[2], &[1, 2], &[1], &[2, 1]),
+        |xs| {
+            F::fold(
+                &xs[0],
+                &[4, 5],
+                &[2],
+                &FoldOptions { dilation: vec![1, 2], padding: vec![1], stride: vec![2, 1] },
+            )
+        },
         &[cols],
         GradcheckOptions::default(),
     )
@@ -231,9 +271,20 @@ fn unfold_fold_gradcheck() {
 fn fold_is_the_adjoint_of_unfold() {
     // <unfold(x), y> == <x, fold(y)>
     let x = randn(&[2, 3, 5, 6], 3);
-    let ux = F::unfold(&x, &[2, 3], &[2, 1], &[1, 2], &[1, 2]).unwrap();
+    let ux = F::unfold(
+        &x,
+        &[2, 3],
+        &FoldOptions { dilation: vec![2, 1], padding: vec![1, 2], stride: vec![1, 2] },
+    )
+    .unwrap();
     let y = randn(ux.dims(), 4);
-    let fy = F::fold(&y, &[5, 6], &[2, 3], &[2, 1], &[1, 2], &[1, 2]).unwrap();
+    let fy = F::fold(
+        &y,
+        &[5, 6],
+        &[2, 3],
+        &FoldOptions { dilation: vec![2, 1], padding: vec![1, 2], stride: vec![1, 2] },
+    )
+    .unwrap();
     let a = ux.mul(&y).unwrap().sum().unwrap().item::<f64>().unwrap();
     let b = x.mul(&fy).unwrap().sum().unwrap().item::<f64>().unwrap();
     assert!((a - b).abs() < 1e-10 * a.abs().max(1.0), "{a} vs {b}");
@@ -269,7 +320,7 @@ fn grid_sample_gradcheck() {
                 let grid = uniform(&[1, 2, 3, 2], -1.6, 1.6, seed + 1000);
                 let grid = if mode == Nearest { grid } else { leaf(grid) };
                 gradcheck(
-                    |xs| F::grid_sample(&xs[0], &xs[1], mode, pm, align),
+                    |xs| F::grid_sample(&xs[0], &xs[1], &gs_opts(mode, pm, align)),
                     &[x, grid],
                     GradcheckOptions::default(),
                 )
@@ -284,7 +335,7 @@ fn grid_sample_gradcheck() {
             let grid = uniform(&[1, 2, 1, 2, 3], -1.6, 1.6, seed + 1000);
             let grid = if mode == Nearest { grid } else { leaf(grid) };
             gradcheck(
-                |xs| F::grid_sample(&xs[0], &xs[1], mode, pm, false),
+                |xs| F::grid_sample(&xs[0], &xs[1], &gs_opts(mode, pm, false)),
                 &[x, grid],
                 GradcheckOptions::default(),
             )
@@ -302,7 +353,7 @@ fn grid_sample_gradcheck() {
     gradcheck(
         |xs| {
             let g = F::affine_grid(&xs[0], &[1, 2, 3, 4], false)?;
-            F::grid_sample(&x, &g, Bilinear, Zeros, false)
+            F::grid_sample(&x, &g, &Default::default())
         },
         &[theta],
         GradcheckOptions::default(),
@@ -314,7 +365,15 @@ fn grid_sample_gradcheck() {
 fn double_backward() {
     let x = leaf(randn(&[1, 1, 3, 3], 20));
     gradgradcheck(
-        |xs| F::interpolate(&xs[0], Some(&[4, 5]), None, InterpolateMode::Bicubic, Some(false), None),
+        |xs| {
+            F::interpolate(
+                &xs[0],
+                &InterpolateOptions {
+                    align_corners: Some(false),
+                    ..to_size(&[4, 5], InterpolateMode::Bicubic)
+                },
+            )
+        },
         std::slice::from_ref(&x),
         None,
         GradcheckOptions::default(),
@@ -323,14 +382,22 @@ fn double_backward() {
     // bilinear is linear in the input but not in the grid: the mixed second derivatives
     let grid = leaf(uniform(&[1, 2, 2, 2], -1.3, 1.3, 21));
     gradgradcheck(
-        |xs| F::grid_sample(&xs[0], &xs[1], GridSampleMode::Bilinear, GridSamplePadding::Reflection, false),
+        |xs| {
+            F::grid_sample(
+                &xs[0],
+                &xs[1],
+                &gs_opts(GridSampleMode::Bilinear, GridSamplePadding::Reflection, false),
+            )
+        },
         &[x.clone(), grid.clone()],
         None,
         GradcheckOptions::default(),
     )
     .unwrap();
     gradgradcheck(
-        |xs| F::grid_sample(&xs[0], &xs[1], GridSampleMode::Bicubic, GridSamplePadding::Border, true),
+        |xs| {
+            F::grid_sample(&xs[0], &xs[1], &gs_opts(GridSampleMode::Bicubic, GridSamplePadding::Border, true))
+        },
         &[x, grid],
         None,
         GradcheckOptions::default(),
@@ -347,38 +414,53 @@ fn bad_arguments_are_errors() {
     let x4 = randn(&[1, 2, 3, 3], 2);
     let x5 = randn(&[1, 2, 2, 2, 2], 3);
     let errs: Vec<(&str, Result<Tensor>)> = vec![
-        ("size and scale", F::interpolate(&x3, Some(&[4]), Some(&[2.0]), Nearest, None, None)),
-        ("neither", F::interpolate(&x3, None, None, Nearest, None, None)),
-        ("align with nearest", F::interpolate(&x3, Some(&[4]), None, Nearest, Some(false), None)),
-        ("align with area", F::interpolate(&x3, Some(&[4]), None, Area, Some(true), None)),
-        ("bilinear on 3-D", F::interpolate(&x3, Some(&[4]), None, Bilinear, None, None)),
-        ("trilinear on 4-D", F::interpolate(&x4, Some(&[4]), None, Trilinear, None, None)),
-        ("bicubic on 5-D", F::interpolate(&x5, Some(&[4]), None, Bicubic, None, None)),
-        ("linear on 2-D", F::interpolate(&randn(&[2, 3], 4), Some(&[4]), None, Linear, None, None)),
-        ("0-D", F::interpolate(&Tensor::scalar(1f32).unwrap(), Some(&[4]), None, Nearest, None, None)),
-        ("size length", F::interpolate(&x4, Some(&[4, 4, 4]), None, Bilinear, None, None)),
-        ("scale length", F::interpolate(&x4, None, Some(&[2.0, 2.0, 2.0]), Nearest, None, None)),
-        ("recompute with size", F::interpolate(&x3, Some(&[4]), None, Linear, None, Some(true))),
-        ("zero output", F::interpolate(&x3, None, Some(&[0.1]), Linear, None, None)),
-        ("negative scale", F::interpolate(&x3, None, Some(&[-2.0]), Nearest, None, None)),
-        ("nan scale", F::interpolate(&x3, None, Some(&[f64::NAN]), Linear, None, None)),
-        ("zero size", F::interpolate(&x4, Some(&[0, 2]), None, Bicubic, None, None)),
-        ("empty input", F::interpolate(&randn(&[1, 2, 0], 5), Some(&[3]), None, Linear, None, None)),
         (
-            "integer input",
-            F::interpolate(&Tensor::new([[[1i64, 2]]]).unwrap(), Some(&[3]), None, Linear, None, None),
+            "size and scale",
+            F::interpolate(
+                &x3,
+                &InterpolateOptions { scale_factor: Some(vec![2.0]), ..to_size(&[4], Nearest) },
+            ),
         ),
-        ("unfold 2-D", F::unfold(&randn(&[3, 3], 1), &[2], &[1], &[0], &[1])),
-        ("unfold kernel 0", F::unfold(&x4, &[0], &[1], &[0], &[1])),
-        ("unfold dilation 0", F::unfold(&x4, &[2], &[0], &[0], &[1])),
-        ("unfold stride 0", F::unfold(&x4, &[2], &[1], &[0], &[0])),
-        ("unfold kernel too big", F::unfold(&x4, &[4], &[1], &[0], &[1])),
-        ("unfold 3 kernel values", F::unfold(&x4, &[1, 2, 3], &[1], &[0], &[1])),
-        ("fold 4-D", F::fold(&x4, &[4], &[2], &[1], &[0], &[1])),
-        ("fold not divisible", F::fold(&randn(&[1, 6, 9], 1), &[4], &[2], &[1], &[0], &[1])),
-        ("fold blocks", F::fold(&randn(&[1, 8, 8], 1), &[4], &[2], &[1], &[0], &[1])),
-        ("fold output 3 values", F::fold(&randn(&[1, 8, 9], 1), &[4, 4, 4], &[2], &[1], &[0], &[1])),
-        ("fold output too small", F::fold(&randn(&[1, 4, 1], 1), &[1], &[2], &[1], &[0], &[1])),
+        ("neither", F::interpolate(&x3, &InterpolateOptions { mode: Nearest, ..Default::default() })),
+        (
+            "align with nearest",
+            F::interpolate(&x3, &InterpolateOptions { align_corners: Some(false), ..to_size(&[4], Nearest) }),
+        ),
+        (
+            "align with area",
+            F::interpolate(&x3, &InterpolateOptions { align_corners: Some(true), ..to_size(&[4], Area) }),
+        ),
+        ("bilinear on 3-D", F::interpolate(&x3, &to_size(&[4], Bilinear))),
+        ("trilinear on 4-D", F::interpolate(&x4, &to_size(&[4], Trilinear))),
+        ("bicubic on 5-D", F::interpolate(&x5, &to_size(&[4], Bicubic))),
+        ("linear on 2-D", F::interpolate(&randn(&[2, 3], 4), &to_size(&[4], Linear))),
+        ("0-D", F::interpolate(&Tensor::scalar(1f32).unwrap(), &to_size(&[4], Nearest))),
+        ("size length", F::interpolate(&x4, &to_size(&[4, 4, 4], Bilinear))),
+        ("scale length", F::interpolate(&x4, &by_scale(&[2.0, 2.0, 2.0], Nearest))),
+        (
+            "recompute with size",
+            F::interpolate(
+                &x3,
+                &InterpolateOptions { recompute_scale_factor: Some(true), ..to_size(&[4], Linear) },
+            ),
+        ),
+        ("zero output", F::interpolate(&x3, &by_scale(&[0.1], Linear))),
+        ("negative scale", F::interpolate(&x3, &by_scale(&[-2.0], Nearest))),
+        ("nan scale", F::interpolate(&x3, &by_scale(&[f64::NAN], Linear))),
+        ("zero size", F::interpolate(&x4, &to_size(&[0, 2], Bicubic))),
+        ("empty input", F::interpolate(&randn(&[1, 2, 0], 5), &to_size(&[3], Linear))),
+        ("integer input", F::interpolate(&Tensor::new([[[1i64, 2]]]).unwrap(), &to_size(&[3], Linear))),
+        ("unfold 2-D", F::unfold(&randn(&[3, 3], 1), &[2], &Default::default())),
+        ("unfold kernel 0", F::unfold(&x4, &[0], &Default::default())),
+        ("unfold dilation 0", F::unfold(&x4, &[2], &FoldOptions { dilation: vec![0], ..Default::default() })),
+        ("unfold stride 0", F::unfold(&x4, &[2], &FoldOptions { stride: vec![0], ..Default::default() })),
+        ("unfold kernel too big", F::unfold(&x4, &[4], &Default::default())),
+        ("unfold 3 kernel values", F::unfold(&x4, &[1, 2, 3], &Default::default())),
+        ("fold 4-D", F::fold(&x4, &[4], &[2], &Default::default())),
+        ("fold not divisible", F::fold(&randn(&[1, 6, 9], 1), &[4], &[2], &Default::default())),
+        ("fold blocks", F::fold(&randn(&[1, 8, 8], 1), &[4], &[2], &Default::default())),
+        ("fold output 3 values", F::fold(&randn(&[1, 8, 9], 1), &[4, 4, 4], &[2], &Default::default())),
+        ("fold output too small", F::fold(&randn(&[1, 4, 1], 1), &[1], &[2], &Default::default())),
         ("affine theta shape", F::affine_grid(&randn(&[1, 3, 3], 1), &[1, 1, 4, 4], false)),
         ("affine size length", F::affine_grid(&randn(&[1, 2, 3], 1), &[1, 4, 4], false)),
         ("affine batch", F::affine_grid(&randn(&[2, 2, 3], 1), &[3, 1, 4, 4], false)),
@@ -389,8 +471,9 @@ fn bad_arguments_are_errors() {
         ("affine zero size", F::affine_grid(&randn(&[1, 2, 3], 1), &[1, 1, 0, 4], true)),
     ];
     let g4 = uniform(&[1, 2, 2, 2], -1.0, 1.0, 9);
-    let gs =
-        |x: &Tensor, g: &Tensor, m: GridSampleMode| F::grid_sample(x, g, m, GridSamplePadding::Zeros, false);
+    let gs = |x: &Tensor, g: &Tensor, mode: GridSampleMode| {
+        F::grid_sample(x, g, &GridSampleOptions { mode, ..Default::default() })
+    };
     let more: Vec<(&str, Result<Tensor>)> = vec![
         ("grid rank", gs(&x4, &uniform(&[1, 2, 2], -1.0, 1.0, 1), GridSampleMode::Bilinear)),
         ("grid batch", gs(&randn(&[2, 2, 3, 3], 1), &g4, GridSampleMode::Bilinear)),
@@ -417,23 +500,20 @@ fn bad_arguments_are_errors() {
 fn edge_shapes() {
     // an empty batch passes through
     let x = Tensor::zeros([0, 2, 3, 3], DType::F32).unwrap();
-    let y = F::interpolate(&x, None, Some(&[2.0]), InterpolateMode::Bilinear, None, None).unwrap();
+    let y = F::interpolate(&x, &by_scale(&[2.0], InterpolateMode::Bilinear)).unwrap();
     assert_eq!(y.dims(), &[0, 2, 6, 6]);
     let g = Tensor::zeros([0, 4, 5, 2], DType::F32).unwrap();
-    assert_eq!(
-        F::grid_sample(&x, &g, GridSampleMode::Bilinear, GridSamplePadding::Zeros, false).unwrap().dims(),
-        &[0, 2, 4, 5]
-    );
-    assert_eq!(F::unfold(&x, &[2], &[1], &[0], &[1]).unwrap().dims(), &[0, 8, 4]);
+    assert_eq!(F::grid_sample(&x, &g, &Default::default()).unwrap().dims(), &[0, 2, 4, 5]);
+    assert_eq!(F::unfold(&x, &[2], &Default::default()).unwrap().dims(), &[0, 8, 4]);
     // same size: a copy, not the input itself
     let x = randn(&[1, 2, 3, 3], 1);
-    let y = F::interpolate(&x, Some(&[3, 3]), None, InterpolateMode::Bilinear, None, None).unwrap();
+    let y = F::interpolate(&x, &to_size(&[3, 3], InterpolateMode::Bilinear)).unwrap();
     assert_eq!(y.to_vec::<f64>().unwrap(), x.to_vec::<f64>().unwrap());
     y.fill_(0.0).unwrap();
     assert_ne!(x.to_vec::<f64>().unwrap(), y.to_vec::<f64>().unwrap());
     // uint8 works in the nearest modes
     let u = Tensor::new([[[1u8, 2, 3]]]).unwrap();
-    let y = F::interpolate(&u, Some(&[6]), None, InterpolateMode::Nearest, None, None).unwrap();
+    let y = F::interpolate(&u, &to_size(&[6], InterpolateMode::Nearest)).unwrap();
     assert_eq!(y.to_vec::<u8>().unwrap(), vec![1, 1, 2, 2, 3, 3]);
 }
 
@@ -455,7 +535,7 @@ fn nan_grid_locations_read_as_pytorch() {
         (GridSamplePadding::Reflection, GridSampleMode::Bicubic, [f32::NAN, f32::NAN]),
     ];
     for &(pm, mode, w) in want {
-        let y = F::grid_sample(&x, &g, mode, pm, false).unwrap().to_vec::<f32>().unwrap();
+        let y = F::grid_sample(&x, &g, &gs_opts(mode, pm, false)).unwrap().to_vec::<f32>().unwrap();
         for (a, b) in y.iter().zip(w) {
             assert!((a.is_nan() && b.is_nan()) || (a - b).abs() < 1e-5, "{pm:?} {mode:?}: {y:?}, want {w:?}");
         }

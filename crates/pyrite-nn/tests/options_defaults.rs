@@ -19,6 +19,23 @@
 //! - pyrite-optim: every optimizer's options (`SGDOptions` ... `LBFGSOptions`, `AdamOptions`
 //!   and its `adamw()`, `AveragedModelOptions`) and every scheduler's (`SchedulerOptions`,
 //!   `StepLROptions` ... `ReduceLROnPlateauOptions`, `SWALROptions`).
+//! - the functional ops' keyword structs: the losses' (`TripletMarginLossOptions`,
+//!   `KlDivOptions`, `PoissonNllLossOptions`, `GaussianNllLossOptions`,
+//!   `MarginRankingLossOptions`, `HingeEmbeddingLossOptions`, `CosineEmbeddingLossOptions`,
+//!   `MultiMarginLossOptions`, `SmoothL1LossOptions`, `HuberLossOptions`,
+//!   `BinaryCrossEntropyOptions`, `BinaryCrossEntropyWithLogitsOptions`,
+//!   `MultilabelSoftMarginLossOptions`, `CtcLossOptions`), `PadOptions`, `InterpolateOptions`,
+//!   `GridSampleOptions`, `FoldOptions`, `NormalizeOptions`, `CosineSimilarityOptions`,
+//!   `PairwiseDistanceOptions`, `EmbeddingBagOptions`, `DropoutOptions`,
+//!   `AlphaDropoutOptions`, `HardtanhOptions`, `SoftplusOptions`, `RreluOptions`,
+//!   `BatchNormOptions`, `InstanceNormOptions`, `LayerNormOptions` (layer and group norm),
+//!   `RmsNormOptions`, `LocalResponseNormOptions`; `F::conv_transpose` takes `ConvOptions` and
+//!   `F::max_pool` / `F::avg_pool` take `PoolOptions`, as the layers do.
+//! - the other crates' (against torchvision, Hugging Face, Keras, Lightning and `torch.load`):
+//!   the vision transforms', utils' and models' options, `CsvOptions`, `TokenizerOptions`,
+//!   `FromPretrainedOptions`, `BertConfig`, `EarlyStoppingOptions`, `CheckpointOptions`,
+//!   `LoadOptions`, and the data loader's and samplers'. (pyrite-optim's are checked with the
+//!   optimizers.)
 
 use pyrite::nn::functional as F;
 use pyrite::nn::normalization::NormOptions;
@@ -432,4 +449,347 @@ fn lr_scheduler_options_defaults_are_pytorchs() {
     // swa_utils.SWALR(optimizer, swa_lr, anneal_epochs=10, anneal_strategy='cos', last_epoch=-1)
     let o = SWALROptions::default();
     assert_eq!((o.anneal_epochs, o.anneal_strategy, o.last_epoch), (10, AnnealStrategy::Cos, -1));
+}
+
+fn close(t: &Tensor, want: &[f32]) -> Result<()> {
+    let got = t.to_dtype(DType::F32)?.reshape([-1isize])?.to_vec::<f32>()?;
+    assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
+    for (g, w) in got.iter().zip(want) {
+        assert!((g - w).abs() < 1e-4, "{got:?} vs {want:?}");
+    }
+    Ok(())
+}
+
+fn t(v: &[f32]) -> Tensor {
+    Tensor::from_vec(v.to_vec(), [v.len()]).unwrap()
+}
+
+fn t2(rows: &[&[f32]]) -> Tensor {
+    let flat: Vec<f32> = rows.iter().flat_map(|r| r.iter().copied()).collect();
+    Tensor::from_vec(flat, [rows.len(), rows[0].len()]).unwrap()
+}
+
+#[test]
+fn loss_options_defaults_are_pytorchs() -> Result<()> {
+    use F::Reduction::Mean;
+    // F.triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, reduction='mean')
+    let o = F::TripletMarginLossOptions::default();
+    assert_eq!((o.margin, o.p, o.eps, o.swap, o.reduction), (1.0, 2.0, 1e-6, false, Mean));
+    let (a, p, n) = (t2(&[&[0., 0.]]), t2(&[&[3., 4.]]), t2(&[&[0., 1.]]));
+    close(&F::triplet_margin_loss(&a, &p, &n, &Default::default())?, &[5.0])?; // 5 - 1 + 1
+                                                                               // F.kl_div(input, target, reduction='mean', log_target=False): 'mean' averages every element
+    let o = F::KlDivOptions::default();
+    assert_eq!((o.reduction, o.log_target), (F::KlReduction::Mean, false));
+    let half = 0.5f32.ln();
+    let (lp, tp) = (t2(&[&[half, half], &[half, half]]), t2(&[&[0.25, 0.75], &[0.25, 0.75]]));
+    let row = 0.25 * (0.25f32.ln() - half) + 0.75 * (0.75f32.ln() - half);
+    close(&F::kl_div(&lp, &tp, &Default::default())?, &[row / 2.0])?;
+    let batchmean = F::KlDivOptions { reduction: F::KlReduction::BatchMean, ..Default::default() };
+    close(&F::kl_div(&lp, &tp, &batchmean)?, &[row])?;
+    let lt = F::KlDivOptions { log_target: true, ..Default::default() };
+    close(&F::kl_div(&lp, &tp.log()?, &lt)?, &[row / 2.0])?;
+    // F.poisson_nll_loss(input, target, log_input=True, full=False, eps=1e-8, reduction='mean')
+    let o = F::PoissonNllLossOptions::default();
+    assert_eq!((o.log_input, o.full, o.eps, o.reduction), (true, false, 1e-8, Mean));
+    let e = std::f32::consts::E;
+    close(
+        &F::poisson_nll_loss(&t(&[0., 1.]), &t(&[1., 2.]), &Default::default())?,
+        &[(1.0 + e - 2.0) / 2.0],
+    )?;
+    // F.gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction='mean')
+    let o = F::GaussianNllLossOptions::default();
+    assert_eq!((o.full, o.eps, o.reduction), (false, 1e-6, Mean));
+    let want = 0.5 * (2f32.ln() + 4.0 / 2.0);
+    close(&F::gaussian_nll_loss(&t(&[1.]), &t(&[3.]), &t(&[2.]), &Default::default())?, &[want])?;
+    // F.margin_ranking_loss(x1, x2, y, margin=0, reduction='mean')
+    let o = F::MarginRankingLossOptions::default();
+    assert_eq!((o.margin, o.reduction), (0.0, Mean));
+    let l = F::margin_ranking_loss(&t(&[1., 2.]), &t(&[2., 1.]), &t(&[1., 1.]), &Default::default())?;
+    close(&l, &[0.5])?;
+    // F.hinge_embedding_loss(input, target, margin=1.0, reduction='mean')
+    let o = F::HingeEmbeddingLossOptions::default();
+    assert_eq!((o.margin, o.reduction), (1.0, Mean));
+    close(&F::hinge_embedding_loss(&t(&[0.3, 0.2]), &t(&[1., -1.]), &Default::default())?, &[0.55])?;
+    // F.cosine_embedding_loss(x1, x2, y, margin=0, reduction='mean')
+    let o = F::CosineEmbeddingLossOptions::default();
+    assert_eq!((o.margin, o.reduction), (0.0, Mean));
+    let (x1, x2) = (t2(&[&[1., 0.], &[1., 0.]]), t2(&[&[0., 1.], &[0., 1.]]));
+    close(&F::cosine_embedding_loss(&x1, &x2, &t(&[1., -1.]), &Default::default())?, &[0.5])?;
+    // F.multi_margin_loss(input, target, p=1, margin=1, weight=None, reduction='mean'): PyTorch's example
+    let o = F::MultiMarginLossOptions::default();
+    assert_eq!((o.p, o.margin, o.weight.is_none(), o.reduction), (1, 1.0, true, Mean));
+    let x = t2(&[&[0.1, 0.2, 0.4, 0.8]]);
+    close(&F::multi_margin_loss(&x, &Tensor::new([3i64])?, &Default::default())?, &[0.325])?;
+    // F.smooth_l1_loss(input, target, reduction='mean', beta=1.0), F.huber_loss(..., delta=1.0)
+    let o = F::SmoothL1LossOptions::default();
+    assert_eq!((o.reduction, o.beta), (Mean, 1.0));
+    let o = F::HuberLossOptions::default();
+    assert_eq!((o.reduction, o.delta), (Mean, 1.0));
+    let (x, y) = (t(&[0., 0.]), t(&[0.5, 3.]));
+    close(&F::smooth_l1_loss(&x, &y, &Default::default())?, &[(0.125 + 2.5) / 2.0])?;
+    close(&F::huber_loss(&x, &y, &Default::default())?, &[(0.125 + 2.5) / 2.0])?;
+    // F.binary_cross_entropy(input, target, weight=None, reduction='mean'), and with logits
+    // (weight=None, reduction='mean', pos_weight=None)
+    let o = F::BinaryCrossEntropyOptions::default();
+    assert!(o.weight.is_none() && o.reduction == Mean);
+    let o = F::BinaryCrossEntropyWithLogitsOptions::default();
+    assert!(o.weight.is_none() && o.pos_weight.is_none() && o.reduction == Mean);
+    let ln2 = 2f32.ln();
+    close(&F::binary_cross_entropy(&t(&[0.5, 0.5]), &t(&[1., 0.]), &Default::default())?, &[ln2])?;
+    close(&F::binary_cross_entropy_with_logits(&t(&[0., 0.]), &t(&[1., 0.]), &Default::default())?, &[ln2])?;
+    // F.multilabel_soft_margin_loss(input, target, weight=None, reduction='mean')
+    let o = F::MultilabelSoftMarginLossOptions::default();
+    assert!(o.weight.is_none() && o.reduction == Mean);
+    let l = F::multilabel_soft_margin_loss(&t2(&[&[0., 0.]]), &t2(&[&[1., 0.]]), &Default::default())?;
+    close(&l, &[ln2])?;
+    // F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction='mean', zero_infinity=False)
+    let o = F::CtcLossOptions::default();
+    assert_eq!((o.blank, o.reduction, o.zero_infinity), (0, Mean, false));
+    // one frame, one label 1 of two classes: -log p(1), divided by the target length 1
+    let lp = Tensor::new([[[0.25f32.ln(), 0.75f32.ln()]]])?;
+    let (tg, il, tl) = (Tensor::new([[1i64]])?, Tensor::new([1i64])?, Tensor::new([1i64])?);
+    close(&F::ctc_loss(&lp, &tg, &il, &tl, &Default::default())?, &[-(0.75f32.ln())])?;
+    Ok(())
+}
+
+#[test]
+fn functional_keyword_options_defaults_are_pytorchs() -> Result<()> {
+    // F.pad(input, pad, mode='constant', value=None): zeros
+    let o = F::PadOptions::default();
+    assert_eq!((o.mode, o.value), (F::PadMode::Constant, None));
+    close(&F::pad(&t(&[1., 2.]), &[1, 1], &Default::default())?, &[0., 1., 2., 0.])?;
+    // as in PyTorch, the other modes take no value
+    let reflect = |value| F::PadOptions { mode: F::PadMode::Reflect, value };
+    let e = F::pad(&t2(&[&[1., 2., 3.]]), &[1, 1], &reflect(Some(1.0))).unwrap_err();
+    assert!(e.to_string().contains("Padding mode \"reflect\" doesn't take in value argument"), "{e}");
+    close(&F::pad(&t2(&[&[1., 2., 3.]]), &[1, 1], &reflect(Some(0.0)))?, &[2., 1., 2., 3., 2.])?;
+
+    // F.interpolate(input, size=None, scale_factor=None, mode='nearest', align_corners=None, recompute_scale_factor=None)
+    let o = F::InterpolateOptions::default();
+    assert_eq!((o.size, o.scale_factor), (None, None));
+    assert_eq!(
+        (o.mode, o.align_corners, o.recompute_scale_factor),
+        (F::InterpolateMode::Nearest, None, None)
+    );
+    let x = Tensor::new([[[1f32, 2.]]])?;
+    let e = F::interpolate(&x, &Default::default()).unwrap_err();
+    assert!(e.to_string().contains("either size or scale_factor should be defined"), "{e}");
+    let y = F::interpolate(&x, &F::InterpolateOptions { size: Some(vec![4]), ..Default::default() })?;
+    close(&y, &[1., 1., 2., 2.])?;
+
+    // F.grid_sample(input, grid, mode='bilinear', padding_mode='zeros', align_corners=None (False))
+    let o = F::GridSampleOptions::default();
+    assert_eq!(
+        (o.mode, o.padding_mode, o.align_corners),
+        (F::GridSampleMode::Bilinear, F::GridSamplePadding::Zeros, false)
+    );
+    let x = Tensor::new([[[[1f32, 2.], [3., 4.]]]])?;
+    // align_corners=False: -1 is the outer edge of the top-left pixel, half of it outside (zeros)
+    let grid = Tensor::new([[[[0f32, 0.], [-1., -1.]]]])?;
+    close(&F::grid_sample(&x, &grid, &Default::default())?, &[2.5, 0.25])?;
+
+    // F.unfold(input, kernel_size, dilation=1, padding=0, stride=1), F.fold(same)
+    let o = F::FoldOptions::default();
+    assert_eq!((o.dilation, o.padding, o.stride), (vec![1], vec![0], vec![1]));
+    let cols = F::unfold(&Tensor::ones([1, 1, 3, 3], DType::F32)?, &[2], &Default::default())?;
+    assert_eq!(cols.dims(), &[1, 4, 4]);
+    assert_eq!(F::fold(&cols, &[3, 3], &[2], &Default::default())?.dims(), &[1, 1, 3, 3]);
+
+    // F.normalize(input, p=2.0, dim=1, eps=1e-12)
+    let o = F::NormalizeOptions::default();
+    assert_eq!((o.p, o.dim, o.eps), (2.0, 1, 1e-12));
+    close(&F::normalize(&t2(&[&[3., 4.]]), &Default::default())?, &[0.6, 0.8])?;
+    // F.cosine_similarity(x1, x2, dim=1, eps=1e-8)
+    let o = F::CosineSimilarityOptions::default();
+    assert_eq!((o.dim, o.eps), (1, 1e-8));
+    let c = F::cosine_similarity(&t2(&[&[1., 0.]]), &t2(&[&[1., 1.]]), &Default::default())?;
+    close(&c, &[std::f32::consts::FRAC_1_SQRT_2])?;
+    // F.pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False)
+    let o = F::PairwiseDistanceOptions::default();
+    assert_eq!((o.p, o.eps, o.keepdim), (2.0, 1e-6, false));
+    let d = F::pairwise_distance(&t2(&[&[0., 0.]]), &t2(&[&[3., 4.]]), &Default::default())?;
+    assert_eq!(d.dims(), &[1]);
+    close(&d, &[5.0])?;
+
+    // F.embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+    // mode='mean', sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None)
+    let o = F::EmbeddingBagOptions::default();
+    assert!(o.offsets.is_none() && o.max_norm.is_none() && o.norm_type.is_none_or(|p| p == 2.0));
+    assert!(!o.scale_grad_by_freq && o.mode == F::BagMode::Mean && o.per_sample_weights.is_none());
+    assert!(!o.include_last_offset && o.padding_idx.is_none());
+    let w = Tensor::arange(0.0, 6.0, 1.0, DType::F32)?.reshape([3, 2])?;
+    close(&F::embedding_bag(&Tensor::new([[0i64, 2]])?, &w, &Default::default())?, &[2., 3.])?;
+
+    // F.dropout(input, p=0.5, training=True); F.alpha_dropout(input, p=0.5, training=False)
+    let o = F::DropoutOptions::default();
+    assert!(o.p == 0.5 && o.training && o.generator.is_none());
+    let y = F::dropout(&Tensor::ones([1000], DType::F32)?, &Default::default())?.to_vec::<f32>()?;
+    assert!(y.iter().all(|&v| v == 0.0 || v == 2.0));
+    let kept = y.iter().filter(|&&v| v == 2.0).count();
+    assert!((350..650).contains(&kept), "about half kept, got {kept}");
+    let o = F::AlphaDropoutOptions::default();
+    assert!(o.p == 0.5 && !o.training && o.generator.is_none());
+    let x = randn(&[2, 3, 4]);
+    let same = |y: Tensor| y.to_vec::<f32>().unwrap() == x.to_vec::<f32>().unwrap();
+    assert!(same(F::alpha_dropout(&x, &Default::default())?), "the identity by default");
+    assert!(same(F::feature_alpha_dropout(&x, &Default::default())?));
+    let y = F::feature_dropout(&Tensor::ones([4, 100, 3], DType::F32)?, 1, &Default::default())?;
+    assert!(y.to_vec::<f32>()?.contains(&0.0), "training by default");
+
+    // F.hardtanh(input, min_val=-1.0, max_val=1.0); F.softplus(input, beta=1.0, threshold=20.0);
+    // F.rrelu(input, lower=1/8, upper=1/3, training=False)
+    let o = F::HardtanhOptions::default();
+    assert_eq!((o.min_val, o.max_val), (-1.0, 1.0));
+    close(&F::hardtanh(&t(&[-2., 0.5, 2.]), &Default::default())?, &[-1., 0.5, 1.])?;
+    let o = F::SoftplusOptions::default();
+    assert_eq!((o.beta, o.threshold), (1.0, 20.0));
+    close(&F::softplus(&t(&[0., 30.]), &Default::default())?, &[2f32.ln(), 30.])?;
+    let o = F::RreluOptions::default();
+    assert!(o.lower == 1.0 / 8.0 && o.upper == 1.0 / 3.0 && !o.training && o.generator.is_none());
+    close(&F::rrelu(&t(&[-1., 1.]), &Default::default())?, &[-(1.0 / 8.0 + 1.0 / 3.0) / 2.0, 1.])?;
+    Ok(())
+}
+
+#[test]
+fn normalization_function_options_defaults_are_pytorchs() -> Result<()> {
+    let s = (1.0f32 + 1e-5).sqrt();
+    // F.batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5)
+    let o = F::BatchNormOptions::default();
+    assert!(o.weight.is_none() && o.bias.is_none());
+    assert_eq!((o.training, o.momentum, o.eps), (false, 0.1, 1e-5));
+    let (rm, rv) = (t(&[0.]), t(&[1.]));
+    close(
+        &F::batch_norm(&t2(&[&[2.], &[4.]]), Some(&rm), Some(&rv), &Default::default())?,
+        &[2. / s, 4. / s],
+    )?;
+    assert_eq!((rm.to_vec::<f32>()?, rv.to_vec::<f32>()?), (vec![0.], vec![1.]), "evaluation: not updated");
+    // F.instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+    // use_input_stats=True, momentum=0.1, eps=1e-5)
+    let o = F::InstanceNormOptions::default();
+    assert!(o.running_mean.is_none() && o.running_var.is_none() && o.weight.is_none() && o.bias.is_none());
+    assert_eq!((o.use_input_stats, o.momentum, o.eps), (true, 0.1, 1e-5));
+    close(&F::instance_norm(&Tensor::new([[[1f32, 3.]]])?, &Default::default())?, &[-1. / s, 1. / s])?;
+    // F.layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5); F.group_norm(input, num_groups, same)
+    let o = F::LayerNormOptions::default();
+    assert!(o.weight.is_none() && o.bias.is_none() && o.eps == 1e-5);
+    close(&F::layer_norm(&t2(&[&[1., 3.]]), &[2], &Default::default())?, &[-1. / s, 1. / s])?;
+    close(&F::group_norm(&Tensor::new([[[1f32], [3.]]])?, 1, &Default::default())?, &[-1. / s, 1. / s])?;
+    // F.rms_norm(input, normalized_shape, weight=None, eps=None): eps is the dtype's epsilon
+    let o = F::RmsNormOptions::default();
+    assert!(o.weight.is_none() && o.eps.is_none());
+    let r = (12.5f32 + f32::EPSILON).sqrt();
+    close(&F::rms_norm(&t2(&[&[3., 4.]]), &[2], &Default::default())?, &[3. / r, 4. / r])?;
+    // F.local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0)
+    let o = F::LocalResponseNormOptions::default();
+    assert_eq!((o.alpha, o.beta, o.k), (1e-4, 0.75, 1.0));
+    let y = F::local_response_norm(&Tensor::new([[[2f32]]])?, 1, &Default::default())?;
+    close(&y, &[2. / (1.0f32 + 1e-4 * 4.0).powf(0.75)])?;
+    Ok(())
+}
+
+#[test]
+fn conv_and_pool_functions_take_the_layers_options() -> Result<()> {
+    // F.conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1)
+    let x = Tensor::ones([1, 1, 2], DType::F32)?;
+    let w = Tensor::ones([1, 1, 2], DType::F32)?;
+    close(&F::conv_transpose(&x, &w, None, &Default::default())?, &[1., 2., 1.])?;
+    let strided = ConvOptions::new().stride(2);
+    close(&F::conv_transpose(&x, &w, None, &strided)?, &[1., 1., 1., 1.])?;
+    // unbatched, as the layers
+    assert_eq!(
+        F::conv_transpose(&Tensor::ones([1, 2], DType::F32)?, &w, None, &Default::default())?.dims(),
+        &[1, 3]
+    );
+    // F.max_pool1d(input, kernel_size, stride=None (the kernel size), padding=0, dilation=1, ceil_mode=False)
+    let x = Tensor::new([[[1f32, 2., 3., 4.]]])?;
+    let (v, i) = F::max_pool(&x, &[2], &Default::default())?;
+    close(&v, &[2., 4.])?;
+    assert_eq!(i.to_vec::<i64>()?, vec![1, 3]);
+    // F.avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True)
+    close(&F::avg_pool(&x, &[2], &Default::default())?, &[1.5, 3.5])?;
+    Ok(())
+}
+
+#[test]
+fn vision_options_defaults_are_torchvisions() {
+    use pyrite::vision::models::{
+        Activation, ConvNormActivationOptions, MobileNetV2Options, ResNetOptions, VggOptions,
+    };
+    use pyrite::vision::transforms::{
+        InterpolationMode, PaddingMode, RandomAffineOptions, RandomCropOptions, RandomRotationOptions,
+    };
+    use pyrite::vision::utils::MakeGridOptions;
+    // RandomRotation(degrees, interpolation=NEAREST, expand=False, center=None, fill=0)
+    let o = RandomRotationOptions::default();
+    assert!(matches!(o.interpolation, InterpolationMode::Nearest));
+    assert_eq!((o.expand, o.center, o.fill), (false, None, Some(vec![0.0])));
+    // RandomAffine(degrees, translate=None, scale=None, shear=None, interpolation=NEAREST, fill=0, center=None)
+    let o = RandomAffineOptions::default();
+    assert_eq!((o.translate, o.scale, o.shear), (None, None, None));
+    assert!(matches!(o.interpolation, InterpolationMode::Nearest));
+    assert_eq!((o.fill, o.center), (Some(vec![0.0]), None));
+    // RandomCrop(size, padding=None, pad_if_needed=False, fill=0, padding_mode='constant')
+    let o = RandomCropOptions::default();
+    assert_eq!(
+        (o.padding, o.pad_if_needed, o.fill, o.padding_mode),
+        (None, false, 0.0, PaddingMode::Constant)
+    );
+    // utils.make_grid(tensor, nrow=8, padding=2, normalize=False, value_range=None, scale_each=False, pad_value=0.0)
+    let o = MakeGridOptions::default();
+    assert_eq!((o.nrow, o.padding, o.normalize, o.value_range), (8, 2, false, None));
+    assert_eq!((o.scale_each, o.pad_value), (false, 0.0));
+    // ResNet(block, layers, num_classes=1000, zero_init_residual=False, groups=1,
+    // width_per_group=64, replace_stride_with_dilation=None)
+    let o = ResNetOptions::default();
+    assert_eq!((o.num_classes, o.zero_init_residual, o.groups, o.width_per_group), (1000, false, 1, 64));
+    assert_eq!(o.replace_stride_with_dilation, [false; 3]);
+    // VGG(features, num_classes=1000, init_weights=True, dropout=0.5)
+    let o = VggOptions::default();
+    assert_eq!((o.num_classes, o.init_weights, o.dropout), (1000, true, 0.5));
+    // MobileNetV2(num_classes=1000, width_mult=1.0, inverted_residual_setting=None, round_nearest=8, dropout=0.2)
+    let o = MobileNetV2Options::default();
+    assert_eq!((o.num_classes, o.width_mult, o.round_nearest, o.dropout), (1000, 1.0, 8, 0.2));
+    assert!(o.inverted_residual_setting.is_none());
+    // ops.Conv2dNormActivation(in, out, kernel_size=3, stride=1, padding=None, groups=1,
+    // norm_layer=BatchNorm2d, activation_layer=ReLU, dilation=1, bias=None)
+    let o = ConvNormActivationOptions::default();
+    assert_eq!((o.kernel_size, o.stride, o.padding, o.groups, o.dilation), (3, 1, None, 1, 1));
+    assert!(o.batch_norm && matches!(o.activation, Some(Activation::ReLU)) && o.bias.is_none());
+}
+
+#[test]
+fn data_transformers_train_and_serialization_options_defaults_are_upstreams() {
+    use pyrite::train::{CheckpointOptions, EarlyStoppingOptions, Mode};
+    use pyrite::transformers::{BertConfig, FromPretrainedOptions, Padding, TokenizerOptions};
+    // CsvDataset has no torch counterpart; its defaults are those of torchdata's CSVParser
+    // (skip_lines=0: no header) and Python's csv module (delimiter=','), the label last
+    let o = pyrite::data::CsvOptions::default();
+    assert_eq!((o.label_column, o.has_header, o.delimiter), (-1, false, b','));
+    // tokenizer(text, add_special_tokens=True, padding=False, truncation=None (False), max_length=None)
+    let o = TokenizerOptions::default();
+    assert_eq!(
+        (o.padding, o.truncation, o.max_length, o.add_special_tokens),
+        (Padding::DoNotPad, false, None, true)
+    );
+    // BertModel.from_pretrained(..., add_pooling_layer=True)
+    assert!(FromPretrainedOptions::default().add_pooling_layer);
+    // BertConfig(hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+    // type_vocab_size=2, initializer_range=0.02, layer_norm_eps=1e-12, pad_token_id=0)
+    let c = BertConfig::new(30522, 768, 12, 12, 3072, 512);
+    assert!(matches!(c.hidden_act, pyrite::transformers::HiddenAct::Gelu));
+    assert_eq!((c.hidden_dropout_prob, c.attention_probs_dropout_prob, c.type_vocab_size), (0.1, 0.1, 2));
+    assert_eq!((c.initializer_range, c.layer_norm_eps, c.pad_token_id), (0.02, 1e-12, Some(0)));
+    // keras.callbacks.EarlyStopping(monitor='val_loss', min_delta=0, patience=0, mode='auto',
+    // baseline=None, restore_best_weights=False, start_from_epoch=0); 'auto' is 'min' for a loss
+    let o = EarlyStoppingOptions::default();
+    assert_eq!((o.monitor.as_str(), o.min_delta, o.patience, o.mode), ("val_loss", 0.0, 0, Mode::Min));
+    assert_eq!((o.baseline, o.restore_best_weights, o.start_from_epoch), (None, false, 0));
+    // Lightning's ModelCheckpoint(filename=None ("epoch={epoch}-step={step}"), monitor=None,
+    // save_top_k=1, mode='min'); the last one is kept to resume from
+    let o = CheckpointOptions::default();
+    assert_eq!((o.filename.as_str(), o.monitor, o.mode), ("epoch={epoch}-step={step}.pt", None, Mode::Min));
+    assert_eq!((o.save_top_k, o.keep_last), (1, 1));
+    // torch.load(f, weights_only=True): an object of a class outside the allowlist fails the
+    // load unless asked to become a placeholder
+    assert!(!pyrite::serialization::LoadOptions::default().skip_unsupported);
 }

@@ -259,20 +259,18 @@ fn no_loss_panics_on_edge_case_inputs() {
     }
     for (xn, x) in &ins {
         check(&mut failures, &format!("functional on {xn}"), || {
-            let _ = F::pad(x, &[1, -9], PadMode::Reflect, 0.0);
-            let _ = F::pad(x, &[isize::MAX, 1], PadMode::Constant, 0.0);
-            let _ = F::normalize(x, 2.0, 7, 1e-12);
+            let _ = F::pad(x, &[1, -9], &F::PadOptions { mode: PadMode::Reflect, value: None });
+            let _ = F::pad(x, &[isize::MAX, 1], &Default::default());
+            let _ = F::normalize(x, &F::NormalizeOptions { dim: 7, ..Default::default() });
             let _ = F::one_hot(x, Some(3));
-            let _ = F::embedding_bag(
-                x,
-                &Tensor::ones([3, 2], DType::F32)?,
-                Some(x),
-                BagMode::Sum,
-                None,
-                None,
-                true,
-            );
-            let _ = F::cosine_similarity(x, x, 5, 1e-8);
+            let bag = F::EmbeddingBagOptions {
+                offsets: Some(x.clone()),
+                mode: BagMode::Sum,
+                include_last_offset: true,
+                ..Default::default()
+            };
+            let _ = F::embedding_bag(x, &Tensor::ones([3, 2], DType::F32)?, &bag);
+            let _ = F::cosine_similarity(x, x, &F::CosineSimilarityOptions { dim: 5, ..Default::default() });
             let _ = F::glu(x, 9);
             Ok(())
         });
@@ -421,13 +419,21 @@ fn huge_sizes_are_errors_not_aborts_or_wraps() {
     use pyrite::ErrorKind;
     let x = Tensor::ones([1, 1, 4, 4], DType::F32).unwrap();
     // d * (k - 1) + 1 wraps to a small kernel in usize
-    assert!(F::unfold(&x, &[1 << 40], &[1 << 40], &[0], &[1]).is_err());
-    assert!(F::unfold(&x, &[(1usize << 63) + 1], &[2], &[0], &[1]).is_err());
+    assert!(
+        F::unfold(&x, &[1 << 40], &F::FoldOptions { dilation: vec![1 << 40], ..Default::default() }).is_err()
+    );
+    assert!(F::unfold(
+        &x,
+        &[(1usize << 63) + 1],
+        &F::FoldOptions { dilation: vec![2], ..Default::default() }
+    )
+    .is_err());
     // huge padding: the gather tables would be k * blocks entries
-    let e = F::unfold(&x, &[1 << 21], &[1], &[1 << 21], &[1]).unwrap_err();
+    let e = F::unfold(&x, &[1 << 21], &F::FoldOptions { padding: vec![1 << 21], ..Default::default() })
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{e}");
     let cols = Tensor::ones([1, 4, 1], DType::F32).unwrap();
-    assert!(F::fold(&cols, &[usize::MAX, 1], &[2, 2], &[1], &[0], &[1]).is_err());
+    assert!(F::fold(&cols, &[usize::MAX, 1], &[2, 2], &Default::default()).is_err());
 
     let s = Tensor::ones([1, 1, 4], DType::F32).unwrap();
     for mode in [
@@ -436,14 +442,16 @@ fn huge_sizes_are_errors_not_aborts_or_wraps() {
         F::InterpolateMode::Linear,
         F::InterpolateMode::Area,
     ] {
-        let e = F::interpolate(&s, None, Some(&[1e10]), mode, None, None).unwrap_err();
+        let opts = F::InterpolateOptions { scale_factor: Some(vec![1e10]), mode, ..Default::default() };
+        let e = F::interpolate(&s, &opts).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{mode}: {e}");
     }
     let up = Upsample::new(None, Some(&[1e10]), F::InterpolateMode::Nearest);
     assert_eq!(up.call(&s).unwrap_err().kind(), ErrorKind::OutOfMemory);
     // an empty batch interpolates to an empty result of any size, as in PyTorch
     let empty = Tensor::zeros([0, 1, 4], DType::F32).unwrap();
-    let y = F::interpolate(&empty, None, Some(&[1e10]), F::InterpolateMode::Nearest, None, None).unwrap();
+    let opts = F::InterpolateOptions { scale_factor: Some(vec![1e10]), ..Default::default() };
+    let y = F::interpolate(&empty, &opts).unwrap();
     assert_eq!(y.dims(), &[0, 1, 40_000_000_000]);
 
     // r * r wraps to 0 for r = 2^32: a division by zero before

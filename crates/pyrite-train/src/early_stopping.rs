@@ -13,6 +13,8 @@
 //!   such epoch; with a baseline never beaten, the first such epoch after `patience` epochs
 //!   (epochs that improve never stop training, even above the baseline).
 //! - Keras never stops on the first epoch (`epoch > 0`); neither does this.
+//! - Epochs before `start_from_epoch` (a warm-up) are counted but otherwise ignored: they
+//!   neither improve nor add to `wait`, as in Keras.
 //! - With `restore_best_weights`, the module's `state_dict` is copied at each improvement (and
 //!   at the first epoch) and loaded back when training stops (or by
 //!   [`EarlyStopping::restore_best`]).
@@ -38,6 +40,8 @@ pub struct EarlyStoppingOptions {
     pub baseline: Option<f64>,
     /// Load the best epoch's weights back when stopping (default false).
     pub restore_best_weights: bool,
+    /// Epochs (counted from 0) to wait before monitoring starts (default 0).
+    pub start_from_epoch: usize,
 }
 
 impl Default for EarlyStoppingOptions {
@@ -49,6 +53,7 @@ impl Default for EarlyStoppingOptions {
             min_delta: 0.0,
             baseline: None,
             restore_best_weights: false,
+            start_from_epoch: 0,
         }
     }
 }
@@ -116,6 +121,9 @@ impl EarlyStopping {
     pub fn step(&mut self, current: f64, model: &dyn Module) -> Result<bool> {
         let epoch = self.epoch;
         self.epoch += 1;
+        if epoch < self.options.start_from_epoch {
+            return Ok(false);
+        }
         if self.options.restore_best_weights && self.best_weights.is_none() {
             self.best_weights = Some(copy_state(model)?);
         }

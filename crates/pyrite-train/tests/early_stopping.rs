@@ -108,3 +108,18 @@ fn nan_options_are_errors() {
     assert!(EarlyStopping::new(EarlyStoppingOptions { min_delta: f64::NAN, ..opts() }).is_err());
     assert!(EarlyStopping::new(EarlyStoppingOptions { baseline: Some(f64::NAN), ..opts() }).is_err());
 }
+
+#[test]
+fn epochs_before_start_from_epoch_are_a_warm_up() {
+    // keras.callbacks.EarlyStopping(patience=0, start_from_epoch=2): epochs 0 and 1 are
+    // ignored, epoch 2 is the first monitored (and so the best), epoch 3 does not improve
+    let losses = [1.0, 2.0, 3.0, 4.0];
+    assert_eq!(stop_epoch(opts(), &losses), Some(1));
+    assert_eq!(stop_epoch(EarlyStoppingOptions { start_from_epoch: 2, ..opts() }, &losses), Some(3));
+    let model = Linear::new(1, 1).unwrap();
+    let mut s = EarlyStopping::new(EarlyStoppingOptions { start_from_epoch: 2, ..opts() }).unwrap();
+    for v in [0.5, 0.1, 0.9] {
+        assert!(!s.step(v, &model).unwrap());
+    }
+    assert_eq!((s.best_score(), s.best_epoch(), s.wait()), (Some(0.9), Some(2), 0));
+}

@@ -69,5 +69,5 @@ pub fn normalize(embeddings: &Tensor) -> Result<Tensor> {
     if embeddings.rank() == 0 {
         bail!(Shape, "normalize: expected at least one dimension, got a scalar");
     }
-    F::normalize(embeddings, 2.0, -1, 1e-12)
+    F::normalize(embeddings, &F::NormalizeOptions { dim: -1, ..Default::default() })
 }

@@ -16,7 +16,7 @@ pub fn relu(x: &Tensor) -> Result<Tensor> {
 
 /// `F.relu6`: `min(max(0, x), 6)`.
 pub fn relu6(x: &Tensor) -> Result<Tensor> {
-    hardtanh(x, 0.0, 6.0)
+    hardtanh(x, &HardtanhOptions { min_val: 0.0, max_val: 6.0 })
 }
 
 /// `F.leaky_relu(x, negative_slope)`.
@@ -106,8 +106,22 @@ pub fn logsigmoid(x: &Tensor) -> Result<Tensor> {
     x.neg()?.softplus(1.0, 20.0)?.neg()
 }
 
-/// `F.hardtanh(x, min_val, max_val)`.
-pub fn hardtanh(x: &Tensor, min_val: f64, max_val: f64) -> Result<Tensor> {
+/// Options of [`hardtanh`] (`F.hardtanh`'s keywords and defaults).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HardtanhOptions {
+    pub min_val: f64,
+    pub max_val: f64,
+}
+
+impl Default for HardtanhOptions {
+    fn default() -> Self {
+        HardtanhOptions { min_val: -1.0, max_val: 1.0 }
+    }
+}
+
+/// `F.hardtanh(x, min_val=-1.0, max_val=1.0)`: `x` clamped to `[min_val, max_val]`.
+pub fn hardtanh(x: &Tensor, opts: &HardtanhOptions) -> Result<Tensor> {
+    let HardtanhOptions { min_val, max_val } = *opts;
     if min_val > max_val {
         bail!(Value, "hardtanh: min_val cannot be greater than max_val");
     }
@@ -124,9 +138,24 @@ pub fn hardswish(x: &Tensor) -> Result<Tensor> {
     x.mul(&hardsigmoid(x)?)
 }
 
-/// `F.softplus(x, beta, threshold)`: `log(1 + exp(beta x)) / beta`, linear above `threshold`.
-pub fn softplus(x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> {
-    x.softplus(beta, threshold)
+/// Options of [`softplus`] (`F.softplus`'s keywords and defaults).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SoftplusOptions {
+    pub beta: f64,
+    /// Above `beta x = threshold` the result is `x`.
+    pub threshold: f64,
+}
+
+impl Default for SoftplusOptions {
+    fn default() -> Self {
+        SoftplusOptions { beta: 1.0, threshold: 20.0 }
+    }
+}
+
+/// `F.softplus(x, beta=1.0, threshold=20.0)`: `log(1 + exp(beta x)) / beta`, linear above
+/// `threshold`.
+pub fn softplus(x: &Tensor, opts: &SoftplusOptions) -> Result<Tensor> {
+    x.softplus(opts.beta, opts.threshold)
 }
 
 /// `F.softsign`: `x / (1 + |x|)`.
@@ -185,15 +214,27 @@ pub fn softmin(x: &Tensor, dim: isize) -> Result<Tensor> {
     x.neg()?.softmax(dim)
 }
 
-/// `F.rrelu(x, lower, upper, training)`: in training, each negative element is scaled by a
-/// slope drawn uniformly from `[lower, upper]`; in evaluation by their mean.
-pub fn rrelu(
-    x: &Tensor,
-    lower: f64,
-    upper: f64,
-    training: bool,
-    gen: Option<&pyrite_core::Generator>,
-) -> Result<Tensor> {
+/// Options of [`rrelu`] (`F.rrelu`'s keywords and defaults, with the generator of the slopes).
+#[derive(Clone, Copy, Debug)]
+pub struct RreluOptions<'a> {
+    pub lower: f64,
+    pub upper: f64,
+    /// Random slopes (otherwise their mean).
+    pub training: bool,
+    /// Draws the slopes (`None`: the default generator).
+    pub generator: Option<&'a pyrite_core::Generator>,
+}
+
+impl Default for RreluOptions<'_> {
+    fn default() -> Self {
+        RreluOptions { lower: 1.0 / 8.0, upper: 1.0 / 3.0, training: false, generator: None }
+    }
+}
+
+/// `F.rrelu(x, lower=1/8, upper=1/3, training=False)`: in training, each negative element is
+/// scaled by a slope drawn uniformly from `[lower, upper]`; in evaluation by their mean.
+pub fn rrelu(x: &Tensor, opts: &RreluOptions) -> Result<Tensor> {
+    let RreluOptions { lower, upper, training, generator: gen } = *opts;
     if !training {
         return leaky_relu(x, (lower + upper) / 2.0);
     }

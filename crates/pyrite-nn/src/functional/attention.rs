@@ -15,7 +15,7 @@
 //! `docs/ARCHITECTURE.md`); [`crate::attention::sdpa_kernel`] restricts the choice, as
 //! `torch.nn.attention.sdpa_kernel` does.
 
-use super::linear::{dropout, linear};
+use super::linear::{dropout, linear, DropoutOptions};
 use crate::attention::{backend_allowed, SdpBackend};
 use pyrite_core::autograd::{self, Function, FunctionCtx};
 use pyrite_core::ops::attention::FlashAttention;
@@ -118,7 +118,7 @@ pub fn scaled_dot_product_attention(
     };
     let mut p = probs(query, &k, mask.as_ref(), scale, opts.is_causal)?;
     if opts.dropout_p > 0.0 {
-        p = dropout(&p, opts.dropout_p, true, None)?;
+        p = dropout(&p, &DropoutOptions { p: opts.dropout_p, ..Default::default() })?;
     }
     p.matmul(&v)
 }
@@ -572,7 +572,7 @@ pub fn multi_head_attention_forward(
         Some(m) => bail!(Shape, "attn_mask's dimension {} is not supported", m.rank()),
     };
     let mut kpm = kpm;
-    let pad1 = |m: Tensor| super::linear::pad(&m, &[0, 1], super::linear::PadMode::Constant, 0.0);
+    let pad1 = |m: Tensor| super::linear::pad(&m, &[0, 1], &Default::default());
 
     // heads: (N, H, L or S, head_dim) views
     let split = |t: &Tensor| -> Result<Tensor> { t.unflatten(-1, [heads, head_dim])?.permute(&[1, 2, 0, 3]) };
@@ -642,7 +642,7 @@ pub fn multi_head_attention_forward(
         }
         let mut w = w.softmax(-1)?;
         if dropout_p > 0.0 {
-            w = dropout(&w, dropout_p, true, None)?;
+            w = dropout(&w, &DropoutOptions { p: dropout_p, ..Default::default() })?;
         }
         let attn = w.matmul(&v)?;
         let w = if o.average_attn_weights { w.mean_dims(&[1], false)? } else { w };

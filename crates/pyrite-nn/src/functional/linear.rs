@@ -76,9 +76,46 @@ fn keep_mask(shape: &[usize], p: f64, dtype: DType, gen: Option<&Generator>) -> 
     m.div_scalar(1.0 - p)
 }
 
-/// `F.dropout(x, p, training)`: zeroes each element with probability `p` and scales the rest
-/// by `1 / (1 - p)` in training; the identity otherwise.
-pub fn dropout(x: &Tensor, p: f64, training: bool, gen: Option<&Generator>) -> Result<Tensor> {
+/// Options of [`dropout`] and [`feature_dropout`] (`F.dropout`'s keywords and defaults, with
+/// the generator of the mask).
+#[derive(Clone, Copy, Debug)]
+pub struct DropoutOptions<'a> {
+    /// The probability of zeroing an element.
+    pub p: f64,
+    /// Dropout applies (otherwise the identity).
+    pub training: bool,
+    /// Draws the mask (`None`: the default generator).
+    pub generator: Option<&'a Generator>,
+}
+
+impl Default for DropoutOptions<'_> {
+    fn default() -> Self {
+        DropoutOptions { p: 0.5, training: true, generator: None }
+    }
+}
+
+/// Options of [`alpha_dropout`] and [`feature_alpha_dropout`]: as [`DropoutOptions`], but
+/// PyTorch's `F.alpha_dropout` defaults to `training=False`.
+#[derive(Clone, Copy, Debug)]
+pub struct AlphaDropoutOptions<'a> {
+    /// The probability of dropping an element.
+    pub p: f64,
+    /// Dropout applies (otherwise the identity).
+    pub training: bool,
+    /// Draws the mask (`None`: the default generator).
+    pub generator: Option<&'a Generator>,
+}
+
+impl Default for AlphaDropoutOptions<'_> {
+    fn default() -> Self {
+        AlphaDropoutOptions { p: 0.5, training: false, generator: None }
+    }
+}
+
+/// `F.dropout(x, p=0.5, training=True)`: zeroes each element with probability `p` and scales
+/// the rest by `1 / (1 - p)` in training; the identity otherwise.
+pub fn dropout(x: &Tensor, opts: &DropoutOptions) -> Result<Tensor> {
+    let DropoutOptions { p, training, generator: gen } = *opts;
     check_p(p)?;
     if !training || p == 0.0 {
         return Ok(x.clone());
@@ -89,15 +126,10 @@ pub fn dropout(x: &Tensor, p: f64, training: bool, gen: Option<&Generator>) -> R
     x.mul(&keep_mask(x.dims(), p, x.dtype(), gen)?)
 }
 
-/// Channel dropout (`F.dropout1d/2d/3d`): whole channels (dim 1 of a batched input, dim 0 of
-/// an unbatched one) are zeroed. `spatial` is 1, 2 or 3.
-pub fn feature_dropout(
-    x: &Tensor,
-    p: f64,
-    training: bool,
-    spatial: usize,
-    gen: Option<&Generator>,
-) -> Result<Tensor> {
+/// Channel dropout (`F.dropout1d/2d/3d(x, p=0.5, training=True)`): whole channels (dim 1 of
+/// a batched input, dim 0 of an unbatched one) are zeroed. `spatial` is 1, 2 or 3.
+pub fn feature_dropout(x: &Tensor, spatial: usize, opts: &DropoutOptions) -> Result<Tensor> {
+    let DropoutOptions { p, training, generator: gen } = *opts;
     check_p(p)?;
     let r = x.rank();
     if r != spatial + 1 && r != spatial + 2 {
@@ -121,8 +153,9 @@ pub fn feature_dropout(
     x.mul(&keep_mask(&shape, p, x.dtype(), gen)?)
 }
 
-/// `F.alpha_dropout(x, p, training)`: dropout that keeps SELU's mean and variance.
-pub fn alpha_dropout(x: &Tensor, p: f64, training: bool, gen: Option<&Generator>) -> Result<Tensor> {
+/// `F.alpha_dropout(x, p=0.5, training=False)`: dropout that keeps SELU's mean and variance.
+pub fn alpha_dropout(x: &Tensor, opts: &AlphaDropoutOptions) -> Result<Tensor> {
+    let AlphaDropoutOptions { p, training, generator: gen } = *opts;
     check_p(p)?;
     if !training || p == 0.0 {
         return Ok(x.clone());
@@ -247,19 +280,47 @@ pub enum BagMode {
     Max,
 }
 
-/// `F.embedding_bag(idx, weight, offsets, mode, per_sample_weights, padding_idx)`: sums,
-/// means or maxes of the looked-up rows per bag. `idx` is 2-D (one bag per row, no
-/// offsets) or 1-D with `offsets` (bag `b` is `idx[offsets[b]..offsets[b+1]]`). An empty bag
-/// gives zeros. With `include_last_offset`, `offsets` ends with the end of the last bag.
-pub fn embedding_bag(
-    idx: &Tensor,
-    weight: &Tensor,
-    offsets: Option<&Tensor>,
-    mode: BagMode,
-    per_sample_weights: Option<&Tensor>,
-    padding_idx: Option<i64>,
-    include_last_offset: bool,
-) -> Result<Tensor> {
+/// Options of [`embedding_bag`] (`F.embedding_bag`'s keywords and defaults; `sparse` has no
+/// counterpart: gradients are dense).
+#[derive(Clone, Debug, Default)]
+pub struct EmbeddingBagOptions {
+    /// The start of each bag in a 1-D input (required then; a 2-D input has none).
+    pub offsets: Option<Tensor>,
+    /// Rows looked up are renormalised in place to this norm first.
+    pub max_norm: Option<f64>,
+    /// The p of the max_norm norm (default 2).
+    pub norm_type: Option<f64>,
+    /// Divides each row's gradient by how often the row occurs in the batch.
+    pub scale_grad_by_freq: bool,
+    pub mode: BagMode,
+    /// A weight per index, multiplying its row (mode `Sum` only).
+    pub per_sample_weights: Option<Tensor>,
+    /// `offsets` ends with the end of the last bag.
+    pub include_last_offset: bool,
+    /// Indices equal to this (negative counts from the end) are left out of their bag and
+    /// give the row no gradient.
+    pub padding_idx: Option<i64>,
+}
+
+/// `F.embedding_bag(idx, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+/// mode='mean', sparse=False, per_sample_weights=None, include_last_offset=False,
+/// padding_idx=None)`: sums, means or maxes of the looked-up rows per bag. `idx` is 2-D (one
+/// bag per row, no offsets) or 1-D with `offsets` (bag `b` is
+/// `idx[offsets[b]..offsets[b+1]]`). An empty bag (or one of only `padding_idx`) gives zeros;
+/// the mean divides by the count of the other entries.
+pub fn embedding_bag(idx: &Tensor, weight: &Tensor, opts: &EmbeddingBagOptions) -> Result<Tensor> {
+    let (offsets, mode, per_sample_weights) =
+        (opts.offsets.as_ref(), opts.mode, opts.per_sample_weights.as_ref());
+    let include_last_offset = opts.include_last_offset;
+    if weight.rank() != 2 {
+        bail!(Shape, "'weight' must be 2-D, got shape {}", weight.shape());
+    }
+    let n = weight.dims()[0] as i64;
+    let padding_idx = match opts.padding_idx {
+        Some(p) if p >= n || p < -n => bail!(Value, "padding_idx must be within the number of embeddings"),
+        Some(p) if p < 0 => Some(p + n),
+        p => p,
+    };
     let (flat, bounds): (Tensor, Vec<(usize, usize)>) = match (idx.rank(), offsets) {
         (2, None) => {
             let (b, l) = (idx.dims()[0], idx.dims()[1]);
@@ -296,7 +357,16 @@ pub fn embedding_bag(
     if per_sample_weights.is_some() && mode != BagMode::Sum {
         bail!(Value, "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' (got mode='{:?}'). Please open a feature request on GitHub.", mode);
     }
-    let rows = embedding(&flat, weight, &EmbeddingOptions { padding_idx, ..Default::default() })?;
+    let rows = embedding(
+        &flat,
+        weight,
+        &EmbeddingOptions {
+            padding_idx,
+            max_norm: opts.max_norm,
+            norm_type: opts.norm_type,
+            scale_grad_by_freq: opts.scale_grad_by_freq,
+        },
+    )?;
     let rows = match per_sample_weights {
         Some(w) => rows.mul(&w.reshape([-1isize])?.unsqueeze(1)?)?,
         None => rows,
@@ -326,8 +396,9 @@ pub fn embedding_bag(
     Tensor::stack(&bags, 0)
 }
 
-/// `F.feature_alpha_dropout(x, p, training)`: alpha dropout of whole channels.
-pub fn feature_alpha_dropout(x: &Tensor, p: f64, training: bool, gen: Option<&Generator>) -> Result<Tensor> {
+/// `F.feature_alpha_dropout(x, p=0.5, training=False)`: alpha dropout of whole channels.
+pub fn feature_alpha_dropout(x: &Tensor, opts: &AlphaDropoutOptions) -> Result<Tensor> {
+    let AlphaDropoutOptions { p, training, generator: gen } = *opts;
     check_p(p)?;
     if !training || p == 0.0 {
         return Ok(x.clone());
@@ -358,22 +429,72 @@ pub fn one_hot(idx: &Tensor, num_classes: Option<usize>) -> Result<Tensor> {
     idx.one_hot(num_classes)
 }
 
-/// `F.normalize(x, p, dim, eps)`: `x / max(||x||_p, eps)` along `dim`.
-pub fn normalize(x: &Tensor, p: f64, dim: isize, eps: f64) -> Result<Tensor> {
+/// Options of [`normalize`] (`F.normalize`'s keywords and defaults).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NormalizeOptions {
+    /// The norm's exponent.
+    pub p: f64,
+    pub dim: isize,
+    /// The norm is clamped below at this value.
+    pub eps: f64,
+}
+
+impl Default for NormalizeOptions {
+    fn default() -> Self {
+        NormalizeOptions { p: 2.0, dim: 1, eps: 1e-12 }
+    }
+}
+
+/// `F.normalize(x, p=2.0, dim=1, eps=1e-12)`: `x / max(||x||_p, eps)` along `dim`.
+pub fn normalize(x: &Tensor, opts: &NormalizeOptions) -> Result<Tensor> {
+    let NormalizeOptions { p, dim, eps } = *opts;
     let n = x.norm(p, &[dim], true)?.clamp(Some(Scalar::from(eps)), None)?;
     x.div(&n)
 }
 
-/// `F.cosine_similarity(x1, x2, dim, eps)`.
-pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, dim: isize, eps: f64) -> Result<Tensor> {
+/// Options of [`cosine_similarity`] (`F.cosine_similarity`'s keywords and defaults).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CosineSimilarityOptions {
+    pub dim: isize,
+    /// Each norm is clamped below at this value.
+    pub eps: f64,
+}
+
+impl Default for CosineSimilarityOptions {
+    fn default() -> Self {
+        CosineSimilarityOptions { dim: 1, eps: 1e-8 }
+    }
+}
+
+/// `F.cosine_similarity(x1, x2, dim=1, eps=1e-8)`.
+pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, opts: &CosineSimilarityOptions) -> Result<Tensor> {
+    let CosineSimilarityOptions { dim, eps } = *opts;
     // PyTorch 2.x: x1 / max(|x1|, eps) . x2 / max(|x2|, eps)
     let n1 = x1.norm(2.0, &[dim], true)?.clamp(Some(Scalar::from(eps)), None)?;
     let n2 = x2.norm(2.0, &[dim], true)?.clamp(Some(Scalar::from(eps)), None)?;
     x1.div(&n1)?.mul(&x2.div(&n2)?)?.sum_dims(&[dim], false)
 }
 
-/// `F.pairwise_distance(x1, x2, p, eps, keepdim)`: `||x1 - x2 + eps||_p` over the last dim.
-pub fn pairwise_distance(x1: &Tensor, x2: &Tensor, p: f64, eps: f64, keepdim: bool) -> Result<Tensor> {
+/// Options of [`pairwise_distance`] (`F.pairwise_distance`'s keywords and defaults).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PairwiseDistanceOptions {
+    /// The norm's exponent.
+    pub p: f64,
+    /// Added to the differences before the norm.
+    pub eps: f64,
+    pub keepdim: bool,
+}
+
+impl Default for PairwiseDistanceOptions {
+    fn default() -> Self {
+        PairwiseDistanceOptions { p: 2.0, eps: 1e-6, keepdim: false }
+    }
+}
+
+/// `F.pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False)`: `||x1 - x2 + eps||_p` over
+/// the last dim.
+pub fn pairwise_distance(x1: &Tensor, x2: &Tensor, opts: &PairwiseDistanceOptions) -> Result<Tensor> {
+    let PairwiseDistanceOptions { p, eps, keepdim } = *opts;
     let r = x1.rank().max(x2.rank());
     let d = x1.sub(x2)?.add_scalar(eps)?;
     if r == 0 {
@@ -392,10 +513,29 @@ pub enum PadMode {
     Circular,
 }
 
-/// `F.pad(x, pad, mode, value)`: `pad` lists (left, right) pairs starting from the last dim,
-/// as in PyTorch. Negative pads crop. Reflect, replicate and circular go through an index
-/// lookup per padded dim (so gradients flow back to the source elements).
-pub fn pad(x: &Tensor, pad: &[isize], mode: PadMode, value: f64) -> Result<Tensor> {
+/// Options of [`pad`] (`F.pad`'s keywords and defaults).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PadOptions {
+    pub mode: PadMode,
+    /// The fill of `Constant` padding (`None`: 0). The other modes take no value (as in
+    /// PyTorch, only `None` or 0 is accepted with them).
+    pub value: Option<f64>,
+}
+
+/// `F.pad(x, pad, mode='constant', value=None)`: `pad` lists (left, right) pairs starting
+/// from the last dim, as in PyTorch. Negative pads crop. Reflect, replicate and circular go
+/// through an index lookup per padded dim (so gradients flow back to the source elements).
+pub fn pad(x: &Tensor, pad: &[isize], opts: &PadOptions) -> Result<Tensor> {
+    let mode = opts.mode;
+    let value = opts.value.unwrap_or(0.0);
+    if mode != PadMode::Constant && value != 0.0 {
+        let name = match mode {
+            PadMode::Reflect => "reflect",
+            PadMode::Replicate => "replicate",
+            _ => "circular",
+        };
+        bail!(Value, "Padding mode \"{name}\" doesn't take in value argument");
+    }
     if !pad.len().is_multiple_of(2) {
         bail!(Value, "Padding length must be divisible by 2");
     }

@@ -240,9 +240,24 @@ pub fn l1_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<
     reduction.apply(input.sub(target)?.abs()?)
 }
 
-/// `F.smooth_l1_loss(input, target, reduction, beta)`: `0.5 d^2 / beta` below `beta`, else
-/// `|d| - 0.5 beta` (`beta = 0` is L1).
-pub fn smooth_l1_loss(input: &Tensor, target: &Tensor, reduction: Reduction, beta: f64) -> Result<Tensor> {
+/// Options of [`smooth_l1_loss`] (`F.smooth_l1_loss`'s keywords and defaults).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SmoothL1LossOptions {
+    pub reduction: Reduction,
+    /// Where the loss turns from quadratic to linear (`0` is L1).
+    pub beta: f64,
+}
+
+impl Default for SmoothL1LossOptions {
+    fn default() -> Self {
+        SmoothL1LossOptions { reduction: Reduction::Mean, beta: 1.0 }
+    }
+}
+
+/// `F.smooth_l1_loss(input, target, reduction='mean', beta=1.0)`: `0.5 d^2 / beta` below
+/// `beta`, else `|d| - 0.5 beta` (`beta = 0` is L1).
+pub fn smooth_l1_loss(input: &Tensor, target: &Tensor, opts: &SmoothL1LossOptions) -> Result<Tensor> {
+    let SmoothL1LossOptions { reduction, beta } = *opts;
     check_same_shape("smooth_l1_loss", input, target)?;
     if beta < 0.0 {
         bail!(Value, "smooth_l1_loss does not support negative values for beta.");
@@ -255,9 +270,24 @@ pub fn smooth_l1_loss(input: &Tensor, target: &Tensor, reduction: Reduction, bet
     reduction.apply(quad.where_(&d.lt_scalar(beta)?, &d.sub_scalar(0.5 * beta)?)?)
 }
 
-/// `F.huber_loss(input, target, reduction, delta)`: `0.5 d^2` below `delta`, else
+/// Options of [`huber_loss`] (`F.huber_loss`'s keywords and defaults).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HuberLossOptions {
+    pub reduction: Reduction,
+    /// Where the loss turns from quadratic to linear (positive).
+    pub delta: f64,
+}
+
+impl Default for HuberLossOptions {
+    fn default() -> Self {
+        HuberLossOptions { reduction: Reduction::Mean, delta: 1.0 }
+    }
+}
+
+/// `F.huber_loss(input, target, reduction='mean', delta=1.0)`: `0.5 d^2` below `delta`, else
 /// `delta (|d| - 0.5 delta)`.
-pub fn huber_loss(input: &Tensor, target: &Tensor, reduction: Reduction, delta: f64) -> Result<Tensor> {
+pub fn huber_loss(input: &Tensor, target: &Tensor, opts: &HuberLossOptions) -> Result<Tensor> {
+    let HuberLossOptions { reduction, delta } = *opts;
     check_same_shape("huber_loss", input, target)?;
     if delta <= 0.0 {
         bail!(Value, "huber_loss does not support non-positive values for delta.");
@@ -268,15 +298,23 @@ pub fn huber_loss(input: &Tensor, target: &Tensor, reduction: Reduction, delta: 
     reduction.apply(quad.where_(&d.lt_scalar(delta)?, &lin)?)
 }
 
-/// `F.binary_cross_entropy(probs, target, weight, reduction)`: log terms clamped at -100,
-/// as PyTorch does, with PyTorch's gradient `(x - t) / max(x (1 - x), 1e-12)` (finite at 0 and
-/// 1). Input and target must lie in [0, 1].
+/// Options of [`binary_cross_entropy`] (`F.binary_cross_entropy`'s keywords and defaults).
+#[derive(Clone, Debug, Default)]
+pub struct BinaryCrossEntropyOptions {
+    /// A weight per element (broadcast to the input).
+    pub weight: Option<Tensor>,
+    pub reduction: Reduction,
+}
+
+/// `F.binary_cross_entropy(probs, target, weight=None, reduction='mean')`: log terms clamped
+/// at -100, as PyTorch does, with PyTorch's gradient `(x - t) / max(x (1 - x), 1e-12)` (finite
+/// at 0 and 1). Input and target must lie in [0, 1].
 pub fn binary_cross_entropy(
     input: &Tensor,
     target: &Tensor,
-    weight: Option<&Tensor>,
-    reduction: Reduction,
+    opts: &BinaryCrossEntropyOptions,
 ) -> Result<Tensor> {
+    let (weight, reduction) = (opts.weight.as_ref(), opts.reduction);
     check_float("binary_cross_entropy", input)?;
     if input.dims() != target.dims() {
         bail!(
@@ -342,15 +380,25 @@ impl pyrite_core::autograd::Function for BinaryCrossEntropy {
     }
 }
 
-/// `F.binary_cross_entropy_with_logits(logits, target, weight, reduction, pos_weight)`:
-/// `-(pos_weight t log s(x) + (1 - t) log(1 - s(x)))`, computed stably with `logsigmoid`.
+/// Options of [`binary_cross_entropy_with_logits`] (its keywords and defaults).
+#[derive(Clone, Debug, Default)]
+pub struct BinaryCrossEntropyWithLogitsOptions {
+    /// A weight per element (broadcast to the input).
+    pub weight: Option<Tensor>,
+    pub reduction: Reduction,
+    /// A weight of the positive examples per class (broadcast along the last dim).
+    pub pos_weight: Option<Tensor>,
+}
+
+/// `F.binary_cross_entropy_with_logits(logits, target, weight=None, reduction='mean',
+/// pos_weight=None)`: `-(pos_weight t log s(x) + (1 - t) log(1 - s(x)))`, computed stably with
+/// `logsigmoid`.
 pub fn binary_cross_entropy_with_logits(
     input: &Tensor,
     target: &Tensor,
-    weight: Option<&Tensor>,
-    reduction: Reduction,
-    pos_weight: Option<&Tensor>,
+    opts: &BinaryCrossEntropyWithLogitsOptions,
 ) -> Result<Tensor> {
+    let (weight, reduction, pos_weight) = (opts.weight.as_ref(), opts.reduction, opts.pos_weight.as_ref());
     check_float("binary_cross_entropy_with_logits", input)?;
     if input.dims() != target.dims() {
         bail!(Value, "Target size ({:?}) must be the same as input size ({:?})", target.dims(), input.dims());
@@ -379,9 +427,20 @@ pub enum KlReduction {
     BatchMean,
 }
 
-/// `F.kl_div(input, target, reduction, log_target)`: `input` holds log-probabilities;
-/// `target` probabilities (or log-probabilities with `log_target`).
-pub fn kl_div(input: &Tensor, target: &Tensor, reduction: KlReduction, log_target: bool) -> Result<Tensor> {
+/// Options of [`kl_div`] (`F.kl_div`'s keywords and defaults).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KlDivOptions {
+    /// `'mean'` (PyTorch's default) averages over every element; `'batchmean'` divides the sum
+    /// by the batch size, which is the true KL divergence.
+    pub reduction: KlReduction,
+    /// `target` holds log-probabilities too.
+    pub log_target: bool,
+}
+
+/// `F.kl_div(input, target, reduction='mean', log_target=False)`: `input` holds
+/// log-probabilities; `target` probabilities (or log-probabilities with `log_target`).
+pub fn kl_div(input: &Tensor, target: &Tensor, opts: &KlDivOptions) -> Result<Tensor> {
+    let KlDivOptions { reduction, log_target } = *opts;
     let loss = if log_target {
         target.exp()?.mul(&target.sub(input)?)?
     } else {
@@ -401,15 +460,23 @@ pub fn kl_div(input: &Tensor, target: &Tensor, reduction: KlReduction, log_targe
     }
 }
 
-/// `F.cosine_embedding_loss(x1, x2, y, margin, reduction)`: `1 - cos` for `y = 1`,
+/// Options of [`cosine_embedding_loss`] (`F.cosine_embedding_loss`'s keywords and defaults).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CosineEmbeddingLossOptions {
+    /// Should lie in [-1, 1]; 0 to 0.5 is suggested.
+    pub margin: f64,
+    pub reduction: Reduction,
+}
+
+/// `F.cosine_embedding_loss(x1, x2, y, margin=0.0, reduction='mean')`: `1 - cos` for `y = 1`,
 /// `max(0, cos - margin)` for `y = -1`.
 pub fn cosine_embedding_loss(
     x1: &Tensor,
     x2: &Tensor,
     y: &Tensor,
-    margin: f64,
-    reduction: Reduction,
+    opts: &CosineEmbeddingLossOptions,
 ) -> Result<Tensor> {
+    let CosineEmbeddingLossOptions { margin, reduction } = *opts;
     if x1.dims() != x2.dims() || x1.rank() == 0 || x1.rank() > 2 {
         bail!(
             Shape,
@@ -432,14 +499,22 @@ pub fn cosine_embedding_loss(
     reduction.apply(loss)
 }
 
-/// `F.margin_ranking_loss(x1, x2, y, margin, reduction)`: `max(0, -y (x1 - x2) + margin)`.
+/// Options of [`margin_ranking_loss`] (`F.margin_ranking_loss`'s keywords and defaults).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MarginRankingLossOptions {
+    pub margin: f64,
+    pub reduction: Reduction,
+}
+
+/// `F.margin_ranking_loss(x1, x2, y, margin=0.0, reduction='mean')`:
+/// `max(0, -y (x1 - x2) + margin)`.
 pub fn margin_ranking_loss(
     x1: &Tensor,
     x2: &Tensor,
     y: &Tensor,
-    margin: f64,
-    reduction: Reduction,
+    opts: &MarginRankingLossOptions,
 ) -> Result<Tensor> {
+    let MarginRankingLossOptions { margin, reduction } = *opts;
     let loss = y
         .to_dtype(x1.dtype())?
         .neg()?
@@ -449,30 +524,61 @@ pub fn margin_ranking_loss(
     reduction.apply(loss)
 }
 
-/// `F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction)`.
-#[allow(clippy::too_many_arguments)]
+/// Options of [`triplet_margin_loss`] (`F.triplet_margin_loss`'s keywords and defaults).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TripletMarginLossOptions {
+    pub margin: f64,
+    /// The norm degree of the pairwise distance.
+    pub p: f64,
+    /// Added to the differences before the norm.
+    pub eps: f64,
+    /// Uses the smaller of the anchor-negative and positive-negative distances.
+    pub swap: bool,
+    pub reduction: Reduction,
+}
+
+impl Default for TripletMarginLossOptions {
+    fn default() -> Self {
+        TripletMarginLossOptions { margin: 1.0, p: 2.0, eps: 1e-6, swap: false, reduction: Reduction::Mean }
+    }
+}
+
+/// `F.triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+/// reduction='mean')`: `max(0, d(a, p) - d(a, n) + margin)`.
 pub fn triplet_margin_loss(
     anchor: &Tensor,
     positive: &Tensor,
     negative: &Tensor,
-    margin: f64,
-    p: f64,
-    eps: f64,
-    swap: bool,
-    reduction: Reduction,
+    opts: &TripletMarginLossOptions,
 ) -> Result<Tensor> {
-    let d_ap = super::pairwise_distance(anchor, positive, p, eps, false)?;
-    let mut d_an = super::pairwise_distance(anchor, negative, p, eps, false)?;
+    let TripletMarginLossOptions { margin, p, eps, swap, reduction } = *opts;
+    let dist = super::PairwiseDistanceOptions { p, eps, keepdim: false };
+    let d_ap = super::pairwise_distance(anchor, positive, &dist)?;
+    let mut d_an = super::pairwise_distance(anchor, negative, &dist)?;
     if swap {
-        let d_pn = super::pairwise_distance(positive, negative, p, eps, false)?;
+        let d_pn = super::pairwise_distance(positive, negative, &dist)?;
         d_an = d_an.minimum(&d_pn)?;
     }
     reduction.apply(d_ap.sub(&d_an)?.add_scalar(margin)?.clamp(Some(Scalar::from(0.0)), None)?)
 }
 
-/// `F.hinge_embedding_loss(x, y, margin, reduction)`: `x` for `y = 1`, `max(0, margin - x)`
-/// for `y = -1`.
-pub fn hinge_embedding_loss(x: &Tensor, y: &Tensor, margin: f64, reduction: Reduction) -> Result<Tensor> {
+/// Options of [`hinge_embedding_loss`] (`F.hinge_embedding_loss`'s keywords and defaults).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HingeEmbeddingLossOptions {
+    pub margin: f64,
+    pub reduction: Reduction,
+}
+
+impl Default for HingeEmbeddingLossOptions {
+    fn default() -> Self {
+        HingeEmbeddingLossOptions { margin: 1.0, reduction: Reduction::Mean }
+    }
+}
+
+/// `F.hinge_embedding_loss(x, y, margin=1.0, reduction='mean')`: `x` for `y = 1`,
+/// `max(0, margin - x)` for `y = -1`.
+pub fn hinge_embedding_loss(x: &Tensor, y: &Tensor, opts: &HingeEmbeddingLossOptions) -> Result<Tensor> {
+    let HingeEmbeddingLossOptions { margin, reduction } = *opts;
     let y = y.to_dtype(x.dtype())?;
     let zeros = x.zeros_like()?;
     let margin_clamp = x.neg()?.add_scalar(margin)?.clamp(Some(Scalar::from(0.0)), None)?;
@@ -488,14 +594,22 @@ pub fn soft_margin_loss(x: &Tensor, y: &Tensor, reduction: Reduction) -> Result<
     reduction.apply(z.softplus(1.0, f64::INFINITY)?)
 }
 
-/// `F.multilabel_soft_margin_loss(x, y, weight, reduction)`: the mean over classes of the
-/// per-class binary cross-entropy with logits.
+/// Options of [`multilabel_soft_margin_loss`] (its keywords and defaults).
+#[derive(Clone, Debug, Default)]
+pub struct MultilabelSoftMarginLossOptions {
+    /// A weight per class.
+    pub weight: Option<Tensor>,
+    pub reduction: Reduction,
+}
+
+/// `F.multilabel_soft_margin_loss(x, y, weight=None, reduction='mean')`: the mean over
+/// classes of the per-class binary cross-entropy with logits.
 pub fn multilabel_soft_margin_loss(
     x: &Tensor,
     y: &Tensor,
-    weight: Option<&Tensor>,
-    reduction: Reduction,
+    opts: &MultilabelSoftMarginLossOptions,
 ) -> Result<Tensor> {
+    let (weight, reduction) = (opts.weight.as_ref(), opts.reduction);
     check_same_shape("multilabel_soft_margin_loss", x, y)?;
     let y = y.to_dtype(x.dtype())?;
     let mut loss = y
@@ -510,16 +624,28 @@ pub fn multilabel_soft_margin_loss(
     reduction.apply(loss)
 }
 
-/// `F.multi_margin_loss(x, y, p, margin, weight, reduction)`: the multi-class hinge loss
-/// `sum_{i != y} max(0, margin - x[y] + x[i])^p / C` (weighted by `weight[y]`).
-pub fn multi_margin_loss(
-    x: &Tensor,
-    y: &Tensor,
-    p: u32,
-    margin: f64,
-    weight: Option<&Tensor>,
-    reduction: Reduction,
-) -> Result<Tensor> {
+/// Options of [`multi_margin_loss`] (`F.multi_margin_loss`'s keywords and defaults).
+#[derive(Clone, Debug)]
+pub struct MultiMarginLossOptions {
+    /// 1 or 2.
+    pub p: u32,
+    pub margin: f64,
+    /// A weight per class.
+    pub weight: Option<Tensor>,
+    pub reduction: Reduction,
+}
+
+impl Default for MultiMarginLossOptions {
+    fn default() -> Self {
+        MultiMarginLossOptions { p: 1, margin: 1.0, weight: None, reduction: Reduction::Mean }
+    }
+}
+
+/// `F.multi_margin_loss(x, y, p=1, margin=1.0, weight=None, reduction='mean')`: the
+/// multi-class hinge loss `sum_{i != y} max(0, margin - x[y] + x[i])^p / C` (weighted by
+/// `weight[y]`).
+pub fn multi_margin_loss(x: &Tensor, y: &Tensor, opts: &MultiMarginLossOptions) -> Result<Tensor> {
+    let (p, margin, weight, reduction) = (opts.p, opts.margin, opts.weight.as_ref(), opts.reduction);
     if p != 1 && p != 2 {
         bail!(Value, "only p == 1 and p == 2 supported");
     }
@@ -592,15 +718,28 @@ pub fn multilabel_margin_loss(x: &Tensor, y: &Tensor, reduction: Reduction) -> R
     reduction.apply(loss)
 }
 
-/// `F.poisson_nll_loss(input, target, log_input, full, eps, reduction)`.
-pub fn poisson_nll_loss(
-    input: &Tensor,
-    target: &Tensor,
-    log_input: bool,
-    full: bool,
-    eps: f64,
-    reduction: Reduction,
-) -> Result<Tensor> {
+/// Options of [`poisson_nll_loss`] (`F.poisson_nll_loss`'s keywords and defaults).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PoissonNllLossOptions {
+    /// `input` is the log of the rate: the loss is `exp(input) - target * input`; otherwise
+    /// `input - target * log(input + eps)`.
+    pub log_input: bool,
+    /// Adds Stirling's approximation of `log(target!)`.
+    pub full: bool,
+    /// Keeps `log(input + eps)` finite when `log_input` is false.
+    pub eps: f64,
+    pub reduction: Reduction,
+}
+
+impl Default for PoissonNllLossOptions {
+    fn default() -> Self {
+        PoissonNllLossOptions { log_input: true, full: false, eps: 1e-8, reduction: Reduction::Mean }
+    }
+}
+
+/// `F.poisson_nll_loss(input, target, log_input=True, full=False, eps=1e-8, reduction='mean')`.
+pub fn poisson_nll_loss(input: &Tensor, target: &Tensor, opts: &PoissonNllLossOptions) -> Result<Tensor> {
+    let PoissonNllLossOptions { log_input, full, eps, reduction } = *opts;
     let t = target.to_dtype(input.dtype())?;
     let mut loss = if log_input {
         input.exp()?.sub(&t.mul(input)?)?
@@ -641,7 +780,23 @@ impl pyrite_core::autograd::Function for ClampNoGrad {
     }
 }
 
-/// `F.gaussian_nll_loss(input, target, var, full, eps, reduction)`:
+/// Options of [`gaussian_nll_loss`] (`F.gaussian_nll_loss`'s keywords and defaults).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GaussianNllLossOptions {
+    /// Adds the constant `0.5 log(2 pi)`.
+    pub full: bool,
+    /// The variance is clamped below at this value.
+    pub eps: f64,
+    pub reduction: Reduction,
+}
+
+impl Default for GaussianNllLossOptions {
+    fn default() -> Self {
+        GaussianNllLossOptions { full: false, eps: 1e-6, reduction: Reduction::Mean }
+    }
+}
+
+/// `F.gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction='mean')`:
 /// `0.5 (log(max(var, eps)) + (input - target)^2 / max(var, eps))`, plus `0.5 log(2 pi)` with
 /// `full`. `var` may have one fewer dim or a last dim of 1 (one variance per sample), as in
 /// PyTorch. As in PyTorch, the clamp does not cut the gradient: `var` gets the gradient at the
@@ -650,10 +805,9 @@ pub fn gaussian_nll_loss(
     input: &Tensor,
     target: &Tensor,
     var: &Tensor,
-    full: bool,
-    eps: f64,
-    reduction: Reduction,
+    opts: &GaussianNllLossOptions,
 ) -> Result<Tensor> {
+    let GaussianNllLossOptions { full, eps, reduction } = *opts;
     let var = if var.dims() != input.dims() {
         if input.rank() == var.rank() + 1 && input.dims()[..var.rank()] == *var.dims() {
             var.unsqueeze(-1)?
@@ -681,8 +835,18 @@ pub fn gaussian_nll_loss(
     reduction.apply(loss)
 }
 
-/// `F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction,
-/// zero_infinity)`: the connectionist temporal classification loss, `-log p(target | input)`
+/// Options of [`ctc_loss`] (`F.ctc_loss`'s keywords and defaults).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CtcLossOptions {
+    /// The blank label's class index.
+    pub blank: i64,
+    pub reduction: Reduction,
+    /// Infinite losses (and their gradients) become 0.
+    pub zero_infinity: bool,
+}
+
+/// `F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction='mean',
+/// zero_infinity=False)`: the connectionist temporal classification loss, `-log p(target | input)`
 /// summed over every alignment, by the forward-backward recursion in log space (accumulated
 /// in f64).
 ///
@@ -700,10 +864,9 @@ pub fn ctc_loss(
     targets: &Tensor,
     input_lengths: &Tensor,
     target_lengths: &Tensor,
-    blank: i64,
-    reduction: Reduction,
-    zero_infinity: bool,
+    opts: &CtcLossOptions,
 ) -> Result<Tensor> {
+    let CtcLossOptions { blank, reduction, zero_infinity } = *opts;
     check_float("ctc_loss", log_probs)?;
     let batched = log_probs.rank() == 3;
     let lp = match log_probs.rank() {

@@ -47,25 +47,43 @@ fn channel_affine(y: Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>) -> 
     Ok(y)
 }
 
-/// `F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)`.
+/// Options of [`batch_norm`] (`F.batch_norm`'s keywords and defaults).
+#[derive(Clone, Debug)]
+pub struct BatchNormOptions {
+    /// A scale per channel.
+    pub weight: Option<Tensor>,
+    /// A shift per channel.
+    pub bias: Option<Tensor>,
+    /// Normalise by the batch statistics (and update the running ones).
+    pub training: bool,
+    /// The running statistics' update factor.
+    pub momentum: f64,
+    pub eps: f64,
+}
+
+impl Default for BatchNormOptions {
+    fn default() -> Self {
+        BatchNormOptions { weight: None, bias: None, training: false, momentum: 0.1, eps: 1e-5 }
+    }
+}
+
+/// `F.batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False,
+/// momentum=0.1, eps=1e-5)`.
 ///
 /// In training the batch statistics normalise `x` (over every dim but 1) and, when given,
 /// the running statistics are updated in place under `no_grad`:
 /// `running = (1 - momentum) * running + momentum * batch` with the unbiased batch variance.
-/// `momentum = None` is the cumulative average (`factor = 1 / num_batches_tracked`, which the
-/// caller increments first and passes as `Some(factor)`). In evaluation the running
-/// statistics normalise.
-#[allow(clippy::too_many_arguments)]
+/// A layer's `momentum = None` is the cumulative average (the layer increments
+/// `num_batches_tracked` first and passes `momentum = 1 / num_batches_tracked`). In evaluation
+/// the running statistics normalise.
 pub fn batch_norm(
     x: &Tensor,
     running_mean: Option<&Tensor>,
     running_var: Option<&Tensor>,
-    weight: Option<&Tensor>,
-    bias: Option<&Tensor>,
-    training: bool,
-    momentum: f64,
-    eps: f64,
+    opts: &BatchNormOptions,
 ) -> Result<Tensor> {
+    let (weight, bias) = (opts.weight.as_ref(), opts.bias.as_ref());
+    let (training, momentum, eps) = (opts.training, opts.momentum, opts.eps);
     if x.rank() < 2 {
         bail!(
             Shape,
@@ -117,15 +135,27 @@ pub fn batch_norm(
     channel_affine(x.sub(&mean)?.mul(&var.add_scalar(eps)?.rsqrt()?)?, weight, bias)
 }
 
-/// `F.layer_norm(x, normalized_shape, weight, bias, eps)`: normalises over the last
-/// `normalized_shape.len()` dims.
-pub fn layer_norm(
-    x: &Tensor,
-    normalized_shape: &[usize],
-    weight: Option<&Tensor>,
-    bias: Option<&Tensor>,
-    eps: f64,
-) -> Result<Tensor> {
+/// Options of [`layer_norm`] and [`group_norm`] (their keywords and defaults, the same for
+/// both).
+#[derive(Clone, Debug)]
+pub struct LayerNormOptions {
+    /// A scale (of `normalized_shape` for layer norm, one per channel for group norm).
+    pub weight: Option<Tensor>,
+    /// A shift, shaped as `weight`.
+    pub bias: Option<Tensor>,
+    pub eps: f64,
+}
+
+impl Default for LayerNormOptions {
+    fn default() -> Self {
+        LayerNormOptions { weight: None, bias: None, eps: 1e-5 }
+    }
+}
+
+/// `F.layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5)`: normalises over the
+/// last `normalized_shape.len()` dims.
+pub fn layer_norm(x: &Tensor, normalized_shape: &[usize], opts: &LayerNormOptions) -> Result<Tensor> {
+    let (weight, bias, eps) = (opts.weight.as_ref(), opts.bias.as_ref(), opts.eps);
     let dims = last_dims(x, normalized_shape)?;
     // one fused pass per row when no gradient is needed (f32, contiguous)
     let n = normalized_shape.iter().product();
@@ -143,14 +173,19 @@ pub fn layer_norm(
     Ok(y)
 }
 
-/// `F.rms_norm(x, normalized_shape, weight, eps)`: `x / sqrt(mean(x^2) + eps) * weight` over
-/// the last dims; `eps = None` is the dtype's machine epsilon, as in PyTorch.
-pub fn rms_norm(
-    x: &Tensor,
-    normalized_shape: &[usize],
-    weight: Option<&Tensor>,
-    eps: Option<f64>,
-) -> Result<Tensor> {
+/// Options of [`rms_norm`] (`F.rms_norm`'s keywords and defaults).
+#[derive(Clone, Debug, Default)]
+pub struct RmsNormOptions {
+    /// A scale of `normalized_shape`.
+    pub weight: Option<Tensor>,
+    /// `None`: the dtype's machine epsilon.
+    pub eps: Option<f64>,
+}
+
+/// `F.rms_norm(x, normalized_shape, weight=None, eps=None)`: `x / sqrt(mean(x^2) + eps) *
+/// weight` over the last dims; `eps = None` is the dtype's machine epsilon, as in PyTorch.
+pub fn rms_norm(x: &Tensor, normalized_shape: &[usize], opts: &RmsNormOptions) -> Result<Tensor> {
+    let (weight, eps) = (opts.weight.as_ref(), opts.eps);
     let dims = last_dims(x, normalized_shape)?;
     let eps = eps.unwrap_or(match x.dtype() {
         DType::F64 => f64::EPSILON,
@@ -165,15 +200,10 @@ pub fn rms_norm(
     }
 }
 
-/// `F.group_norm(x, num_groups, weight, bias, eps)`: normalises each group of channels of
-/// each sample.
-pub fn group_norm(
-    x: &Tensor,
-    num_groups: usize,
-    weight: Option<&Tensor>,
-    bias: Option<&Tensor>,
-    eps: f64,
-) -> Result<Tensor> {
+/// `F.group_norm(x, num_groups, weight=None, bias=None, eps=1e-5)`: normalises each group of
+/// channels of each sample.
+pub fn group_norm(x: &Tensor, num_groups: usize, opts: &LayerNormOptions) -> Result<Tensor> {
+    let (weight, bias, eps) = (opts.weight.as_ref(), opts.bias.as_ref(), opts.eps);
     if x.rank() < 2 {
         bail!(
             Shape,
@@ -197,19 +227,44 @@ pub fn group_norm(
     channel_affine(y, weight, bias)
 }
 
-/// `F.instance_norm(x, running_mean, running_var, weight, bias, use_input_stats, momentum,
-/// eps)`: batch norm of each sample on its own (statistics over the spatial dims).
-#[allow(clippy::too_many_arguments)]
-pub fn instance_norm(
-    x: &Tensor,
-    running_mean: Option<&Tensor>,
-    running_var: Option<&Tensor>,
-    weight: Option<&Tensor>,
-    bias: Option<&Tensor>,
-    use_input_stats: bool,
-    momentum: f64,
-    eps: f64,
-) -> Result<Tensor> {
+/// Options of [`instance_norm`] (`F.instance_norm`'s keywords and defaults).
+#[derive(Clone, Debug)]
+pub struct InstanceNormOptions {
+    /// Running statistics per channel, updated in place when `use_input_stats`.
+    pub running_mean: Option<Tensor>,
+    pub running_var: Option<Tensor>,
+    /// A scale per channel.
+    pub weight: Option<Tensor>,
+    /// A shift per channel.
+    pub bias: Option<Tensor>,
+    /// Normalise by each sample's statistics (otherwise by the running ones).
+    pub use_input_stats: bool,
+    /// The running statistics' update factor.
+    pub momentum: f64,
+    pub eps: f64,
+}
+
+impl Default for InstanceNormOptions {
+    fn default() -> Self {
+        InstanceNormOptions {
+            running_mean: None,
+            running_var: None,
+            weight: None,
+            bias: None,
+            use_input_stats: true,
+            momentum: 0.1,
+            eps: 1e-5,
+        }
+    }
+}
+
+/// `F.instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None,
+/// use_input_stats=True, momentum=0.1, eps=1e-5)`: batch norm of each sample on its own
+/// (statistics over the spatial dims).
+pub fn instance_norm(x: &Tensor, opts: &InstanceNormOptions) -> Result<Tensor> {
+    let (running_mean, running_var) = (opts.running_mean.as_ref(), opts.running_var.as_ref());
+    let (weight, bias) = (opts.weight.as_ref(), opts.bias.as_ref());
+    let (use_input_stats, momentum, eps) = (opts.use_input_stats, opts.momentum, opts.eps);
     if x.rank() < 3 {
         bail!(
             Shape,
@@ -241,9 +296,24 @@ pub fn instance_norm(
     channel_affine(y, weight, bias)
 }
 
-/// `F.local_response_norm(x, size, alpha, beta, k)`: `x / (k + alpha/n * sum of squares over
-/// n neighbouring channels)^beta`.
-pub fn local_response_norm(x: &Tensor, size: usize, alpha: f64, beta: f64, k: f64) -> Result<Tensor> {
+/// Options of [`local_response_norm`] (`F.local_response_norm`'s keywords and defaults).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LocalResponseNormOptions {
+    pub alpha: f64,
+    pub beta: f64,
+    pub k: f64,
+}
+
+impl Default for LocalResponseNormOptions {
+    fn default() -> Self {
+        LocalResponseNormOptions { alpha: 1e-4, beta: 0.75, k: 1.0 }
+    }
+}
+
+/// `F.local_response_norm(x, size, alpha=1e-4, beta=0.75, k=1.0)`: `x / (k + alpha/n * sum of
+/// squares over n neighbouring channels)^beta`.
+pub fn local_response_norm(x: &Tensor, size: usize, opts: &LocalResponseNormOptions) -> Result<Tensor> {
+    let LocalResponseNormOptions { alpha, beta, k } = *opts;
     if x.rank() < 3 {
         bail!(Shape, "Expected 3D or higher dimensionality input (got {} dimensions)", x.rank());
     }

@@ -27,7 +27,7 @@
 //! # Ok::<(), pyrite::Error>(())
 //! ```
 
-use super::linear::{dropout, linear};
+use super::linear::{dropout, linear, DropoutOptions};
 use pyrite_core::autograd::{self, Function, FunctionCtx};
 use pyrite_core::{bail, Result, Tensor};
 
@@ -391,7 +391,7 @@ fn run(
         }
         let out = if outs.len() == 1 { outs.remove(0) } else { Tensor::cat(&outs, 1)? };
         layer_input = if layer + 1 < args.num_layers && args.dropout > 0.0 && args.train {
-            dropout(&out, args.dropout, true, None)?
+            dropout(&out, &DropoutOptions { p: args.dropout, ..Default::default() })?
         } else {
             out
         };

@@ -7,7 +7,7 @@
 //! are computed exactly as PyTorch's CPU kernels compute them (in the input's "opmath" type:
 //! f32 for f32, f64 for f64), so that floor decisions agree bit for bit.
 
-use super::{pad, PadMode};
+use super::pad;
 use pyrite_core::alloc::try_with_capacity;
 use pyrite_core::{bail, DType, Result, Scalar, Tensor};
 use std::ops::{Add, Div, Mul, Sub};
@@ -329,8 +329,24 @@ fn fmt_list<T: std::fmt::Debug>(v: &[T]) -> String {
     format!("{v:?}")
 }
 
-/// `F.interpolate(x, size, scale_factor, mode, align_corners, recompute_scale_factor)`:
-/// resamples the spatial dims of `[N, C, *spatial]` (3-D, 4-D or 5-D).
+/// Options of [`interpolate`] (`F.interpolate`'s keywords and defaults; `antialias` is not
+/// supported).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InterpolateOptions {
+    /// The output's spatial size: one value per spatial dim, or one for all of them.
+    pub size: Option<Vec<usize>>,
+    /// The multiplier of the spatial size: one value per spatial dim, or one for all of them.
+    pub scale_factor: Option<Vec<f64>>,
+    pub mode: InterpolateMode,
+    /// Interpolating modes only (`None`: false); the other modes reject any value.
+    pub align_corners: Option<bool>,
+    /// With `scale_factor`, computes the source coordinates from the output size (`None`:
+    /// false).
+    pub recompute_scale_factor: Option<bool>,
+}
+
+/// `F.interpolate(x, size=None, scale_factor=None, mode='nearest', align_corners=None,
+/// recompute_scale_factor=None)`: resamples the spatial dims of `[N, C, *spatial]` (3-D, 4-D or 5-D).
 ///
 /// `size` and `scale_factor` take one value per spatial dim, or one value for all of them
 /// (Python's int / float form); exactly one of them must be given. With `scale_factor` (and
@@ -342,18 +358,19 @@ fn fmt_list<T: std::fmt::Debug>(v: &[T]) -> String {
 /// use pyrite::nn::functional::{self as F, InterpolateMode};
 /// use pyrite::Tensor;
 /// let x = Tensor::new([[[1f32, 3.]]])?;
-/// let y = F::interpolate(&x, None, Some(&[2.0]), InterpolateMode::Linear, None, None)?;
+/// let opts = F::InterpolateOptions {
+///     scale_factor: Some(vec![2.0]),
+///     mode: InterpolateMode::Linear,
+///     ..Default::default()
+/// };
+/// let y = F::interpolate(&x, &opts)?;
 /// assert_eq!(y.to_vec3::<f32>()?[0][0], vec![1., 1.5, 2.5, 3.]);
 /// # Ok::<(), pyrite::Error>(())
 /// ```
-pub fn interpolate(
-    x: &Tensor,
-    size: Option<&[usize]>,
-    scale_factor: Option<&[f64]>,
-    mode: InterpolateMode,
-    align_corners: Option<bool>,
-    recompute_scale_factor: Option<bool>,
-) -> Result<Tensor> {
+pub fn interpolate(x: &Tensor, opts: &InterpolateOptions) -> Result<Tensor> {
+    let (size, scale_factor) = (opts.size.as_deref(), opts.scale_factor.as_deref());
+    let (mode, align_corners, recompute_scale_factor) =
+        (opts.mode, opts.align_corners, opts.recompute_scale_factor);
     let align = if mode.interpolating() {
         align_corners.unwrap_or(false)
     } else {
@@ -583,7 +600,22 @@ impl Patches {
     }
 }
 
-/// `F.unfold(x, kernel_size, dilation, padding, stride)` (im2col): `[N, C, H, W] -> [N, C kh
+/// Options of [`unfold`] and [`fold`] (their keywords and defaults, the same for both): each
+/// one value for both spatial dims, or two.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FoldOptions {
+    pub dilation: Vec<usize>,
+    pub padding: Vec<usize>,
+    pub stride: Vec<usize>,
+}
+
+impl Default for FoldOptions {
+    fn default() -> Self {
+        FoldOptions { dilation: vec![1], padding: vec![0], stride: vec![1] }
+    }
+}
+
+/// `F.unfold(x, kernel_size, dilation=1, padding=0, stride=1)` (im2col): `[N, C, H, W] -> [N, C kh
 /// kw, L]` (or `[C, H, W] -> [C kh kw, L]`), the sliding blocks as columns, `L` blocks in
 /// row-major order. Each of the four parameters is one value for both dims or two.
 ///
@@ -591,19 +623,13 @@ impl Patches {
 /// use pyrite::nn::functional as F;
 /// use pyrite::{DType, Tensor};
 /// let x = Tensor::arange(0.0, 16.0, 1.0, DType::F32)?.reshape([1, 1, 4, 4])?;
-/// let cols = F::unfold(&x, &[2], &[1], &[0], &[2])?;
+/// let cols = F::unfold(&x, &[2], &F::FoldOptions { stride: vec![2], ..Default::default() })?;
 /// assert_eq!(cols.dims(), &[1, 4, 4]);
 /// assert_eq!(cols.to_vec3::<f32>()?[0][0], vec![0., 2., 8., 10.]);
 /// # Ok::<(), pyrite::Error>(())
 /// ```
-pub fn unfold(
-    x: &Tensor,
-    kernel_size: &[usize],
-    dilation: &[usize],
-    padding: &[usize],
-    stride: &[usize],
-) -> Result<Tensor> {
-    let pp = Patches::new("unfold", kernel_size, dilation, padding, stride)?;
+pub fn unfold(x: &Tensor, kernel_size: &[usize], opts: &FoldOptions) -> Result<Tensor> {
+    let pp = Patches::new("unfold", kernel_size, &opts.dilation, &opts.padding, &opts.stride)?;
     let r = x.rank();
     let dims = x.dims();
     let valid = match r {
@@ -644,7 +670,7 @@ pub fn unfold(
     }
     let xp = if pp.p[0] > 0 || pp.p[1] > 0 {
         let (ph, pw) = (pp.p[0] as isize, pp.p[1] as isize);
-        pad(&xb, &[pw, pw, ph, ph], PadMode::Constant, 0.0)?
+        pad(&xb, &[pw, pw, ph, ph], &Default::default())?
     } else {
         xb
     };
@@ -666,7 +692,7 @@ pub fn unfold(
     }
 }
 
-/// `F.fold(x, output_size, kernel_size, dilation, padding, stride)` (col2im): the inverse
+/// `F.fold(x, output_size, kernel_size, dilation=1, padding=0, stride=1)` (col2im): the inverse
 /// layout of [`unfold`], `[N, C kh kw, L] -> [N, C, H, W]` (or unbatched `[C kh kw, L]`),
 /// summing where blocks overlap. It is unfold's adjoint.
 ///
@@ -674,21 +700,14 @@ pub fn unfold(
 /// use pyrite::nn::functional as F;
 /// use pyrite::{DType, Tensor};
 /// let x = Tensor::ones([1, 1, 3, 3], DType::F32)?;
-/// let cols = F::unfold(&x, &[2], &[1], &[0], &[1])?;
-/// let back = F::fold(&cols, &[3, 3], &[2], &[1], &[0], &[1])?;
+/// let cols = F::unfold(&x, &[2], &Default::default())?;
+/// let back = F::fold(&cols, &[3, 3], &[2], &Default::default())?;
 /// assert_eq!(back.to_vec::<f32>()?, vec![1., 2., 1., 2., 4., 2., 1., 2., 1.]);
 /// # Ok::<(), pyrite::Error>(())
 /// ```
-pub fn fold(
-    x: &Tensor,
-    output_size: &[usize],
-    kernel_size: &[usize],
-    dilation: &[usize],
-    padding: &[usize],
-    stride: &[usize],
-) -> Result<Tensor> {
+pub fn fold(x: &Tensor, output_size: &[usize], kernel_size: &[usize], opts: &FoldOptions) -> Result<Tensor> {
     let [h, w] = pair("output_size", "fold", output_size)?;
-    let pp = Patches::new("fold", kernel_size, dilation, padding, stride)?;
+    let pp = Patches::new("fold", kernel_size, &opts.dilation, &opts.padding, &opts.stride)?;
     let r = x.rank();
     let dims = x.dims();
     let valid = (r == 2 && dims[0] != 0 && dims[1] != 0) || (r == 3 && dims[1] != 0 && dims[2] != 0);
@@ -988,7 +1007,18 @@ fn int_index(x: &Tensor, size: usize) -> Result<(Tensor, Tensor)> {
     Ok((i, ok))
 }
 
-/// `F.grid_sample(input, grid, mode, padding_mode, align_corners)`: samples `input` `[N, C,
+/// Options of [`grid_sample`] (`F.grid_sample`'s keywords and defaults; PyTorch's
+/// `align_corners=None` is false).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GridSampleOptions {
+    pub mode: GridSampleMode,
+    pub padding_mode: GridSamplePadding,
+    /// -1 and 1 are the centres of the corner pixels (not their outer edges).
+    pub align_corners: bool,
+}
+
+/// `F.grid_sample(input, grid, mode='bilinear', padding_mode='zeros', align_corners=None)`:
+/// samples `input` `[N, C,
 /// H, W]` at the normalised locations of `grid` `[N, Ho, Wo, 2]` (x, y in `[-1, 1]`) to
 /// `[N, C, Ho, Wo]`; 5-D (`[N, C, D, H, W]` with a `[N, Do, Ho, Wo, 3]` grid of x, y, z)
 /// for bilinear (trilinear) and nearest. Differentiable with respect to input and grid
@@ -996,21 +1026,16 @@ fn int_index(x: &Tensor, size: usize) -> Result<(Tensor, Tensor)> {
 /// PyTorch).
 ///
 /// ```
-/// use pyrite::nn::functional::{self as F, GridSampleMode, GridSamplePadding};
+/// use pyrite::nn::functional::{self as F, GridSampleOptions};
 /// use pyrite::Tensor;
 /// let x = Tensor::new([[[[1f32, 2.], [3., 4.]]]])?;
 /// let grid = Tensor::new([[[[0f32, 0.], [-1., -1.]]]])?; // the centre and the top-left corner
-/// let y = F::grid_sample(&x, &grid, GridSampleMode::Bilinear, GridSamplePadding::Zeros, true)?;
+/// let y = F::grid_sample(&x, &grid, &GridSampleOptions { align_corners: true, ..Default::default() })?;
 /// assert_eq!(y.to_vec::<f32>()?, vec![2.5, 1.]);
 /// # Ok::<(), pyrite::Error>(())
 /// ```
-pub fn grid_sample(
-    input: &Tensor,
-    grid: &Tensor,
-    mode: GridSampleMode,
-    padding_mode: GridSamplePadding,
-    align_corners: bool,
-) -> Result<Tensor> {
+pub fn grid_sample(input: &Tensor, grid: &Tensor, opts: &GridSampleOptions) -> Result<Tensor> {
+    let GridSampleOptions { mode, padding_mode, align_corners } = *opts;
     let r = input.rank();
     if r != grid.rank() {
         bail!(
