@@ -60,7 +60,7 @@ pub use hooks::{
 };
 pub use linear::{Bilinear, Identity, Linear};
 pub use loss::*;
-pub use module::{Member, MemberMut, Members, Module, ModuleBase, ModuleFields, ModuleHooks};
+pub use module::{AsModule, Member, MemberMut, Members, Module, ModuleBase, ModuleFields, ModuleHooks};
 pub use normalization::{
     BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,
     LayerNorm, LocalResponseNorm, RMSNorm,

@@ -266,81 +266,25 @@ impl Members for Option<Buffer> {
     }
 }
 
-impl<M: Module> Members for M {
-    fn visit_members<'a>(&'a self, name: &str, f: &mut dyn FnMut(Member<'a, '_>)) {
-        f(Member::Module(name, self))
+/// What a sub-module field holds: a module, or a boxed `dyn Module` (a layer chosen at run
+/// time, PyTorch's `getattr(nn, name)(...)`). [`Members`] is implemented for these, and for
+/// `Option` and `Vec` of them, so the derive treats both alike.
+pub trait AsModule {
+    fn as_dyn(&self) -> &dyn Module;
+    fn as_dyn_mut(&mut self) -> &mut dyn Module;
+}
+
+impl<M: Module> AsModule for M {
+    fn as_dyn(&self) -> &dyn Module {
+        self
     }
-    fn visit_members_mut(
-        &mut self,
-        name: &str,
-        f: &mut dyn FnMut(MemberMut<'_, '_>) -> Result<()>,
-    ) -> Result<()> {
-        f(MemberMut::Module(name, self))
+    fn as_dyn_mut(&mut self) -> &mut dyn Module {
+        self
     }
 }
 
-impl<M: Module> Members for Option<M> {
-    fn visit_members<'a>(&'a self, name: &str, f: &mut dyn FnMut(Member<'a, '_>)) {
-        if let Some(m) = self {
-            f(Member::Module(name, m))
-        }
-    }
-    fn visit_members_mut(
-        &mut self,
-        name: &str,
-        f: &mut dyn FnMut(MemberMut<'_, '_>) -> Result<()>,
-    ) -> Result<()> {
-        match self {
-            Some(m) => f(MemberMut::Module(name, m)),
-            None => Ok(()),
-        }
-    }
-}
-
-/// A `Vec` of modules names its elements `name.0`, `name.1`, ... (the keys a PyTorch
-/// `ModuleList` attribute gives them; use [`crate::ModuleList`] to have `name` itself be a
-/// module too).
-impl<M: Module> Members for Vec<M> {
-    fn visit_members<'a>(&'a self, name: &str, f: &mut dyn FnMut(Member<'a, '_>)) {
-        for (i, m) in self.iter().enumerate() {
-            f(Member::Module(&format!("{name}.{i}"), m))
-        }
-    }
-    fn visit_members_mut(
-        &mut self,
-        name: &str,
-        f: &mut dyn FnMut(MemberMut<'_, '_>) -> Result<()>,
-    ) -> Result<()> {
-        for (i, m) in self.iter_mut().enumerate() {
-            f(MemberMut::Module(&format!("{name}.{i}"), m))?;
-        }
-        Ok(())
-    }
-}
-
-/// A shared module (the same module under two parents): listed once by `named_modules` and
-/// `named_parameters`, under each name by `state_dict`, as in PyTorch. Changing it in place
-/// (`to_dtype`) needs it unshared.
-impl<M: Module> Members for Arc<M> {
-    fn visit_members<'a>(&'a self, name: &str, f: &mut dyn FnMut(Member<'a, '_>)) {
-        f(Member::Module(name, &**self))
-    }
-    fn visit_members_mut(
-        &mut self,
-        name: &str,
-        f: &mut dyn FnMut(MemberMut<'_, '_>) -> Result<()>,
-    ) -> Result<()> {
-        let owners = Arc::strong_count(self);
-        match Arc::get_mut(self) {
-            Some(m) => f(MemberMut::Module(name, m)),
-            None => bail!(Value, "cannot change module '{name}' in place: it is shared ({owners} owners)"),
-        }
-    }
-}
-
-/// A module chosen at run time (PyTorch's `getattr(nn, rnn_type)(...)`): a boxed
-/// `dyn Module` field is a sub-module like any other, under its field's name and in field
-/// order, so the state_dict keys come out in PyTorch's order.
+/// A boxed `dyn Module` field is a sub-module like any other, under its field's name and in
+/// field order, so the state_dict keys come out in PyTorch's order.
 ///
 /// ```
 /// use pyrite::nn::{Linear, Module, ModuleBase, RnnOptions, GRU, LSTM};
@@ -368,23 +312,32 @@ impl<M: Module> Members for Arc<M> {
 /// assert_eq!((out.dims(), h.dims()), (&[3, 1, 8][..], &[1, 1, 8][..]));
 /// # Ok::<(), pyrite::Error>(())
 /// ```
-impl Members for Box<dyn Module> {
+impl AsModule for Box<dyn Module> {
+    fn as_dyn(&self) -> &dyn Module {
+        &**self
+    }
+    fn as_dyn_mut(&mut self) -> &mut dyn Module {
+        &mut **self
+    }
+}
+
+impl<M: AsModule> Members for M {
     fn visit_members<'a>(&'a self, name: &str, f: &mut dyn FnMut(Member<'a, '_>)) {
-        f(Member::Module(name, &**self))
+        f(Member::Module(name, self.as_dyn()))
     }
     fn visit_members_mut(
         &mut self,
         name: &str,
         f: &mut dyn FnMut(MemberMut<'_, '_>) -> Result<()>,
     ) -> Result<()> {
-        f(MemberMut::Module(name, &mut **self))
+        f(MemberMut::Module(name, self.as_dyn_mut()))
     }
 }
 
-impl Members for Option<Box<dyn Module>> {
+impl<M: AsModule> Members for Option<M> {
     fn visit_members<'a>(&'a self, name: &str, f: &mut dyn FnMut(Member<'a, '_>)) {
         if let Some(m) = self {
-            f(Member::Module(name, &**m))
+            f(Member::Module(name, m.as_dyn()))
         }
     }
     fn visit_members_mut(
@@ -393,17 +346,19 @@ impl Members for Option<Box<dyn Module>> {
         f: &mut dyn FnMut(MemberMut<'_, '_>) -> Result<()>,
     ) -> Result<()> {
         match self {
-            Some(m) => f(MemberMut::Module(name, &mut **m)),
+            Some(m) => f(MemberMut::Module(name, m.as_dyn_mut())),
             None => Ok(()),
         }
     }
 }
 
-/// Boxed modules in a `Vec` are named `name.0`, `name.1`, ... as for [`Vec`] of modules.
-impl Members for Vec<Box<dyn Module>> {
+/// A `Vec` of modules names its elements `name.0`, `name.1`, ... (the keys a PyTorch
+/// `ModuleList` attribute gives them; use [`crate::ModuleList`] to have `name` itself be a
+/// module too).
+impl<M: AsModule> Members for Vec<M> {
     fn visit_members<'a>(&'a self, name: &str, f: &mut dyn FnMut(Member<'a, '_>)) {
         for (i, m) in self.iter().enumerate() {
-            f(Member::Module(&format!("{name}.{i}"), &**m))
+            f(Member::Module(&format!("{name}.{i}"), m.as_dyn()))
         }
     }
     fn visit_members_mut(
@@ -412,9 +367,29 @@ impl Members for Vec<Box<dyn Module>> {
         f: &mut dyn FnMut(MemberMut<'_, '_>) -> Result<()>,
     ) -> Result<()> {
         for (i, m) in self.iter_mut().enumerate() {
-            f(MemberMut::Module(&format!("{name}.{i}"), &mut **m))?;
+            f(MemberMut::Module(&format!("{name}.{i}"), m.as_dyn_mut()))?;
         }
         Ok(())
+    }
+}
+
+/// A shared module (the same module under two parents): listed once by `named_modules` and
+/// `named_parameters`, under each name by `state_dict`, as in PyTorch. Changing it in place
+/// (`to_dtype`) needs it unshared.
+impl<M: Module> Members for Arc<M> {
+    fn visit_members<'a>(&'a self, name: &str, f: &mut dyn FnMut(Member<'a, '_>)) {
+        f(Member::Module(name, &**self))
+    }
+    fn visit_members_mut(
+        &mut self,
+        name: &str,
+        f: &mut dyn FnMut(MemberMut<'_, '_>) -> Result<()>,
+    ) -> Result<()> {
+        let owners = Arc::strong_count(self);
+        match Arc::get_mut(self) {
+            Some(m) => f(MemberMut::Module(name, m)),
+            None => bail!(Value, "cannot change module '{name}' in place: it is shared ({owners} owners)"),
+        }
     }
 }
 
