@@ -105,10 +105,17 @@ unsafe fn rows_f32_body(src: *const f32, dst: *mut f32, rows: usize, k: usize, l
                 mx[l] = if c[l] > mx[l] { c[l] } else { mx[l] };
             }
         }
-        let mut m = lanes_max(&mx);
-        for &v in xc.remainder() {
-            m = if v > m { v } else { m };
+        // The remainder (fewer than 4L values) through the same lanes, padded with -inf: a
+        // short row (attention's 81 keys) would otherwise spend most of its time in scalar code.
+        let rem = xc.remainder();
+        if !rem.is_empty() {
+            let mut pad = [f32::NEG_INFINITY; 4 * L];
+            pad[..rem.len()].copy_from_slice(rem);
+            for l in 0..4 * L {
+                mx[l] = if pad[l] > mx[l] { pad[l] } else { mx[l] };
+            }
         }
+        let m = lanes_max(&mx);
         // A NaN in the row is skipped by the max but propagates through exp and the sum.
         let mut s = [0f32; 2 * L];
         let body = k - k % (2 * L);
@@ -132,15 +139,22 @@ unsafe fn rows_f32_body(src: *const f32, dst: *mut f32, rows: usize, k: usize, l
                 }
             }
         }
-        let mut tail = 0f32;
-        for j in body..k {
-            let e = exp_nonpos(x[j] - m);
-            if !log {
-                y[j] = e;
+        // The tail (fewer than 2L values) through the same lanes, padded with -inf, whose
+        // exp is 0 (a row whose maximum is -inf or NaN is NaN either way).
+        if body < k {
+            let n = k - body;
+            let mut pad = [f32::NEG_INFINITY; 2 * L];
+            pad[..n].copy_from_slice(&x[body..]);
+            let mut e = [0f32; 2 * L];
+            for l in 0..2 * L {
+                e[l] = exp_nonpos(pad[l] - m);
+                s[l] += e[l];
             }
-            tail += e;
+            if !log {
+                y[body..].copy_from_slice(&e[..n]);
+            }
         }
-        let sum = lanes_sum(s) + tail;
+        let sum = lanes_sum(s);
         if log {
             let ls = sum.ln();
             if stream {
