@@ -41,16 +41,7 @@ impl Embedding {
 
     /// Sets `padding_idx` (negative counts from the end) and zeroes that row.
     pub fn padding_idx(mut self, idx: i64) -> Result<Embedding> {
-        let n = self.weight.dims()[0] as i64;
-        if idx >= n || idx < -n {
-            bail!(Value, "Padding_idx must be within num_embeddings");
-        }
-        let idx = if idx < 0 { idx + n } else { idx };
-        {
-            let _g = pyrite_core::autograd::no_grad();
-            self.weight.select(0, idx as isize)?.fill_(0.0)?;
-        }
-        self.opts.padding_idx = Some(idx);
+        self.opts.padding_idx = Some(zero_padding_row(&self.weight, idx, "Padding_idx")?);
         Ok(self)
     }
 
@@ -146,16 +137,7 @@ impl EmbeddingBag {
     /// Sets `padding_idx` (negative counts from the end) and zeroes that row, as
     /// [`Embedding::padding_idx`] does.
     pub fn padding_idx(mut self, idx: i64) -> Result<EmbeddingBag> {
-        let n = self.weight.dims()[0] as i64;
-        if idx >= n || idx < -n {
-            bail!(Value, "padding_idx must be within num_embeddings");
-        }
-        let idx = if idx < 0 { idx + n } else { idx };
-        {
-            let _g = pyrite_core::autograd::no_grad();
-            self.weight.select(0, idx as isize)?.fill_(0.0)?;
-        }
-        self.opts.padding_idx = Some(idx);
+        self.opts.padding_idx = Some(zero_padding_row(&self.weight, idx, "padding_idx")?);
         Ok(self)
     }
 
@@ -211,4 +193,18 @@ impl Module for EmbeddingBag {
         }
         s
     }
+}
+
+/// `padding_idx` as Embedding and EmbeddingBag take it: checked against the rows (`name` in
+/// the message is each class's spelling in PyTorch's), counted from the end when negative,
+/// and that row of `weight` zeroed. Returns the non-negative index.
+fn zero_padding_row(weight: &Parameter, idx: i64, name: &str) -> Result<i64> {
+    let n = weight.dims()[0] as i64;
+    if idx >= n || idx < -n {
+        bail!(Value, "{name} must be within num_embeddings");
+    }
+    let idx = if idx < 0 { idx + n } else { idx };
+    let _g = pyrite_core::autograd::no_grad();
+    weight.select(0, idx as isize)?.fill_(0.0)?;
+    Ok(idx)
 }

@@ -23,7 +23,7 @@
 //! ```
 
 use crate::attention::{CallArgs, MhaCall, MultiheadAttention, MultiheadAttentionOptions};
-use crate::call::{typed_call, Args};
+use crate::call::{opt, typed_call, Args};
 use crate::container::ModuleList;
 use crate::dropout::Dropout;
 use crate::functional::{self as F, GeluApproximate};
@@ -163,10 +163,6 @@ fn copy_state<M: Module>(from: &M, to: &M) -> Result<()> {
     Ok(())
 }
 
-fn opt_value(t: Option<&Tensor>) -> Value {
-    t.map_or(Value::None, |t| Value::Tensor(t.clone()))
-}
-
 fn opt_bool_value(b: Option<bool>) -> Value {
     b.map_or(Value::None, Value::Bool)
 }
@@ -261,8 +257,8 @@ impl TransformerEncoderLayer {
 fn encoder_args(src: &Tensor, m: &EncoderMasks<'_>) -> Value {
     Value::Tuple(vec![
         Value::Tensor(src.clone()),
-        opt_value(m.src_mask),
-        opt_value(m.src_key_padding_mask),
+        opt(m.src_mask),
+        opt(m.src_key_padding_mask),
         opt_bool_value(m.is_causal),
     ])
 }
@@ -385,10 +381,10 @@ fn decoder_args(tgt: &Tensor, memory: &Tensor, m: &DecoderMasks<'_>) -> Value {
     Value::Tuple(vec![
         Value::Tensor(tgt.clone()),
         Value::Tensor(memory.clone()),
-        opt_value(m.tgt_mask),
-        opt_value(m.memory_mask),
-        opt_value(m.tgt_key_padding_mask),
-        opt_value(m.memory_key_padding_mask),
+        opt(m.tgt_mask),
+        opt(m.memory_mask),
+        opt(m.tgt_key_padding_mask),
+        opt(m.memory_key_padding_mask),
         opt_bool_value(m.tgt_is_causal),
         Value::Bool(m.memory_is_causal),
     ])
@@ -820,12 +816,12 @@ fn transformer_args(src: &Tensor, tgt: &Tensor, m: &TransformerMasks<'_>) -> Val
     Value::Tuple(vec![
         Value::Tensor(src.clone()),
         Value::Tensor(tgt.clone()),
-        opt_value(m.src_mask),
-        opt_value(m.tgt_mask),
-        opt_value(m.memory_mask),
-        opt_value(m.src_key_padding_mask),
-        opt_value(m.tgt_key_padding_mask),
-        opt_value(m.memory_key_padding_mask),
+        opt(m.src_mask),
+        opt(m.tgt_mask),
+        opt(m.memory_mask),
+        opt(m.src_key_padding_mask),
+        opt(m.tgt_key_padding_mask),
+        opt(m.memory_key_padding_mask),
         opt_bool_value(m.src_is_causal),
         opt_bool_value(m.tgt_is_causal),
         Value::Bool(m.memory_is_causal),
