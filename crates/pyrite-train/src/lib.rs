@@ -12,6 +12,7 @@
 pub mod checkpoint;
 pub mod early_stopping;
 pub mod filename;
+pub mod plot;
 
 pub use checkpoint::{CheckpointManager, CheckpointOptions, SavedCheckpoint};
 pub use early_stopping::{EarlyStopping, EarlyStoppingOptions};
