@@ -338,7 +338,8 @@ fn font(size: f64) -> TextStyle<'static> {
 }
 
 fn bold(size: f64) -> TextStyle<'static> {
-    (FONT, size).into_font().style(FontStyle::Bold).color(&TEXT)
+    // Through `FontDesc::new`: `FontDesc::style` would keep the regular face's glyphs.
+    (FONT, size, FontStyle::Bold).into_font().color(&TEXT)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -414,7 +415,14 @@ impl Axis {
         let plain = major.iter().all(|(v, _, _)| (1e-3..1e4).contains(v));
         let major = major
             .into_iter()
-            .map(|(v, m, e)| (v, if plain { format!("{v}") } else { format!("{m}e{e}") }))
+            .map(|(v, m, e)| {
+                let label = match (plain, e) {
+                    (true, _) => format!("{v}"),
+                    (false, 0) => format!("{m}"),
+                    (false, _) => format!("{m}e{e}"),
+                };
+                (v, label)
+            })
             .collect();
         Axis { lo, hi, log: true, major, minor }
     }
