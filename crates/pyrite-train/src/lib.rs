@@ -19,6 +19,7 @@ pub mod early_stopping;
 pub mod filename;
 pub mod loggers;
 pub mod module;
+pub mod plot;
 pub mod results;
 pub mod seed;
 pub mod trainer;

@@ -842,7 +842,11 @@ impl Trainer {
     fn draw_curves(&self) -> Result<()> {
         let dir = self.log_dir();
         crate::loggers::create_dir(&dir, "Trainer")?;
-        Ok(())
+        let drawn: BTreeMap<String, Vec<(u64, f64)>> = self.history.iter().filter(|(k, _)| k.as_str() != "epoch").map(|(k, v)| (k.clone(), v.clone())).collect();
+        if drawn.is_empty() {
+            return Ok(());
+        }
+        crate::plot::plot_curves(&drawn, &dir).map(|_| ())
     }
 
     fn can_stop_early(&self) -> bool {

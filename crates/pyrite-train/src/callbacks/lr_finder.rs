@@ -205,7 +205,9 @@ impl LearningRateFinder {
             ),
         }
         let path = self.options.plot_path.clone().unwrap_or_else(|| trainer.log_dir().join("lr_find"));
-        let _ = path;
+        if result.lrs.len() >= 2 {
+            crate::plot::plot_lr_finder(&result.lrs, &result.losses, suggestion, &path)?;
+        }
         self.result = Some(result);
         Ok(())
     }
