@@ -101,7 +101,12 @@ pub trait Callback: AsAny {
     fn setup(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule, stage: Stage) -> Result<()> {
         Ok(())
     }
-    fn teardown(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule, stage: Stage) -> Result<()> {
+    fn teardown(
+        &mut self,
+        trainer: &mut Trainer,
+        module: &mut dyn LightningModule,
+        stage: Stage,
+    ) -> Result<()> {
         Ok(())
     }
     fn on_fit_start(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule) -> Result<()> {
@@ -110,7 +115,11 @@ pub trait Callback: AsAny {
     fn on_fit_end(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule) -> Result<()> {
         Ok(())
     }
-    fn on_sanity_check_start(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule) -> Result<()> {
+    fn on_sanity_check_start(
+        &mut self,
+        trainer: &mut Trainer,
+        module: &mut dyn LightningModule,
+    ) -> Result<()> {
         Ok(())
     }
     fn on_sanity_check_end(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule) -> Result<()> {
@@ -122,7 +131,11 @@ pub trait Callback: AsAny {
     fn on_train_end(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule) -> Result<()> {
         Ok(())
     }
-    fn on_train_epoch_start(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule) -> Result<()> {
+    fn on_train_epoch_start(
+        &mut self,
+        trainer: &mut Trainer,
+        module: &mut dyn LightningModule,
+    ) -> Result<()> {
         Ok(())
     }
     fn on_train_epoch_end(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule) -> Result<()> {
@@ -153,10 +166,18 @@ pub trait Callback: AsAny {
     fn on_validation_end(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule) -> Result<()> {
         Ok(())
     }
-    fn on_validation_epoch_start(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule) -> Result<()> {
+    fn on_validation_epoch_start(
+        &mut self,
+        trainer: &mut Trainer,
+        module: &mut dyn LightningModule,
+    ) -> Result<()> {
         Ok(())
     }
-    fn on_validation_epoch_end(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule) -> Result<()> {
+    fn on_validation_epoch_end(
+        &mut self,
+        trainer: &mut Trainer,
+        module: &mut dyn LightningModule,
+    ) -> Result<()> {
         Ok(())
     }
     fn on_validation_batch_start(
@@ -216,7 +237,12 @@ pub trait Callback: AsAny {
     fn on_before_zero_grad(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule) -> Result<()> {
         Ok(())
     }
-    fn on_before_backward(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule, loss: &Tensor) -> Result<()> {
+    fn on_before_backward(
+        &mut self,
+        trainer: &mut Trainer,
+        module: &mut dyn LightningModule,
+        loss: &Tensor,
+    ) -> Result<()> {
         Ok(())
     }
     fn on_after_backward(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule) -> Result<()> {
@@ -224,7 +250,11 @@ pub trait Callback: AsAny {
     }
     /// Before `optimizer.step()`, after the gradients of the accumulation window are in
     /// (`trainer.optimizer()` is the optimizer).
-    fn on_before_optimizer_step(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule) -> Result<()> {
+    fn on_before_optimizer_step(
+        &mut self,
+        trainer: &mut Trainer,
+        module: &mut dyn LightningModule,
+    ) -> Result<()> {
         Ok(())
     }
     /// Called when a checkpoint is being saved, to add to it.
@@ -236,7 +266,12 @@ pub trait Callback: AsAny {
         Ok(())
     }
     /// Called when `fit` (or another stage) ends with an error.
-    fn on_exception(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule, error: &Error) -> Result<()> {
+    fn on_exception(
+        &mut self,
+        trainer: &mut Trainer,
+        module: &mut dyn LightningModule,
+        error: &Error,
+    ) -> Result<()> {
         Ok(())
     }
     /// The state saved in checkpoints (default: none).

@@ -28,10 +28,14 @@ pub use callback::Callback;
 pub use checkpoint::{CheckpointManager, CheckpointOptions, SavedCheckpoint};
 pub use early_stopping::{EarlyStopping, EarlyStoppingOptions};
 pub use filename::{format_filename, FieldValue};
-pub use module::{Flow, HParam, Interval, LightningModule, LrSchedulerConfig, OptimizerConfig, Scheduler, StepOutput};
+pub use module::{
+    Flow, HParam, Interval, LightningModule, LrSchedulerConfig, OptimizerConfig, Scheduler, StepOutput,
+};
 pub use results::{Context, LogOptions, LogValue, ReduceFx, Stage};
 pub use seed::seed_everything;
-pub use trainer::{CkptPath, EvalOptions, FitOptions, GradientClipAlgorithm, Limit, Settings, Trainer, TrainerOptions};
+pub use trainer::{
+    CkptPath, EvalOptions, FitOptions, GradientClipAlgorithm, Limit, Settings, Trainer, TrainerOptions,
+};
 
 /// Whether a monitored metric improves downwards (a loss) or upwards (an accuracy).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -268,7 +268,10 @@ pub trait LightningModule {
 
     /// One validation step, run without gradients in eval mode; log metrics with `ctx.log`.
     fn validation_step(&mut self, batch: &Sample, batch_idx: usize, ctx: &mut Context) -> Result<()> {
-        bail!(Value, "a validation dataloader was given, but `validation_step` is not defined in the LightningModule")
+        bail!(
+            Value,
+            "a validation dataloader was given, but `validation_step` is not defined in the LightningModule"
+        )
     }
 
     /// One test step, run without gradients in eval mode.

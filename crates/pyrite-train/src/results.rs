@@ -47,7 +47,14 @@ pub struct LogOptions {
 
 impl Default for LogOptions {
     fn default() -> Self {
-        LogOptions { on_step: None, on_epoch: None, prog_bar: false, logger: true, reduce_fx: ReduceFx::Mean, batch_size: None }
+        LogOptions {
+            on_step: None,
+            on_epoch: None,
+            prog_bar: false,
+            logger: true,
+            reduce_fx: ReduceFx::Mean,
+            batch_size: None,
+        }
     }
 }
 
@@ -169,7 +176,15 @@ pub(crate) struct Results {
 }
 
 impl Results {
-    fn log(&mut self, name: &str, value: f64, on_step: bool, on_epoch: bool, opts: &LogOptions, batch_size: usize) {
+    fn log(
+        &mut self,
+        name: &str,
+        value: f64,
+        on_step: bool,
+        on_epoch: bool,
+        opts: &LogOptions,
+        batch_size: usize,
+    ) {
         let i = match self.entries.iter().position(|e| e.name == name) {
             Some(i) => i,
             None => {
@@ -353,7 +368,10 @@ impl Context {
         let on_step = opts.on_step.unwrap_or(def_step);
         let on_epoch = opts.on_epoch.unwrap_or(def_epoch);
         if !on_step && !on_epoch {
-            bail!(Value, "`log(\"{name}\", ...)`: on_step and on_epoch are both false: the value would go nowhere");
+            bail!(
+                Value,
+                "`log(\"{name}\", ...)`: on_step and on_epoch are both false: the value would go nowhere"
+            );
         }
         if self.level == HookLevel::Epoch && on_step {
             bail!(Value, "`log(\"{name}\", on_step=True)` is not allowed in an epoch hook: there is no step");
@@ -363,10 +381,14 @@ impl Context {
             None if opts.reduce_fx == ReduceFx::Mean && on_epoch => self.batch_size.unwrap_or(1),
             None => 1,
         };
-        let results = if self.stage == Stage::Train { &mut self.train_results } else { &mut self.eval_results };
+        let results =
+            if self.stage == Stage::Train { &mut self.train_results } else { &mut self.eval_results };
         if let Some(e) = results.entries.iter().find(|e| e.name == name) {
             if e.on_step != on_step || e.on_epoch != on_epoch || e.reduce != opts.reduce_fx {
-                bail!(Value, "`log(\"{name}\", ...)` was called again with different on_step / on_epoch / reduce_fx");
+                bail!(
+                    Value,
+                    "`log(\"{name}\", ...)` was called again with different on_step / on_epoch / reduce_fx"
+                );
             }
         }
         results.log(name, value, on_step, on_epoch, opts, batch_size);

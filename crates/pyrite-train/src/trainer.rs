@@ -360,7 +360,11 @@ impl Trainer {
             bail!(Value, "`check_val_every_n_epoch` must be at least 1, got 0");
         }
         if options.num_sanity_val_steps < -1 {
-            bail!(Value, "`num_sanity_val_steps` must be -1 (all), 0 or a number of batches, got {}", options.num_sanity_val_steps);
+            bail!(
+                Value,
+                "`num_sanity_val_steps` must be -1 (all), 0 or a number of batches, got {}",
+                options.num_sanity_val_steps
+            );
         }
         if let Some(v) = options.gradient_clip_val {
             if !(v >= 0.0) {
@@ -469,7 +473,10 @@ impl Trainer {
         }
         self.setup_done = true;
         if self.logger_choice_default && self.settings.fast_dev_run == 0 {
-            self.loggers.push(Box::new(CSVLogger::new(&self.settings.default_root_dir, CSVLoggerOptions::default())?));
+            self.loggers.push(Box::new(CSVLogger::new(
+                &self.settings.default_root_dir,
+                CSVLoggerOptions::default(),
+            )?));
         }
         let mut extra: Vec<Box<dyn Callback>> = vec![];
         if self.settings.enable_progress_bar && self.callback::<ProgressBar>().is_none() {
@@ -479,7 +486,8 @@ impl Trainer {
             extra.push(Box::new(ModelCheckpoint::new(ModelCheckpointOptions::default())?));
         }
         if !extra.is_empty() {
-            let mut all: Vec<Box<dyn Callback>> = self.callbacks.drain(..).map(|c| c.expect("no hook is running")).collect();
+            let mut all: Vec<Box<dyn Callback>> =
+                self.callbacks.drain(..).map(|c| c.expect("no hook is running")).collect();
             all.extend(extra);
             self.set_callbacks(all);
         }
@@ -682,7 +690,12 @@ impl Trainer {
 
     // ----- hooks -----
 
-    fn call_callbacks(&mut self, module: &mut dyn LightningModule, which: Which, hook: &mut Hook<'_>) -> Result<()> {
+    fn call_callbacks(
+        &mut self,
+        module: &mut dyn LightningModule,
+        which: Which,
+        hook: &mut Hook<'_>,
+    ) -> Result<()> {
         for i in 0..self.callbacks.len() {
             let Some(mut cb) = self.callbacks[i].take() else { continue };
             let run = match which {
@@ -712,7 +725,12 @@ impl Trainer {
     /// Trains `module` on `train_dataloaders` (and validates on `val_dataloaders`), as
     /// Lightning's `trainer.fit`; with `ckpt_path`, resumes exactly where that checkpoint was
     /// taken.
-    pub fn fit(&mut self, module: &mut dyn LightningModule, train_dataloaders: &DataLoader, options: FitOptions<'_>) -> Result<()> {
+    pub fn fit(
+        &mut self,
+        module: &mut dyn LightningModule,
+        train_dataloaders: &DataLoader,
+        options: FitOptions<'_>,
+    ) -> Result<()> {
         let result = self.fit_inner(module, train_dataloaders, &options);
         if let Err(e) = &result {
             let e2 = Error::new(e.kind(), e.to_string());
@@ -726,7 +744,12 @@ impl Trainer {
         result
     }
 
-    fn fit_inner(&mut self, module: &mut dyn LightningModule, train: &DataLoader, options: &FitOptions<'_>) -> Result<()> {
+    fn fit_inner(
+        &mut self,
+        module: &mut dyn LightningModule,
+        train: &DataLoader,
+        options: &FitOptions<'_>,
+    ) -> Result<()> {
         self.setup_defaults()?;
         self.ctx = Context::default();
         self.batches_that_stepped = 0;
@@ -737,7 +760,8 @@ impl Trainer {
         self.val_has_run = false;
         self.accumulate_grad_batches = self.settings.accumulate_grad_batches;
 
-        let overfit = self.settings.overfit_batches != Limit::Batches(0) && self.settings.overfit_batches != Limit::Fraction(0.0);
+        let overfit = self.settings.overfit_batches != Limit::Batches(0)
+            && self.settings.overfit_batches != Limit::Fraction(0.0);
         let sequential;
         let train = if overfit && (train.options().shuffle || train.options().sampler.is_some()) {
             eprintln!("warning: you requested to overfit but enabled training dataloader shuffling: it is turned off for you");
@@ -752,7 +776,12 @@ impl Trainer {
         let val = options.val_dataloaders;
         self.num_training_batches = self.settings.limit_train_batches.of(train.len());
         if self.num_training_batches == 0 {
-            bail!(Value, "the training dataloader has no batches to train on (len {}, limit_train_batches {:?})", train.len(), self.settings.limit_train_batches);
+            bail!(
+                Value,
+                "the training dataloader has no batches to train on (len {}, limit_train_batches {:?})",
+                train.len(),
+                self.settings.limit_train_batches
+            );
         }
         self.num_val_batches = val.map_or(0, |v| self.settings.limit_val_batches.of(v.len()));
         self.num_sanity_val_batches = match self.settings.num_sanity_val_steps {
@@ -842,7 +871,12 @@ impl Trainer {
     fn draw_curves(&self) -> Result<()> {
         let dir = self.log_dir();
         crate::loggers::create_dir(&dir, "Trainer")?;
-        let drawn: BTreeMap<String, Vec<(u64, f64)>> = self.history.iter().filter(|(k, _)| k.as_str() != "epoch").map(|(k, v)| (k.clone(), v.clone())).collect();
+        let drawn: BTreeMap<String, Vec<(u64, f64)>> = self
+            .history
+            .iter()
+            .filter(|(k, _)| k.as_str() != "epoch")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         if drawn.is_empty() {
             return Ok(());
         }
@@ -896,7 +930,13 @@ impl Trainer {
         (self.batch_idx + 1) % self.val_check_batch == 0
     }
 
-    fn run_epoch(&mut self, module: &mut dyn LightningModule, train: &DataLoader, val: Option<&DataLoader>, start: EpochStart) -> Result<()> {
+    fn run_epoch(
+        &mut self,
+        module: &mut dyn LightningModule,
+        train: &DataLoader,
+        val: Option<&DataLoader>,
+        start: EpochStart,
+    ) -> Result<()> {
         let resumed = start != EpochStart::Fresh;
         let mut first = 0;
         if !resumed {
@@ -976,7 +1016,9 @@ impl Trainer {
         self.ctx.stage = Stage::Train;
         self.ctx.batch_size = infer_batch_size(batch);
         self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_train_batch_start(t, m, batch, idx))?;
-        if self.with_ctx(module, HookLevel::Step, |m, ctx| m.on_train_batch_start(batch, idx, ctx))? == Flow::SkipRestOfEpoch {
+        if self.with_ctx(module, HookLevel::Step, |m, ctx| m.on_train_batch_start(batch, idx, ctx))?
+            == Flow::SkipRestOfEpoch
+        {
             return Ok(Flow::SkipRestOfEpoch);
         }
         let out = {
@@ -1014,7 +1056,8 @@ impl Trainer {
             module.on_after_backward()?;
             if should_step {
                 self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_before_optimizer_step(t, m))?;
-                module.on_before_optimizer_step(self.optim.as_ref().expect("configured").optimizer.as_ref())?;
+                module
+                    .on_before_optimizer_step(self.optim.as_ref().expect("configured").optimizer.as_ref())?;
                 self.clip_gradients(module)?;
                 self.optim.as_mut().expect("configured").optimizer.step()?;
                 self.ctx.global_step += 1;
@@ -1047,7 +1090,12 @@ impl Trainer {
 
     /// After a batch (and its `on_train_batch_end`): validation when due, plateau schedulers,
     /// counters. Returns whether the epoch ends here.
-    fn after_batch(&mut self, module: &mut dyn LightningModule, val: Option<&DataLoader>, validated: bool) -> Result<bool> {
+    fn after_batch(
+        &mut self,
+        module: &mut dyn LightningModule,
+        val: Option<&DataLoader>,
+        validated: bool,
+    ) -> Result<bool> {
         let accumulating = !((self.batch_idx + 1) % self.accumulate_grad_batches == 0 || self.is_last_batch);
         if !validated && self.should_check_val(val) {
             if let Some(v) = val {
@@ -1115,7 +1163,12 @@ impl Trainer {
     }
 
     /// A validation run (or the sanity check).
-    fn run_validation(&mut self, module: &mut dyn LightningModule, val: &DataLoader, sanity: bool) -> Result<()> {
+    fn run_validation(
+        &mut self,
+        module: &mut dyn LightningModule,
+        val: &DataLoader,
+        sanity: bool,
+    ) -> Result<()> {
         let saved_stage = self.ctx.stage;
         let saved_point = self.resume_point;
         let n = if sanity { self.num_sanity_val_batches } else { self.num_val_batches };
@@ -1145,7 +1198,13 @@ impl Trainer {
     }
 
     /// The evaluation loop shared by validation and test: returns the epoch metrics logged.
-    fn eval_loop(&mut self, module: &mut dyn LightningModule, loader: &DataLoader, n: usize, kind: Stage) -> Result<BTreeMap<String, f64>> {
+    fn eval_loop(
+        &mut self,
+        module: &mut dyn LightningModule,
+        loader: &DataLoader,
+        n: usize,
+        kind: Stage,
+    ) -> Result<BTreeMap<String, f64>> {
         let validating = kind == Stage::Validate;
         module.module().eval();
         let _g = autograd::no_grad();
@@ -1163,11 +1222,17 @@ impl Trainer {
             let batch = batch?;
             self.ctx.batch_size = infer_batch_size(&batch);
             if validating {
-                self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_validation_batch_start(t, m, &batch, i))?;
+                self.call_callbacks(module, Which::All, &mut |c, t, m| {
+                    c.on_validation_batch_start(t, m, &batch, i)
+                })?;
                 self.with_ctx(module, HookLevel::Step, |m, ctx| m.validation_step(&batch, i, ctx))?;
-                self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_validation_batch_end(t, m, &batch, i))?;
+                self.call_callbacks(module, Which::All, &mut |c, t, m| {
+                    c.on_validation_batch_end(t, m, &batch, i)
+                })?;
             } else {
-                self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_test_batch_start(t, m, &batch, i))?;
+                self.call_callbacks(module, Which::All, &mut |c, t, m| {
+                    c.on_test_batch_start(t, m, &batch, i)
+                })?;
                 self.with_ctx(module, HookLevel::Step, |m, ctx| m.test_step(&batch, i, ctx))?;
                 self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_test_batch_end(t, m, &batch, i))?;
             }
@@ -1204,16 +1269,32 @@ impl Trainer {
     // ----- validate / test / predict -----
 
     /// Runs one validation epoch (`trainer.validate`); returns the epoch metrics.
-    pub fn validate(&mut self, module: &mut dyn LightningModule, dataloaders: &DataLoader, options: EvalOptions) -> Result<BTreeMap<String, f64>> {
+    pub fn validate(
+        &mut self,
+        module: &mut dyn LightningModule,
+        dataloaders: &DataLoader,
+        options: EvalOptions,
+    ) -> Result<BTreeMap<String, f64>> {
         self.evaluate(module, dataloaders, options, Stage::Validate)
     }
 
     /// Runs one test epoch (`trainer.test`); returns the epoch metrics.
-    pub fn test(&mut self, module: &mut dyn LightningModule, dataloaders: &DataLoader, options: EvalOptions) -> Result<BTreeMap<String, f64>> {
+    pub fn test(
+        &mut self,
+        module: &mut dyn LightningModule,
+        dataloaders: &DataLoader,
+        options: EvalOptions,
+    ) -> Result<BTreeMap<String, f64>> {
         self.evaluate(module, dataloaders, options, Stage::Test)
     }
 
-    fn evaluate(&mut self, module: &mut dyn LightningModule, loader: &DataLoader, options: EvalOptions, kind: Stage) -> Result<BTreeMap<String, f64>> {
+    fn evaluate(
+        &mut self,
+        module: &mut dyn LightningModule,
+        loader: &DataLoader,
+        options: EvalOptions,
+        kind: Stage,
+    ) -> Result<BTreeMap<String, f64>> {
         self.setup_defaults()?;
         if let Some(p) = &options.ckpt_path {
             match self.resolve_ckpt_path(p)? {
@@ -1223,7 +1304,11 @@ impl Trainer {
                 None => bail!(Value, "`ckpt_path={p:?}`: there is no such checkpoint"),
             }
         }
-        let limit = if kind == Stage::Test { self.settings.limit_test_batches } else { self.settings.limit_val_batches };
+        let limit = if kind == Stage::Test {
+            self.settings.limit_test_batches
+        } else {
+            self.settings.limit_val_batches
+        };
         let n = limit.of(loader.len());
         self.ctx.stage = kind;
         self.num_val_batches = n;
@@ -1247,7 +1332,12 @@ impl Trainer {
     }
 
     /// Runs `predict_step` over a loader (`trainer.predict`) and returns its outputs.
-    pub fn predict(&mut self, module: &mut dyn LightningModule, dataloaders: &DataLoader, options: EvalOptions) -> Result<Vec<Tensor>> {
+    pub fn predict(
+        &mut self,
+        module: &mut dyn LightningModule,
+        dataloaders: &DataLoader,
+        options: EvalOptions,
+    ) -> Result<Vec<Tensor>> {
         if let Some(p) = &options.ckpt_path {
             match self.resolve_ckpt_path(p)? {
                 Some(path) => {
@@ -1277,7 +1367,11 @@ impl Trainer {
     /// The checkpoint dict of the run now (Lightning's `dump_checkpoint`), with the
     /// callbacks' states; `me` is the callback calling this from one of its hooks (its slot
     /// is empty while its hook runs).
-    pub fn dump_checkpoint(&mut self, module: &mut dyn LightningModule, mut me: Option<&mut dyn Callback>) -> Result<Object> {
+    pub fn dump_checkpoint(
+        &mut self,
+        module: &mut dyn LightningModule,
+        mut me: Option<&mut dyn Callback>,
+    ) -> Result<Object> {
         let mut callbacks = pyrite_serialization::Dict::new();
         for c in self.callbacks.iter().flatten() {
             callbacks.insert(c.state_key(), c.state_dict());
@@ -1321,16 +1415,21 @@ impl Trainer {
             }
             d
         });
-        let hp = module.hparams().into_iter().map(|(k, v)| {
-            let v = match v {
-                crate::HParam::Bool(b) => Object::Bool(b),
-                crate::HParam::Int(i) => Object::Int(i),
-                crate::HParam::Float(f) => Object::Float(f),
-                crate::HParam::Str(s) => Object::Str(s),
-            };
-            (k, v)
-        }).collect::<pyrite_serialization::Dict>();
-        let metrics: pyrite_serialization::Dict = self.callback_metrics.iter().map(|(k, v)| (k.clone(), Object::Float(*v))).collect();
+        let hp = module
+            .hparams()
+            .into_iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    crate::HParam::Bool(b) => Object::Bool(b),
+                    crate::HParam::Int(i) => Object::Int(i),
+                    crate::HParam::Float(f) => Object::Float(f),
+                    crate::HParam::Str(s) => Object::Str(s),
+                };
+                (k, v)
+            })
+            .collect::<pyrite_serialization::Dict>();
+        let metrics: pyrite_serialization::Dict =
+            self.callback_metrics.iter().map(|(k, v)| (k.clone(), Object::Float(*v))).collect();
         let mut ck = dict_of(vec![
             ("epoch", Object::Int(self.ctx.current_epoch as i64)),
             ("global_step", Object::Int(self.ctx.global_step as i64)),
@@ -1359,7 +1458,11 @@ impl Trainer {
     /// Saves the checkpoint of the run now to `path`, atomically (a crash leaves the old file
     /// whole), as `trainer.save_checkpoint(path)`. From a callback's hook, use
     /// [`Trainer::dump_checkpoint`] with the callback itself.
-    pub fn save_checkpoint(&mut self, path: impl AsRef<Path>, module: &mut dyn LightningModule) -> Result<()> {
+    pub fn save_checkpoint(
+        &mut self,
+        path: impl AsRef<Path>,
+        module: &mut dyn LightningModule,
+    ) -> Result<()> {
         let ck = self.dump_checkpoint(module, None)?;
         pyrite_serialization::save(&ck, path)
     }
@@ -1373,14 +1476,20 @@ impl Trainer {
                 Ok(Some(p.clone()))
             }
             CkptPath::Last => {
-                let found = self.callbacks.iter().flatten().filter_map(|c| c.as_any().downcast_ref::<ModelCheckpoint>()).find_map(|c| c.find_last(self));
+                let found = self
+                    .callbacks
+                    .iter()
+                    .flatten()
+                    .filter_map(|c| c.as_any().downcast_ref::<ModelCheckpoint>())
+                    .find_map(|c| c.find_last(self));
                 if found.is_none() {
                     eprintln!("warning: ckpt_path=\"last\" is set, but there is no last checkpoint available. No checkpoint will be loaded.");
                 }
                 Ok(found)
             }
             CkptPath::Best => {
-                let best = self.checkpoint_callback().and_then(|c| c.best_model_path().map(Path::to_path_buf));
+                let best =
+                    self.checkpoint_callback().and_then(|c| c.best_model_path().map(Path::to_path_buf));
                 match best {
                     Some(b) => Ok(Some(b)),
                     None => bail!(Value, "ckpt_path=\"best\": there is no best checkpoint (no ModelCheckpoint with a monitor saved one)"),
@@ -1391,15 +1500,27 @@ impl Trainer {
 
     /// Loads a checkpoint: weights (and, for `fit`, everything else). Returns the resume
     /// point, the RNG state and the loader state, to apply when the loop starts.
-    fn restore(&mut self, path: &Path, module: &mut dyn LightningModule, fit: bool) -> Result<(ResumePoint, Tensor, Option<DataLoaderState>)> {
-        let ck = pyrite_serialization::load(path).map_err(|e| err!(Io, "loading checkpoint {}: {e}", path.display()))?;
-        let bad = |what: &str| err!(Value, "checkpoint {} has no valid `{what}`: is it a Trainer checkpoint?", path.display());
+    fn restore(
+        &mut self,
+        path: &Path,
+        module: &mut dyn LightningModule,
+        fit: bool,
+    ) -> Result<(ResumePoint, Tensor, Option<DataLoaderState>)> {
+        let ck = pyrite_serialization::load(path)
+            .map_err(|e| err!(Io, "loading checkpoint {}: {e}", path.display()))?;
+        let bad = |what: &str| {
+            err!(Value, "checkpoint {} has no valid `{what}`: is it a Trainer checkpoint?", path.display())
+        };
         let sd = StateDict::from_object(ck.get("state_dict").ok_or_else(|| bad("state_dict"))?)?;
         module
             .module()
             .load_state_dict(&sd, true)
             .map_err(|e| err!(Value, "checkpoint {} does not fit this model: {e}", path.display()))?;
-        let rng = ck.get("rng_state").and_then(Object::as_tensor).cloned().unwrap_or_else(pyrite_core::get_rng_state);
+        let rng = ck
+            .get("rng_state")
+            .and_then(Object::as_tensor)
+            .cloned()
+            .unwrap_or_else(pyrite_core::get_rng_state);
         if !fit {
             module.on_load_checkpoint(&ck)?;
             return Ok((ResumePoint::Outside, rng, None));
@@ -1407,16 +1528,24 @@ impl Trainer {
         let cfg = self.optim.as_mut().expect("configured before restore");
         if let Some(o) = ck.get("optimizer_states").and_then(Object::as_slice).and_then(|s| s.first()) {
             let sd = OptimizerStateDict::from_object(o)?;
-            cfg.optimizer
-                .load_state_dict(&sd)
-                .map_err(|e| err!(Value, "checkpoint {}: the optimizer state does not fit this optimizer: {e}", path.display()))?;
+            cfg.optimizer.load_state_dict(&sd).map_err(|e| {
+                err!(
+                    Value,
+                    "checkpoint {}: the optimizer state does not fit this optimizer: {e}",
+                    path.display()
+                )
+            })?;
         }
-        if let (Some(s), Some(sc)) = (ck.get("lr_schedulers").and_then(Object::as_slice).and_then(|s| s.first()), cfg.lr_scheduler.as_mut()) {
+        if let (Some(s), Some(sc)) = (
+            ck.get("lr_schedulers").and_then(Object::as_slice).and_then(|s| s.first()),
+            cfg.lr_scheduler.as_mut(),
+        ) {
             sc.scheduler.load_state_object(s)?;
         }
         let loops = ck.get("loops").ok_or_else(|| bad("loops"))?;
         let int = |k: &str| loops.get(k).and_then(Object::as_int).ok_or_else(|| bad(&format!("loops.{k}")));
-        let boolean = |k: &str| loops.get(k).and_then(Object::as_bool).ok_or_else(|| bad(&format!("loops.{k}")));
+        let boolean =
+            |k: &str| loops.get(k).and_then(Object::as_bool).ok_or_else(|| bad(&format!("loops.{k}")));
         self.ctx.current_epoch = int("current_epoch")? as usize;
         self.ctx.global_step = int("global_step")? as usize;
         self.batch_idx = int("batch_idx")? as usize;
@@ -1424,8 +1553,11 @@ impl Trainer {
         self.is_last_batch = boolean("is_last_batch")?;
         self.accumulate_grad_batches = int("accumulate_grad_batches")? as usize;
         self.ctx.should_stop = boolean("should_stop")?;
-        let point = ResumePoint::parse(loops.get("resume_point").and_then(Object::as_str).ok_or_else(|| bad("loops.resume_point"))?)?;
-        self.ctx.train_results = Results::from_object(loops.get("train_results").ok_or_else(|| bad("loops.train_results"))?)?;
+        let point = ResumePoint::parse(
+            loops.get("resume_point").and_then(Object::as_str).ok_or_else(|| bad("loops.resume_point"))?,
+        )?;
+        self.ctx.train_results =
+            Results::from_object(loops.get("train_results").ok_or_else(|| bad("loops.train_results"))?)?;
         if let Some(m) = ck.get("callback_metrics").and_then(Object::as_dict) {
             for (k, v) in m.iter() {
                 if let (Some(k), Some(v)) = (k.as_str(), v.as_float()) {
@@ -1436,8 +1568,17 @@ impl Trainer {
         if let Some(h) = ck.get("history").and_then(Object::as_dict) {
             for (k, v) in h.iter() {
                 let (Some(k), Some(pair)) = (k.as_str(), v.as_slice()) else { continue };
-                let (Some(s), Some(v)) = (pair.first().and_then(Object::as_tensor), pair.get(1).and_then(Object::as_tensor)) else { continue };
-                let pts = s.to_vec::<i64>()?.into_iter().zip(v.to_vec::<f64>()?).map(|(s, v)| (s as u64, v)).collect();
+                let (Some(s), Some(v)) =
+                    (pair.first().and_then(Object::as_tensor), pair.get(1).and_then(Object::as_tensor))
+                else {
+                    continue;
+                };
+                let pts = s
+                    .to_vec::<i64>()?
+                    .into_iter()
+                    .zip(v.to_vec::<f64>()?)
+                    .map(|(s, v)| (s as u64, v))
+                    .collect();
                 self.history.insert(k.to_string(), pts);
             }
         }
@@ -1451,8 +1592,12 @@ impl Trainer {
         }
         if let Some(states) = states {
             let present: Vec<String> = self.callbacks.iter().flatten().map(|c| c.state_key()).collect();
-            let absent: Vec<String> =
-                states.keys().filter_map(|k| k.as_str()).filter(|k| !present.iter().any(|p| p == k)).map(str::to_string).collect();
+            let absent: Vec<String> = states
+                .keys()
+                .filter_map(|k| k.as_str())
+                .filter(|k| !present.iter().any(|p| p == k))
+                .map(str::to_string)
+                .collect();
             if !absent.is_empty() {
                 eprintln!("warning: be aware that when using `ckpt_path`, callbacks used to create the checkpoint need to be provided during Trainer instantiation. Please add the following callbacks: {absent:?}.");
             }
@@ -1473,12 +1618,15 @@ impl Trainer {
     /// Runs the `LearningRateFinder` callbacks' range tests at the start of `fit`.
     fn run_lr_finders(&mut self, module: &mut dyn LightningModule, train: &DataLoader) -> Result<()> {
         for i in 0..self.callbacks.len() {
-            let is_finder = self.callbacks[i].as_ref().is_some_and(|c| c.as_any().is::<crate::callbacks::LearningRateFinder>());
+            let is_finder = self.callbacks[i]
+                .as_ref()
+                .is_some_and(|c| c.as_any().is::<crate::callbacks::LearningRateFinder>());
             if !is_finder {
                 continue;
             }
             let mut cb = self.callbacks[i].take().expect("present");
-            let finder = cb.as_any_mut().downcast_mut::<crate::callbacks::LearningRateFinder>().expect("checked");
+            let finder =
+                cb.as_any_mut().downcast_mut::<crate::callbacks::LearningRateFinder>().expect("checked");
             let r = finder.run(self, module, train);
             self.callbacks[i] = Some(cb);
             r?;
@@ -1488,7 +1636,12 @@ impl Trainer {
 
     /// The training step alone, for the learning-rate range test: step, backward, optimizer
     /// step. Returns the loss.
-    pub(crate) fn raw_training_step(&mut self, module: &mut dyn LightningModule, batch: &Sample, idx: usize) -> Result<Option<f64>> {
+    pub(crate) fn raw_training_step(
+        &mut self,
+        module: &mut dyn LightningModule,
+        batch: &Sample,
+        idx: usize,
+    ) -> Result<Option<f64>> {
         self.ctx.stage = Stage::Train;
         self.ctx.batch_size = infer_batch_size(batch);
         let out: StepOutput = {

@@ -6,11 +6,13 @@ use pyrite::nn::{self, Dropout, Linear, Module, ModuleBase};
 use pyrite::optim::lr_scheduler::{StepLR, StepLROptions};
 use pyrite::optim::{Adam, AdamOptions, SGDOptions, SGD};
 use pyrite::prelude::*;
-use pyrite::train::callbacks::{EarlyStopping, EarlyStoppingOptions, ModelCheckpoint, ModelCheckpointOptions};
+use pyrite::train::callbacks::{
+    EarlyStopping, EarlyStoppingOptions, ModelCheckpoint, ModelCheckpointOptions,
+};
 use pyrite::train::loggers::{CSVLogger, CSVLoggerOptions, Logger};
 use pyrite::train::{
-    Callback, CkptPath, Context, FitOptions, LightningModule, LogOptions, LrSchedulerConfig, OptimizerConfig, Scheduler,
-    StepOutput, Trainer, TrainerOptions,
+    Callback, CkptPath, Context, FitOptions, LightningModule, LogOptions, LrSchedulerConfig, OptimizerConfig,
+    Scheduler, StepOutput, Trainer, TrainerOptions,
 };
 use pyrite::vision::datasets::{Digits, DigitsSplit};
 use pyrite::Generator;
@@ -57,7 +59,12 @@ struct Lit {
 impl Lit {
     fn new() -> Result<Lit> {
         Ok(Lit {
-            net: Mlp { base: ModuleBase::new(), fc1: Linear::new(64, 32)?, drop: Dropout::new(0.3)?, fc2: Linear::new(32, 10)? },
+            net: Mlp {
+                base: ModuleBase::new(),
+                fc1: Linear::new(64, 32)?,
+                drop: Dropout::new(0.3)?,
+                fc2: Linear::new(32, 10)?,
+            },
             events: Default::default(),
             losses: Default::default(),
             record_hooks: false,
@@ -83,7 +90,11 @@ impl LightningModule for Lit {
         let (x, y) = xy(batch)?;
         let loss = F::cross_entropy(&self.net.call(x)?, y, &Default::default())?;
         self.losses.lock().unwrap().push(loss.item::<f32>()?);
-        ctx.log_with("train_loss", &loss, &LogOptions { on_step: Some(true), on_epoch: Some(true), prog_bar: true, ..Default::default() })?;
+        ctx.log_with(
+            "train_loss",
+            &loss,
+            &LogOptions { on_step: Some(true), on_epoch: Some(true), prog_bar: true, ..Default::default() },
+        )?;
         Ok(loss.into())
     }
     fn validation_step(&mut self, batch: &Sample, batch_idx: usize, ctx: &mut Context) -> Result<()> {
@@ -98,7 +109,10 @@ impl LightningModule for Lit {
         self.ev("configure_optimizers");
         let mut opt = Adam::new(self.net.parameters(), AdamOptions { lr: 1e-2, ..Default::default() })?;
         let sched = StepLR::new(&mut opt, 4, StepLROptions { gamma: 0.5, ..Default::default() })?;
-        let cfg = LrSchedulerConfig { interval: pyrite::train::Interval::Step, ..LrSchedulerConfig::new(Scheduler::lr(sched)) };
+        let cfg = LrSchedulerConfig {
+            interval: pyrite::train::Interval::Step,
+            ..LrSchedulerConfig::new(Scheduler::lr(sched))
+        };
         Ok(OptimizerConfig::new(opt).with_scheduler(cfg))
     }
     fn on_fit_start(&mut self, _ctx: &mut Context) -> Result<()> {
@@ -160,19 +174,49 @@ macro_rules! rec {
 
 impl Callback for Recorder {
     rec!(
-        on_fit_start, on_fit_end, on_sanity_check_start, on_sanity_check_end, on_train_start, on_train_end,
-        on_train_epoch_start, on_train_epoch_end, on_validation_start, on_validation_end, on_validation_epoch_start,
-        on_validation_epoch_end, on_before_zero_grad, on_after_backward, on_before_optimizer_step
+        on_fit_start,
+        on_fit_end,
+        on_sanity_check_start,
+        on_sanity_check_end,
+        on_train_start,
+        on_train_end,
+        on_train_epoch_start,
+        on_train_epoch_end,
+        on_validation_start,
+        on_validation_end,
+        on_validation_epoch_start,
+        on_validation_epoch_end,
+        on_before_zero_grad,
+        on_after_backward,
+        on_before_optimizer_step
     );
-    fn on_train_batch_start(&mut self, _t: &mut Trainer, _m: &mut dyn LightningModule, _b: &Sample, i: usize) -> Result<()> {
+    fn on_train_batch_start(
+        &mut self,
+        _t: &mut Trainer,
+        _m: &mut dyn LightningModule,
+        _b: &Sample,
+        i: usize,
+    ) -> Result<()> {
         self.0.lock().unwrap().push(format!("on_train_batch_start({i})"));
         Ok(())
     }
-    fn on_train_batch_end(&mut self, _t: &mut Trainer, _m: &mut dyn LightningModule, _o: &StepOutput, _b: &Sample, i: usize) -> Result<()> {
+    fn on_train_batch_end(
+        &mut self,
+        _t: &mut Trainer,
+        _m: &mut dyn LightningModule,
+        _o: &StepOutput,
+        _b: &Sample,
+        i: usize,
+    ) -> Result<()> {
         self.0.lock().unwrap().push(format!("on_train_batch_end({i})"));
         Ok(())
     }
-    fn on_before_backward(&mut self, _t: &mut Trainer, _m: &mut dyn LightningModule, _l: &Tensor) -> Result<()> {
+    fn on_before_backward(
+        &mut self,
+        _t: &mut Trainer,
+        _m: &mut dyn LightningModule,
+        _l: &Tensor,
+    ) -> Result<()> {
         self.0.lock().unwrap().push("on_before_backward".into());
         Ok(())
     }
@@ -223,17 +267,32 @@ fn hooks_run_in_lightnings_documented_order() {
     let validation = |n: usize| {
         let mut v: Vec<String> = vec!["on_validation_start".into(), "on_validation_epoch_start".into()];
         v.extend((0..n).map(|i| format!("module.validation_step({i})")));
-        v.extend(["on_validation_epoch_end".into(), "module.on_validation_epoch_end".into(), "on_validation_end".into()]);
+        v.extend([
+            "on_validation_epoch_end".into(),
+            "module.on_validation_epoch_end".into(),
+            "on_validation_end".into(),
+        ]);
         v
     };
-    let mut want: Vec<String> = vec!["module.configure_optimizers".into(), "on_fit_start".into(), "module.on_fit_start".into()];
+    let mut want: Vec<String> =
+        vec!["module.configure_optimizers".into(), "on_fit_start".into(), "module.on_fit_start".into()];
     want.push("on_sanity_check_start".into());
     want.extend(validation(1));
-    want.extend(["on_sanity_check_end".into(), "on_train_start".into(), "on_train_epoch_start".into(), "module.on_train_epoch_start".into()]);
+    want.extend([
+        "on_sanity_check_end".into(),
+        "on_train_start".into(),
+        "on_train_epoch_start".into(),
+        "module.on_train_epoch_start".into(),
+    ]);
     want.extend(batch(0));
     want.extend(batch(1));
     want.extend(validation(1));
-    want.extend(["on_train_epoch_end".into(), "module.on_train_epoch_end".into(), "on_train_end".into(), "on_fit_end".into()]);
+    want.extend([
+        "on_train_epoch_end".into(),
+        "module.on_train_epoch_end".into(),
+        "on_train_end".into(),
+        "on_fit_end".into(),
+    ]);
     assert_eq!(got, want);
     std::fs::remove_dir_all(&root).ok();
 }
@@ -291,7 +350,13 @@ struct CrashAt {
 }
 
 impl Callback for CrashAt {
-    fn on_train_batch_start(&mut self, t: &mut Trainer, _m: &mut dyn LightningModule, _b: &Sample, _i: usize) -> Result<()> {
+    fn on_train_batch_start(
+        &mut self,
+        t: &mut Trainer,
+        _m: &mut dyn LightningModule,
+        _b: &Sample,
+        _i: usize,
+    ) -> Result<()> {
         if self.step == Some(t.global_step()) {
             return Err(pyrite::Error::new(pyrite::ErrorKind::Io, "simulated crash"));
         }
@@ -306,12 +371,19 @@ impl Callback for CrashAt {
 }
 
 fn params(lit: &Lit) -> Vec<Vec<u32>> {
-    lit.net.parameters().iter().map(|p| p.flatten(0, -1).unwrap().to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect()).collect()
+    lit.net
+        .parameters()
+        .iter()
+        .map(|p| p.flatten(0, -1).unwrap().to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect())
+        .collect()
 }
 
 fn resume_options(root: &Path, ckpt: ModelCheckpointOptions, crash: Option<CrashAt>) -> TrainerOptions {
     let mut callbacks: Vec<Box<dyn Callback>> = vec![
-        Box::new(EarlyStopping::new("val_loss", EarlyStoppingOptions { patience: 10, ..Default::default() }).unwrap()),
+        Box::new(
+            EarlyStopping::new("val_loss", EarlyStoppingOptions { patience: 10, ..Default::default() })
+                .unwrap(),
+        ),
         Box::new(ModelCheckpoint::new(ckpt).unwrap()),
     ];
     if let Some(c) = crash {
@@ -332,7 +404,10 @@ fn fit_resumed_from_last_ckpt_equals_the_uninterrupted_run_bit_for_bit() {
     let _serial = serial();
     let root = tmp("resume");
     for workers in [0, 2] {
-        let run = |crash: Option<CrashAt>, ckpt: ModelCheckpointOptions, resume: bool| -> (Result<()>, Vec<f32>, Vec<Vec<u32>>) {
+        let run = |crash: Option<CrashAt>,
+                   ckpt: ModelCheckpointOptions,
+                   resume: bool|
+         -> (Result<()>, Vec<f32>, Vec<Vec<u32>>) {
             pyrite::manual_seed(0);
             let mut lit = Lit::new().unwrap();
             let losses = lit.losses.clone();
@@ -361,7 +436,8 @@ fn fit_resumed_from_last_ckpt_equals_the_uninterrupted_run_bit_for_bit() {
         // batch index 3), mid-epoch without one (step 7), after an epoch's last batch (step 10).
         for crash_step in [4, 7, 10] {
             let dir = format!("crash{crash_step}");
-            let (r, mut losses, _) = run(Some(CrashAt { step: Some(crash_step), epoch_start: None }), every_step(&dir), false);
+            let (r, mut losses, _) =
+                run(Some(CrashAt { step: Some(crash_step), epoch_start: None }), every_step(&dir), false);
             assert!(r.unwrap_err().to_string().contains("simulated crash"));
             assert_eq!(losses.len(), crash_step);
             let (r, more, p) = run(None, every_step(&dir), true);
@@ -378,7 +454,8 @@ fn fit_resumed_from_last_ckpt_equals_the_uninterrupted_run_bit_for_bit() {
             save_on_train_epoch_end: Some(true),
             ..Default::default()
         };
-        let (r, mut losses, _) = run(Some(CrashAt { step: None, epoch_start: Some(2) }), per_epoch("epoch"), false);
+        let (r, mut losses, _) =
+            run(Some(CrashAt { step: None, epoch_start: Some(2) }), per_epoch("epoch"), false);
         assert!(r.is_err());
         let saved = pyrite::load(root.join(format!("epoch-{workers}/last.ckpt"))).unwrap();
         assert_eq!(saved.get("loops").unwrap().get("resume_point").unwrap().as_str(), Some("epoch_end"));
@@ -416,7 +493,10 @@ impl LightningModule for Bad {
         })
     }
     fn configure_optimizers(&mut self) -> Result<OptimizerConfig> {
-        Ok(OptimizerConfig::new(SGD::new(self.net.parameters(), SGDOptions { lr: 0.1, ..Default::default() })?))
+        Ok(OptimizerConfig::new(SGD::new(
+            self.net.parameters(),
+            SGDOptions { lr: 0.1, ..Default::default() },
+        )?))
     }
 }
 
@@ -442,7 +522,11 @@ fn bad_input_is_a_clear_error() {
     // A monitor that was never logged.
     let es = EarlyStopping::new("val_loss", Default::default()).unwrap();
     let e = fit_err("ok", TrainerOptions { callbacks: vec![Box::new(es)], ..quiet(&root) });
-    assert!(e.contains("Early stopping conditioned on metric `val_loss` which is not available") && e.contains("`loss`"), "{e}");
+    assert!(
+        e.contains("Early stopping conditioned on metric `val_loss` which is not available")
+            && e.contains("`loss`"),
+        "{e}"
+    );
     // A checkpoint of another model.
     let path = root.join("other.ckpt");
     {
@@ -458,7 +542,14 @@ fn bad_input_is_a_clear_error() {
         let ds: Arc<dyn Dataset> = Arc::new(TensorDataset::new(vec![x.clone(), x]).unwrap());
         DataLoader::new(ds, DataLoaderOptions { batch_size: Some(4), ..Default::default() }).unwrap()
     };
-    let e = t.fit(&mut m, &wide, FitOptions { ckpt_path: Some(CkptPath::Path(path.clone())), ..Default::default() }).unwrap_err().to_string();
+    let e = t
+        .fit(
+            &mut m,
+            &wide,
+            FitOptions { ckpt_path: Some(CkptPath::Path(path.clone())), ..Default::default() },
+        )
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("does not fit this model") && e.contains("weight"), "{e}");
     // An unwritable log folder.
     let file = root.join("a-file");

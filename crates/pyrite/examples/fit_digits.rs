@@ -22,8 +22,8 @@ use pyrite::train::callbacks::{
 };
 use pyrite::train::loggers::{CSVLogger, CSVLoggerOptions};
 use pyrite::train::{
-    CkptPath, Context, EvalOptions, FitOptions, HParam, Interval, LightningModule, LrSchedulerConfig, OptimizerConfig,
-    Scheduler, StepOutput, Trainer, TrainerOptions,
+    CkptPath, Context, EvalOptions, FitOptions, HParam, Interval, LightningModule, LrSchedulerConfig,
+    OptimizerConfig, Scheduler, StepOutput, Trainer, TrainerOptions,
 };
 use pyrite::vision::datasets::{Digits, DigitsSplit};
 use pyrite::vision::transforms::{RandomCrop, RandomCropOptions};
@@ -112,9 +112,18 @@ impl LightningModule for LitDigits {
 
     fn training_step(&mut self, batch: &Sample, _batch_idx: usize, ctx: &mut Context) -> Result<StepOutput> {
         let (loss, acc) = step(&self.net, batch)?;
-        let both = pyrite::train::LogOptions { on_step: Some(true), on_epoch: Some(true), prog_bar: true, ..Default::default() };
+        let both = pyrite::train::LogOptions {
+            on_step: Some(true),
+            on_epoch: Some(true),
+            prog_bar: true,
+            ..Default::default()
+        };
         ctx.log_with("train_loss", &loss, &both)?;
-        ctx.log_with("train_acc", acc, &pyrite::train::LogOptions { on_step: Some(false), on_epoch: Some(true), ..Default::default() })?;
+        ctx.log_with(
+            "train_acc",
+            acc,
+            &pyrite::train::LogOptions { on_step: Some(false), on_epoch: Some(true), ..Default::default() },
+        )?;
         Ok(loss.into())
     }
 
@@ -135,9 +144,14 @@ impl LightningModule for LitDigits {
         let sched = OneCycleLR::new(
             &mut opt,
             self.lr,
-            OneCycleLROptions { epochs: Some(self.epochs), steps_per_epoch: Some(self.steps_per_epoch), ..Default::default() },
+            OneCycleLROptions {
+                epochs: Some(self.epochs),
+                steps_per_epoch: Some(self.steps_per_epoch),
+                ..Default::default()
+            },
         )?;
-        let cfg = LrSchedulerConfig { interval: Interval::Step, ..LrSchedulerConfig::new(Scheduler::lr(sched)) };
+        let cfg =
+            LrSchedulerConfig { interval: Interval::Step, ..LrSchedulerConfig::new(Scheduler::lr(sched)) };
         Ok(OptimizerConfig::new(opt).with_scheduler(cfg))
     }
 
@@ -150,10 +164,15 @@ fn run(args: &Args) -> Result<()> {
     let start = Instant::now();
     pyrite::train::seed_everything(args.seed);
     let split_gen = Generator::new(args.seed);
-    let shift = RandomCrop::with_options(8, RandomCropOptions { padding: Some(vec![1]), ..Default::default() });
+    let shift =
+        RandomCrop::with_options(8, RandomCropOptions { padding: Some(vec![1]), ..Default::default() });
     let full_train: Arc<dyn Dataset> = Arc::new(Digits::new(DigitsSplit::Train)?.with_transform(shift));
     let plain_train: Arc<dyn Dataset> = Arc::new(Digits::new(DigitsSplit::Train)?);
-    let parts = random_split(full_train.clone(), &[SplitLength::Fraction(0.9), SplitLength::Fraction(0.1)], Some(&split_gen))?;
+    let parts = random_split(
+        full_train.clone(),
+        &[SplitLength::Fraction(0.9), SplitLength::Fraction(0.1)],
+        Some(&split_gen),
+    )?;
     let train_set = Arc::new(Subset::new(full_train, parts[0].indices().to_vec()));
     let val_set = Arc::new(Subset::new(plain_train, parts[1].indices().to_vec()));
     let test_set: Arc<dyn Dataset> = Arc::new(Digits::new(DigitsSplit::Test)?);
@@ -172,7 +191,12 @@ fn run(args: &Args) -> Result<()> {
     let val = DataLoader::new(val_set, eval_opts())?;
     let test = DataLoader::new(test_set, eval_opts())?;
 
-    let mut lit = LitDigits { net: Net::new()?, lr: args.lr, epochs: args.epochs as usize, steps_per_epoch: train.len() };
+    let mut lit = LitDigits {
+        net: Net::new()?,
+        lr: args.lr,
+        epochs: args.epochs as usize,
+        steps_per_epoch: train.len(),
+    };
     let checkpoint = ModelCheckpoint::new(ModelCheckpointOptions {
         dirpath: Some(args.root.join("checkpoints")),
         filename: Some("{epoch:02}-{val_loss:.4f}".into()),
@@ -200,7 +224,8 @@ fn run(args: &Args) -> Result<()> {
         best.as_ref().map_or("none".into(), |p| p.display().to_string()),
         trainer.log_dir().display()
     );
-    let results = trainer.test(&mut lit, &test, EvalOptions { ckpt_path: Some(CkptPath::Best), verbose: false })?;
+    let results =
+        trainer.test(&mut lit, &test, EvalOptions { ckpt_path: Some(CkptPath::Best), verbose: false })?;
     println!("test loss {:.4}", results["test_loss"]);
     println!("test accuracy {:.1}% in {:.1} s", 100.0 * results["test_acc"], start.elapsed().as_secs_f64());
     Ok(())

@@ -67,7 +67,14 @@ impl EarlyStopping {
             bail!(Value, "EarlyStopping: min_delta must not be NaN");
         }
         let best_score = if options.mode == Mode::Min { f64::INFINITY } else { f64::NEG_INFINITY };
-        Ok(EarlyStopping { monitor: monitor.into(), options, wait_count: 0, stopped_epoch: 0, best_score, stopping_reason: None })
+        Ok(EarlyStopping {
+            monitor: monitor.into(),
+            options,
+            wait_count: 0,
+            stopped_epoch: 0,
+            best_score,
+            stopping_reason: None,
+        })
     }
 
     pub fn wait_count(&self) -> usize {
@@ -94,7 +101,8 @@ impl EarlyStopping {
     /// Lightning's `_evaluate_stopping_criteria`.
     fn evaluate(&mut self, current: f64) -> (bool, Option<String>) {
         let m = &self.monitor;
-        let delta = if self.options.mode == Mode::Max { self.options.min_delta } else { -self.options.min_delta };
+        let delta =
+            if self.options.mode == Mode::Max { self.options.min_delta } else { -self.options.min_delta };
         if self.options.check_finite && !current.is_finite() {
             return (
                 true,
@@ -106,17 +114,33 @@ impl EarlyStopping {
         }
         if let Some(t) = self.options.stopping_threshold {
             if self.better(current, t) {
-                return (true, Some(format!("Stopping threshold reached: {m} = {current} {} {t}. Signaling Trainer to stop.", if self.options.mode == Mode::Min { "<" } else { ">" })));
+                return (
+                    true,
+                    Some(format!(
+                        "Stopping threshold reached: {m} = {current} {} {t}. Signaling Trainer to stop.",
+                        if self.options.mode == Mode::Min { "<" } else { ">" }
+                    )),
+                );
             }
         }
         if let Some(t) = self.options.divergence_threshold {
             if self.better(-current, -t) {
-                return (true, Some(format!("Divergence threshold reached: {m} = {current} {} {t}. Signaling Trainer to stop.", if self.options.mode == Mode::Min { ">" } else { "<" })));
+                return (
+                    true,
+                    Some(format!(
+                        "Divergence threshold reached: {m} = {current} {} {t}. Signaling Trainer to stop.",
+                        if self.options.mode == Mode::Min { ">" } else { "<" }
+                    )),
+                );
             }
         }
         if self.better(current - delta, self.best_score) {
             let msg = if self.best_score.is_finite() {
-                format!("Metric {m} improved by {:.3} >= min_delta = {}. New best score: {current:.3}", (self.best_score - current).abs(), self.options.min_delta.abs())
+                format!(
+                    "Metric {m} improved by {:.3} >= min_delta = {}. New best score: {current:.3}",
+                    (self.best_score - current).abs(),
+                    self.options.min_delta.abs()
+                )
             } else {
                 format!("Metric {m} improved. New best score: {current:.3}")
             };
@@ -178,7 +202,11 @@ impl EarlyStopping {
 
 impl Callback for EarlyStopping {
     fn state_key(&self) -> String {
-        format!("EarlyStopping{{'monitor': '{}', 'mode': '{}'}}", self.monitor, if self.options.mode == Mode::Min { "min" } else { "max" })
+        format!(
+            "EarlyStopping{{'monitor': '{}', 'mode': '{}'}}",
+            self.monitor,
+            if self.options.mode == Mode::Min { "min" } else { "max" }
+        )
     }
 
     fn is_monitoring(&self) -> bool {

@@ -13,13 +13,18 @@ pub struct GradientAccumulationScheduler {
 }
 
 impl GradientAccumulationScheduler {
-    pub fn new(scheduling: impl IntoIterator<Item = (usize, usize)>) -> Result<GradientAccumulationScheduler> {
+    pub fn new(
+        scheduling: impl IntoIterator<Item = (usize, usize)>,
+    ) -> Result<GradientAccumulationScheduler> {
         let scheduling: BTreeMap<usize, usize> = scheduling.into_iter().collect();
         if scheduling.is_empty() {
             bail!(Value, "Empty dict cannot be interpreted correct");
         }
         if let Some((e, f)) = scheduling.iter().find(|(_, f)| **f < 1) {
-            bail!(Value, "Epoch {e} has an invalid accumulation factor {f}: accumulation factor should be an int > 0");
+            bail!(
+                Value,
+                "Epoch {e} has an invalid accumulation factor {f}: accumulation factor should be an int > 0"
+            );
         }
         Ok(GradientAccumulationScheduler { scheduling })
     }

@@ -80,7 +80,8 @@ impl LrFinderResult {
                 (l[i + 1] - l[i - 1]) / 2.0
             }
         };
-        let best = (0..l.len()).min_by(|&a, &b| g(a).partial_cmp(&g(b)).unwrap_or(std::cmp::Ordering::Equal))?;
+        let best =
+            (0..l.len()).min_by(|&a, &b| g(a).partial_cmp(&g(b)).unwrap_or(std::cmp::Ordering::Equal))?;
         Some(idx[best])
     }
 
@@ -102,7 +103,12 @@ pub struct LearningRateFinder {
 impl LearningRateFinder {
     pub fn new(options: LrFinderOptions) -> Result<LearningRateFinder> {
         if !(options.min_lr > 0.0 && options.max_lr > options.min_lr) {
-            bail!(Value, "LearningRateFinder: need 0 < min_lr < max_lr, got {} and {}", options.min_lr, options.max_lr);
+            bail!(
+                Value,
+                "LearningRateFinder: need 0 < min_lr < max_lr, got {} and {}",
+                options.min_lr,
+                options.max_lr
+            );
         }
         if options.num_training_steps < 2 {
             bail!(Value, "LearningRateFinder: num_training_steps must be at least 2");
@@ -128,7 +134,12 @@ impl LearningRateFinder {
         }
     }
 
-    pub(crate) fn run(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule, train: &DataLoader) -> Result<()> {
+    pub(crate) fn run(
+        &mut self,
+        trainer: &mut Trainer,
+        module: &mut dyn LightningModule,
+        train: &DataLoader,
+    ) -> Result<()> {
         let copy = |sd: StateDict| -> Result<StateDict> {
             let mut out = StateDict::new();
             for (k, t) in sd.iter() {
@@ -139,7 +150,13 @@ impl LearningRateFinder {
         let weights = copy(module.module().state_dict()?)?;
         let rng = pyrite_core::get_rng_state();
         let opt_state = trainer.optimizer().expect("configured").state_dict().deep_clone()?;
-        let saved_lrs: Vec<f64> = trainer.optimizer().expect("configured").param_groups().iter().map(|g| g.f64("lr")).collect::<Result<_>>()?;
+        let saved_lrs: Vec<f64> = trainer
+            .optimizer()
+            .expect("configured")
+            .param_groups()
+            .iter()
+            .map(|g| g.f64("lr"))
+            .collect::<Result<_>>()?;
         module.module().train();
         let (beta, mut avg, mut best) = (0.98f64, 0.0f64, 0.0f64);
         let mut result = LrFinderResult::default();
@@ -221,7 +238,8 @@ mod tests {
 
     #[test]
     fn the_suggestion_is_the_steepest_descent() {
-        let losses: Vec<f64> = (0..30).map(|i| if i < 20 { 2.0 - 0.01 * (i as f64).powi(2) } else { 10.0 }).collect();
+        let losses: Vec<f64> =
+            (0..30).map(|i| if i < 20 { 2.0 - 0.01 * (i as f64).powi(2) } else { 10.0 }).collect();
         let r = LrFinderResult { lrs: (0..30).map(|i| i as f64).collect(), losses };
         // Steepest drop (central difference) is at 18 (from 18 to 19 the loss still falls,
         // then it jumps up).

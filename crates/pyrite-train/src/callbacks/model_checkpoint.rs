@@ -102,9 +102,17 @@ fn insert_metric_names(template: &str) -> String {
 impl ModelCheckpoint {
     pub fn new(options: ModelCheckpointOptions) -> Result<ModelCheckpoint> {
         if options.save_top_k < -1 {
-            bail!(Value, "ModelCheckpoint: invalid value for save_top_k={}. Must be >= -1", options.save_top_k);
+            bail!(
+                Value,
+                "ModelCheckpoint: invalid value for save_top_k={}. Must be >= -1",
+                options.save_top_k
+            );
         }
-        if options.monitor.is_none() && options.save_top_k != 1 && options.save_top_k != 0 && options.save_top_k != -1 {
+        if options.monitor.is_none()
+            && options.save_top_k != 1
+            && options.save_top_k != 0
+            && options.save_top_k != -1
+        {
             bail!(
                 Value,
                 "ModelCheckpoint(save_top_k={}, monitor=None) is not a valid configuration. No quantity for top_k to track.",
@@ -112,7 +120,10 @@ impl ModelCheckpoint {
             );
         }
         if options.every_n_train_steps.is_some() && options.every_n_epochs.is_some_and(|n| n > 0) {
-            bail!(Value, "ModelCheckpoint: combination of every_n_train_steps and every_n_epochs is not valid");
+            bail!(
+                Value,
+                "ModelCheckpoint: combination of every_n_train_steps and every_n_epochs is not valid"
+            );
         }
         let base = options.filename.clone().unwrap_or_else(|| "{epoch}-{step}".into());
         let base = if options.auto_insert_metric_name { insert_metric_names(&base) } else { base };
@@ -190,7 +201,8 @@ impl ModelCheckpoint {
     fn save(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule) -> Result<()> {
         let epoch = trainer.current_epoch();
         let step = trainer.global_step();
-        let mut metrics: Vec<(String, f64)> = trainer.callback_metrics().iter().map(|(k, v)| (k.clone(), *v)).collect();
+        let mut metrics: Vec<(String, f64)> =
+            trainer.callback_metrics().iter().map(|(k, v)| (k.clone(), *v)).collect();
         metrics.retain(|(k, _)| k != "epoch" && k != "step");
         if let Some(m) = &self.options.monitor {
             match metrics.iter().find(|(k, _)| k == m) {
@@ -223,7 +235,10 @@ impl ModelCheckpoint {
             let path = manager.save(&ck, epoch as u64, step as u64, &refs)?;
             if self.options.verbose {
                 match (&self.options.monitor, self.current_score) {
-                    (Some(m), Some(v)) => println!("Epoch {epoch}, global step {step}: {m:?} was {v:.5}, saving model to {}", path.display()),
+                    (Some(m), Some(v)) => println!(
+                        "Epoch {epoch}, global step {step}: {m:?} was {v:.5}, saving model to {}",
+                        path.display()
+                    ),
                     _ => println!("Epoch {epoch}, global step {step}: saving model to {}", path.display()),
                 }
             }
@@ -253,7 +268,12 @@ impl Callback for ModelCheckpoint {
         true
     }
 
-    fn setup(&mut self, trainer: &mut Trainer, _m: &mut dyn LightningModule, stage: crate::Stage) -> Result<()> {
+    fn setup(
+        &mut self,
+        trainer: &mut Trainer,
+        _m: &mut dyn LightningModule,
+        stage: crate::Stage,
+    ) -> Result<()> {
         if stage != crate::Stage::Train || self.manager.is_some() {
             return Ok(());
         }
@@ -299,7 +319,11 @@ impl Callback for ModelCheckpoint {
 
     fn on_train_epoch_end(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule) -> Result<()> {
         let n = self.every_n_epochs();
-        if !self.skip(trainer) && self.save_on_train_epoch_end(trainer) && n >= 1 && (trainer.current_epoch() + 1) % n == 0 {
+        if !self.skip(trainer)
+            && self.save_on_train_epoch_end(trainer)
+            && n >= 1
+            && (trainer.current_epoch() + 1) % n == 0
+        {
             self.save(trainer, module)?;
         }
         Ok(())
@@ -307,7 +331,11 @@ impl Callback for ModelCheckpoint {
 
     fn on_validation_end(&mut self, trainer: &mut Trainer, module: &mut dyn LightningModule) -> Result<()> {
         let n = self.every_n_epochs();
-        if !self.skip(trainer) && !self.save_on_train_epoch_end(trainer) && n >= 1 && (trainer.current_epoch() + 1) % n == 0 {
+        if !self.skip(trainer)
+            && !self.save_on_train_epoch_end(trainer)
+            && n >= 1
+            && (trainer.current_epoch() + 1) % n == 0
+        {
             self.save(trainer, module)?;
         }
         Ok(())
@@ -343,7 +371,10 @@ impl Callback for ModelCheckpoint {
 mod tests {
     #[test]
     fn metric_names_are_inserted_as_lightning_does() {
-        assert_eq!(super::insert_metric_names("{epoch}-{val_loss:.2f}"), "epoch={epoch}-val_loss={val_loss:.2f}");
+        assert_eq!(
+            super::insert_metric_names("{epoch}-{val_loss:.2f}"),
+            "epoch={epoch}-val_loss={val_loss:.2f}"
+        );
         assert_eq!(super::insert_metric_names("best-{{x}}"), "best-{{x}}");
     }
 }

@@ -26,7 +26,12 @@ fn metrics_text(trainer: &Trainer) -> String {
     trainer
         .progress_bar_metrics()
         .iter()
-        .map(|(k, v)| format!("{k}={}", if v.abs() >= 1e-3 || *v == 0.0 { format!("{v:.4}") } else { format!("{v:.3e}") }))
+        .map(|(k, v)| {
+            format!(
+                "{k}={}",
+                if v.abs() >= 1e-3 || *v == 0.0 { format!("{v:.4}") } else { format!("{v:.3e}") }
+            )
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -36,9 +41,11 @@ impl Callback for ProgressBar {
         self.started = Some(Instant::now());
         if self.tty {
             let bar = indicatif::ProgressBar::new(trainer.num_training_batches() as u64);
-            let style = indicatif::ProgressStyle::with_template("Epoch {prefix}: {percent:>3}% [{bar:25}] {pos}/{len} [{elapsed}<{eta}, {per_sec}] {msg}")
-                .expect("a valid template")
-                .progress_chars("=> ");
+            let style = indicatif::ProgressStyle::with_template(
+                "Epoch {prefix}: {percent:>3}% [{bar:25}] {pos}/{len} [{elapsed}<{eta}, {per_sec}] {msg}",
+            )
+            .expect("a valid template")
+            .progress_chars("=> ");
             bar.set_style(style);
             bar.set_prefix(trainer.current_epoch().to_string());
             self.bar = Some(bar);

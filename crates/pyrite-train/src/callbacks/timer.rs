@@ -58,7 +58,10 @@ impl Timer {
         if self.time_elapsed() >= d && !trainer.should_stop() {
             trainer.set_should_stop(true);
             if self.options.verbose {
-                eprintln!("Time limit reached. Elapsed time is {:.1?}. Signaling Trainer to stop.", self.time_elapsed());
+                eprintln!(
+                    "Time limit reached. Elapsed time is {:.1?}. Signaling Trainer to stop.",
+                    self.time_elapsed()
+                );
             }
         }
     }
@@ -94,7 +97,10 @@ impl Callback for Timer {
         Ok(())
     }
     fn state_dict(&self) -> Object {
-        dict_of(vec![("time_elapsed", dict_of(vec![("train", Object::Float(self.time_elapsed().as_secs_f64()))]))])
+        dict_of(vec![(
+            "time_elapsed",
+            dict_of(vec![("train", Object::Float(self.time_elapsed().as_secs_f64()))]),
+        )])
     }
     fn load_state_dict(&mut self, state: &Object) -> Result<()> {
         if let Some(s) = state.get("time_elapsed").and_then(|t| t.get("train")).and_then(Object::as_float) {

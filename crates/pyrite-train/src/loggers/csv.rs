@@ -61,7 +61,15 @@ impl CSVLogger {
         };
         let log_dir = root.join(&version);
         create_dir(&log_dir, "CSVLogger")?;
-        Ok(CSVLogger { options, version, log_dir, keys: vec![], rows: vec![], written: 0, hparams: BTreeMap::new() })
+        Ok(CSVLogger {
+            options,
+            version,
+            log_dir,
+            keys: vec![],
+            rows: vec![],
+            written: 0,
+            hparams: BTreeMap::new(),
+        })
     }
 
     fn metrics_file(&self) -> PathBuf {
@@ -103,7 +111,11 @@ impl Logger for CSVLogger {
         let mut row: BTreeMap<String, f64> = metrics
             .iter()
             .map(|(k, v)| {
-                let k = if self.options.prefix.is_empty() { k.clone() } else { format!("{}-{k}", self.options.prefix) };
+                let k = if self.options.prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{}-{k}", self.options.prefix)
+                };
                 (k, *v)
             })
             .collect();
@@ -175,7 +187,10 @@ impl Logger for CSVLogger {
 fn needs_quotes(s: &str) -> bool {
     s.is_empty()
         || s.parse::<f64>().is_ok()
-        || matches!(s.to_ascii_lowercase().as_str(), "true" | "false" | "yes" | "no" | "null" | "~" | "on" | "off")
+        || matches!(
+            s.to_ascii_lowercase().as_str(),
+            "true" | "false" | "yes" | "no" | "null" | "~" | "on" | "off"
+        )
         || s.starts_with(|c: char| " -?:,[]{}#&*!|>'\"%@`".contains(c))
         || s.contains(": ")
         || s.contains(" #")

@@ -60,7 +60,8 @@ pub(crate) fn next_version(root: &Path) -> u64 {
 
 /// Creates a log folder, with the path in the error.
 pub(crate) fn create_dir(dir: &Path, who: &str) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| err!(Io, "{who}: cannot create the log folder {}: {e}", dir.display()))
+    std::fs::create_dir_all(dir)
+        .map_err(|e| err!(Io, "{who}: cannot create the log folder {}: {e}", dir.display()))
 }
 
 /// A float as Python's `repr` writes it (`0.1`, `1.0`, `1e-05`, `inf`, `nan`), so files read
