@@ -245,7 +245,7 @@ pub enum Flow {
 ///     fn module(&self) -> &dyn Module { &self.net }
 ///     fn training_step(&mut self, batch: &Sample, _i: usize, ctx: &mut Context) -> pyrite::Result<StepOutput> {
 ///         let (x, y) = (batch.item(0)?.as_tensor()?, batch.item(1)?.as_tensor()?);
-///         let loss = F::mse_loss(&self.net.call(x)?, y, &Default::default())?;
+///         let loss = F::mse_loss(&self.net.call(x)?, y, Default::default())?;
 ///         ctx.log("train_loss", &loss)?;
 ///         Ok(loss.into())
 ///     }

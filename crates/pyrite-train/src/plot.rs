@@ -355,7 +355,7 @@ impl Axis {
     fn linear(min: f64, max: f64, pad: f64, max_ticks: usize, integer: bool) -> Axis {
         let (mut lo, mut hi) = (min, max);
         let span = hi - lo;
-        if !(span > f64::EPSILON * hi.abs().max(lo.abs()).max(1e-300)) {
+        if span.is_nan() || span <= f64::EPSILON * hi.abs().max(lo.abs()).max(1e-300) {
             let half = if lo == 0.0 { 1.0 } else { lo.abs() * 0.05 };
             lo -= half;
             hi += half;
@@ -476,7 +476,7 @@ fn nice_ticks(lo: f64, hi: f64, max_ticks: usize, integer: bool) -> (f64, Vec<f6
                 continue;
             }
             let (k0, k1) = ((lo / step).ceil() as i64, (hi / step).floor() as i64);
-            if k1 - k0 + 1 <= max_ticks as i64 {
+            if k1 - k0 < max_ticks as i64 {
                 let ticks = (k0..=k1)
                     .map(|k| {
                         let t = k as f64 * step;
@@ -878,7 +878,7 @@ impl ConfusionFigure {
             .collect();
         let vmin = finite().fold(0.0f64, f64::min);
         let mut vmax = finite().fold(f64::NEG_INFINITY, f64::max);
-        if !(vmax > vmin) {
+        if vmax.is_nan() || vmin.is_nan() || vmax <= vmin {
             vmax = vmin + 1.0;
         }
         let n = matrix.len() as u32;

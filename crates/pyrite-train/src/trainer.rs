@@ -367,7 +367,7 @@ impl Trainer {
             );
         }
         if let Some(v) = options.gradient_clip_val {
-            if !(v >= 0.0) {
+            if v.is_nan() || v < 0.0 {
                 bail!(Value, "`gradient_clip_val` must be a non-negative number, got {v}");
             }
         }
@@ -591,7 +591,7 @@ impl Trainer {
     /// Whether step metrics go to the loggers at this step (every `log_every_n_steps`).
     pub fn should_update_logs(&self) -> bool {
         let n = self.settings.log_every_n_steps;
-        n > 0 && ((self.batches_that_stepped + 1) % n == 0 || self.ctx.should_stop)
+        n > 0 && ((self.batches_that_stepped + 1).is_multiple_of(n) || self.ctx.should_stop)
     }
 
     /// The scheduler's interval and name, when there is one.
@@ -918,7 +918,7 @@ impl Trainer {
         if val.is_none() || self.num_val_batches == 0 {
             return false;
         }
-        if (self.ctx.current_epoch + 1) % self.settings.check_val_every_n_epoch != 0 {
+        if !(self.ctx.current_epoch + 1).is_multiple_of(self.settings.check_val_every_n_epoch) {
             return false;
         }
         if self.ctx.should_stop && self.can_stop_early() {
@@ -927,7 +927,7 @@ impl Trainer {
         if self.settings.val_check_interval == Limit::Fraction(1.0) {
             return self.is_last_batch;
         }
-        (self.batch_idx + 1) % self.val_check_batch == 0
+        (self.batch_idx + 1).is_multiple_of(self.val_check_batch)
     }
 
     fn run_epoch(
@@ -1028,7 +1028,7 @@ impl Trainer {
         let (epoch, step) = (self.ctx.current_epoch, self.ctx.global_step);
         check_loss(&out, epoch, idx, step)?;
         let k = self.accumulate_grad_batches;
-        let should_step = (idx + 1) % k == 0 || self.is_last_batch;
+        let should_step = (idx + 1).is_multiple_of(k) || self.is_last_batch;
         if let Some(loss) = &out.loss {
             let value = loss.detach().to_dtype(pyrite_core::DType::F64)?.flatten(0, -1)?.to_vec::<f64>()?[0];
             if !value.is_finite() {
@@ -1042,7 +1042,7 @@ impl Trainer {
                     eprintln!("warning: the loss is {value} at epoch {epoch}, batch {idx} (global step {step}); set detect_anomaly=True to stop at it");
                 }
             }
-            if idx % k == 0 {
+            if idx.is_multiple_of(k) {
                 self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_before_zero_grad(t, m))?;
                 let opt = self.optim.as_ref().expect("configured").optimizer.as_ref();
                 module.on_before_zero_grad(opt)?;
@@ -1078,7 +1078,7 @@ impl Trainer {
         let _ = self.take_metrics(m);
         let accumulating = !should_step;
         let n = self.settings.log_every_n_steps;
-        let due = n > 0 && (self.batches_that_stepped + 1) % n == 0;
+        let due = n > 0 && (self.batches_that_stepped + 1).is_multiple_of(n);
         if !accumulating && (due || self.ctx.should_stop || self.settings.fast_dev_run > 0) {
             let mut log = log;
             log.extend(self.ctx.train_results.step_metrics(true).log);
@@ -1096,7 +1096,8 @@ impl Trainer {
         val: Option<&DataLoader>,
         validated: bool,
     ) -> Result<bool> {
-        let accumulating = !((self.batch_idx + 1) % self.accumulate_grad_batches == 0 || self.is_last_batch);
+        let accumulating =
+            !((self.batch_idx + 1).is_multiple_of(self.accumulate_grad_batches) || self.is_last_batch);
         if !validated && self.should_check_val(val) {
             if let Some(v) = val {
                 self.run_validation(module, v, false)?;
@@ -1139,7 +1140,7 @@ impl Trainer {
         };
         let Some(cfg) = self.optim.as_mut() else { return Ok(()) };
         let Some(sc) = cfg.lr_scheduler.as_mut() else { return Ok(()) };
-        if sc.interval != interval || (idx + 1) % sc.frequency.max(1) != 0 {
+        if sc.interval != interval || !(idx + 1).is_multiple_of(sc.frequency.max(1)) {
             return Ok(());
         }
         match (&mut sc.scheduler, plateau) {
@@ -1448,7 +1449,7 @@ impl Trainer {
         for c in self.callbacks.iter_mut().flatten() {
             c.on_save_checkpoint(&mut ck)?;
         }
-        if let Some(c) = me.as_deref_mut() {
+        if let Some(c) = me {
             c.on_save_checkpoint(&mut ck)?;
         }
         module.on_save_checkpoint(&mut ck)?;

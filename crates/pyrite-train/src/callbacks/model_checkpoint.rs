@@ -311,7 +311,7 @@ impl Callback for ModelCheckpoint {
         _batch_idx: usize,
     ) -> Result<()> {
         let Some(n) = self.options.every_n_train_steps else { return Ok(()) };
-        if n == 0 || self.skip(trainer) || trainer.global_step() % n != 0 {
+        if n == 0 || self.skip(trainer) || !trainer.global_step().is_multiple_of(n) {
             return Ok(());
         }
         self.save(trainer, module)
@@ -322,7 +322,7 @@ impl Callback for ModelCheckpoint {
         if !self.skip(trainer)
             && self.save_on_train_epoch_end(trainer)
             && n >= 1
-            && (trainer.current_epoch() + 1) % n == 0
+            && (trainer.current_epoch() + 1).is_multiple_of(n)
         {
             self.save(trainer, module)?;
         }
@@ -334,7 +334,7 @@ impl Callback for ModelCheckpoint {
         if !self.skip(trainer)
             && !self.save_on_train_epoch_end(trainer)
             && n >= 1
-            && (trainer.current_epoch() + 1) % n == 0
+            && (trainer.current_epoch() + 1).is_multiple_of(n)
         {
             self.save(trainer, module)?;
         }
