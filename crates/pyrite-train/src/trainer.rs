@@ -1371,7 +1371,7 @@ impl Trainer {
     pub fn dump_checkpoint(
         &mut self,
         module: &mut dyn LightningModule,
-        mut me: Option<&mut dyn Callback>,
+        me: Option<&mut dyn Callback>,
     ) -> Result<Object> {
         let mut callbacks = pyrite_serialization::Dict::new();
         for c in self.callbacks.iter().flatten() {
