@@ -33,9 +33,7 @@ pub use module::{
 };
 pub use results::{Context, LogOptions, LogValue, ReduceFx, Stage};
 pub use seed::seed_everything;
-pub use trainer::{
-    CkptPath, EvalOptions, FitOptions, GradientClipAlgorithm, Limit, Settings, Trainer, TrainerOptions,
-};
+pub use trainer::{CkptPath, EvalOptions, FitOptions, GradientClipAlgorithm, Limit, Trainer, TrainerOptions};
 
 /// Whether a monitored metric improves downwards (a loss) or upwards (an accuracy).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -194,35 +194,6 @@ impl Default for TrainerOptions {
     }
 }
 
-/// The Trainer's settings: its options without the callbacks and loggers.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    pub max_epochs: Option<usize>,
-    pub min_epochs: Option<usize>,
-    pub max_steps: Option<usize>,
-    pub min_steps: Option<usize>,
-    pub max_time: Option<Duration>,
-    pub val_check_interval: Limit,
-    pub check_val_every_n_epoch: usize,
-    pub limit_train_batches: Limit,
-    pub limit_val_batches: Limit,
-    pub limit_test_batches: Limit,
-    pub limit_predict_batches: Limit,
-    pub num_sanity_val_steps: i64,
-    pub accumulate_grad_batches: usize,
-    pub gradient_clip_val: Option<f64>,
-    pub gradient_clip_algorithm: GradientClipAlgorithm,
-    pub deterministic: bool,
-    pub fast_dev_run: usize,
-    pub overfit_batches: Limit,
-    pub log_every_n_steps: usize,
-    pub default_root_dir: PathBuf,
-    pub enable_progress_bar: bool,
-    pub enable_checkpointing: bool,
-    pub detect_anomaly: bool,
-    pub plot_curves: bool,
-}
-
 /// `fit`'s keyword arguments.
 #[derive(Clone, Default)]
 pub struct FitOptions<'a> {
@@ -303,7 +274,7 @@ enum EpochStart {
 /// # Ok(()) }
 /// ```
 pub struct Trainer {
-    settings: Settings,
+    settings: TrainerOptions,
     callbacks: Vec<Option<Box<dyn Callback>>>,
     loggers: Vec<Box<dyn Logger>>,
     logger_choice_default: bool,
@@ -382,32 +353,7 @@ impl Trainer {
         }
         let loggers = options.logger.take();
         let logger_choice_default = loggers.is_none();
-        let mut settings = Settings {
-            max_epochs: options.max_epochs,
-            min_epochs: options.min_epochs,
-            max_steps: options.max_steps,
-            min_steps: options.min_steps,
-            max_time: options.max_time,
-            val_check_interval: options.val_check_interval,
-            check_val_every_n_epoch: options.check_val_every_n_epoch,
-            limit_train_batches: options.limit_train_batches,
-            limit_val_batches: options.limit_val_batches,
-            limit_test_batches: options.limit_test_batches,
-            limit_predict_batches: options.limit_predict_batches,
-            num_sanity_val_steps: options.num_sanity_val_steps,
-            accumulate_grad_batches: options.accumulate_grad_batches,
-            gradient_clip_val: options.gradient_clip_val,
-            gradient_clip_algorithm: options.gradient_clip_algorithm,
-            deterministic: options.deterministic,
-            fast_dev_run: options.fast_dev_run,
-            overfit_batches: options.overfit_batches,
-            log_every_n_steps: options.log_every_n_steps,
-            default_root_dir: options.default_root_dir,
-            enable_progress_bar: options.enable_progress_bar,
-            enable_checkpointing: options.enable_checkpointing,
-            detect_anomaly: options.detect_anomaly,
-            plot_curves: options.plot_curves,
-        };
+        let mut settings = options;
         if settings.fast_dev_run > 0 {
             let n = settings.fast_dev_run;
             settings.limit_train_batches = Limit::Batches(n);
@@ -496,8 +442,9 @@ impl Trainer {
 
     // ----- what callbacks and hooks see -----
 
-    /// The settings (the options without callbacks and loggers).
-    pub fn settings(&self) -> &Settings {
+    /// The options the Trainer was built with (without the callbacks and loggers, which it
+    /// holds itself).
+    pub fn settings(&self) -> &TrainerOptions {
         &self.settings
     }
 
