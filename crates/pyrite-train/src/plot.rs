@@ -94,10 +94,7 @@ const PANEL_H: u32 = 420;
 /// assert!(plot_curves(&BTreeMap::new(), &dir).is_err());
 /// # Ok::<(), pyrite_core::Error>(())
 /// ```
-pub fn plot_curves(
-    series: &BTreeMap<String, Vec<(u64, f64)>>,
-    dir: &Path,
-) -> Result<(PathBuf, PathBuf)> {
+pub fn plot_curves(series: &BTreeMap<String, Vec<(u64, f64)>>, dir: &Path) -> Result<(PathBuf, PathBuf)> {
     if series.is_empty() {
         bail!(Value, "plot_curves: no logged metrics to plot");
     }
@@ -159,11 +156,9 @@ pub fn plot_confusion_matrix(
         }
     }
     let names: Vec<String> = match class_names {
-        Some(names) if names.len() != n => bail!(
-            Value,
-            "plot_confusion_matrix: got {} class names for a {n}x{n} matrix",
-            names.len()
-        ),
+        Some(names) if names.len() != n => {
+            bail!(Value, "plot_confusion_matrix: got {} class names for a {n}x{n} matrix", names.len())
+        }
         Some(names) => names.to_vec(),
         None => (0..n).map(|i| i.to_string()).collect(),
     };
@@ -233,10 +228,7 @@ pub fn plot_lr_finder(
         bail!(Value, "plot_lr_finder: every loss is NaN or infinite");
     }
     let (png, svg) = output_paths(path, "plot_lr_finder")?;
-    let figure = LrFinderFigure {
-        points,
-        suggestion: suggestion.filter(|&i| losses[i].is_finite()),
-    };
+    let figure = LrFinderFigure { points, suggestion: suggestion.filter(|&i| losses[i].is_finite()) };
     render(&figure, &png, &svg, "plot_lr_finder")?;
     Ok((png, svg))
 }
@@ -363,22 +355,16 @@ impl Axis {
     fn linear(min: f64, max: f64, pad: f64, max_ticks: usize, integer: bool) -> Axis {
         let (mut lo, mut hi) = (min, max);
         let span = hi - lo;
-        if !(span > f64::EPSILON * hi.abs().max(lo.abs()).max(1e-300)) {
+        if span <= f64::EPSILON * hi.abs().max(lo.abs()).max(1e-300) {
             let half = if lo == 0.0 { 1.0 } else { lo.abs() * 0.05 };
             lo -= half;
             hi += half;
         } else {
             lo -= pad * span;
             hi += pad * span;
-            if min >= 0.0 && lo < 0.0 && integer {
-                lo = 0.0;
-            }
         }
         let (step, ticks) = nice_ticks(lo, hi, max_ticks.max(2), integer);
-        let major = ticks
-            .into_iter()
-            .map(|t| (t, format_tick(t, step)))
-            .collect();
+        let major = ticks.into_iter().map(|t| (t, format_tick(t, step))).collect();
         Axis { lo, hi, log: false, major, minor: Vec::new() }
     }
 
@@ -428,11 +414,7 @@ impl Axis {
     }
 
     fn label(&self, v: f64) -> String {
-        self.major
-            .iter()
-            .find(|(t, _)| *t == v)
-            .map(|(_, l)| l.clone())
-            .unwrap_or_else(|| format!("{v}"))
+        self.major.iter().find(|(t, _)| *t == v).map(|(_, l)| l.clone()).unwrap_or_else(|| format!("{v}"))
     }
 
     /// Where `v` lies on the axis, 0 at `lo` and 1 at `hi`.
@@ -491,7 +473,7 @@ fn nice_ticks(lo: f64, hi: f64, max_ticks: usize, integer: bool) -> (f64, Vec<f6
                 continue;
             }
             let (k0, k1) = ((lo / step).ceil() as i64, (hi / step).floor() as i64);
-            if k1 - k0 + 1 <= max_ticks as i64 {
+            if k1 - k0 < max_ticks as i64 {
                 let ticks = (k0..=k1)
                     .map(|k| {
                         let t = k as f64 * step;
@@ -594,10 +576,8 @@ fn panel_key(name: &str) -> Option<Option<String>> {
         return Some(None);
     }
     let (_, rest) = split_prefix(name);
-    let base = ["_step", "_epoch", "/step", "/epoch"]
-        .iter()
-        .find_map(|s| rest.strip_suffix(s))
-        .unwrap_or(rest);
+    let base =
+        ["_step", "_epoch", "/step", "/epoch"].iter().find_map(|s| rest.strip_suffix(s)).unwrap_or(rest);
     Some(Some(if base.is_empty() { name.to_string() } else { base.to_string() }))
 }
 
@@ -643,12 +623,7 @@ fn group_panels(series: &BTreeMap<String, Vec<(u64, f64)>>) -> Vec<Panel> {
         } else {
             Style::Marked
         };
-        groups.entry(key).or_default().push(Curve {
-            name: name.clone(),
-            segments,
-            style,
-            color: TAB10[0],
-        });
+        groups.entry(key).or_default().push(Curve { name: name.clone(), segments, style, color: TAB10[0] });
     }
     let mut panels: Vec<Panel> = groups
         .into_iter()
@@ -656,11 +631,7 @@ fn group_panels(series: &BTreeMap<String, Vec<(u64, f64)>>) -> Vec<Panel> {
             assign_colors(&mut curves);
             // Thin per-step lines first, so the markers are drawn over them.
             curves.sort_by_key(|c| c.style == Style::Marked);
-            Panel {
-                is_lr: key.is_none(),
-                title: key.unwrap_or_else(|| "learning rate".to_string()),
-                curves,
-            }
+            Panel { is_lr: key.is_none(), title: key.unwrap_or_else(|| "learning rate".to_string()), curves }
         })
         .collect();
     // The loss first, the learning rate last, the rest by name.
@@ -738,7 +709,7 @@ fn draw_panel<DB: DrawingBackend>(panel: &Panel, area: &DrawingArea<DB, Shift>) 
     let all = || panel.curves.iter().flat_map(|c| c.segments.iter().flatten().copied());
     let Some(((x0, x1), (y0, y1))) = bounds(all()) else { return Ok(()) };
     let (w, h) = area.dim_in_pixel();
-    let x_axis = Axis::linear(x0, x1, 0.02, (w / 110).max(3) as usize, true);
+    let x_axis = Axis::linear(x0, x1, 0.03, (w / 110).max(3) as usize, true);
     let log_y = panel.is_lr && y0 > 0.0 && y1 / y0 > 10.0;
     let max_y_ticks = (h / 55).max(3) as usize;
     let y_axis = if log_y {
@@ -801,7 +772,8 @@ fn draw_panel<DB: DrawingBackend>(panel: &Panel, area: &DrawingArea<DB, Shift>) 
                     + Circle::new((10, 0), 4, fill)
             });
         } else {
-            legend.legend(move |(x, y)| PathElement::new(vec![(x - 2, y), (x + 22, y)], line.stroke_width(2)));
+            legend
+                .legend(move |(x, y)| PathElement::new(vec![(x - 2, y), (x + 22, y)], line.stroke_width(2)));
         }
     }
     chart
@@ -903,18 +875,11 @@ impl ConfusionFigure {
             .collect();
         let vmin = finite().fold(0.0f64, f64::min);
         let mut vmax = finite().fold(f64::NEG_INFINITY, f64::max);
-        if !(vmax > vmin) {
+        if vmax <= vmin {
             vmax = vmin + 1.0;
         }
         let n = matrix.len() as u32;
-        ConfusionFigure {
-            cells: matrix.to_vec(),
-            names,
-            labels,
-            vmin,
-            vmax,
-            cell: (560 / n).clamp(26, 96),
-        }
+        ConfusionFigure { cells: matrix.to_vec(), names, labels, vmin, vmax, cell: (560 / n).clamp(26, 96) }
     }
 
     fn n(&self) -> u32 {
@@ -967,11 +932,7 @@ impl Figure for ConfusionFigure {
             s.pos(Pos::new(HPos::Center, VPos::Center))
         }
 
-        root.draw(&Text::new(
-            "Confusion matrix",
-            (l + grid / 2, 30),
-            center(bold(20.0)),
-        ))?;
+        root.draw(&Text::new("Confusion matrix", (l + grid / 2, 30), center(bold(20.0))))?;
 
         let ann = self.annotation_size();
         for (i, row) in self.cells.iter().enumerate() {
@@ -1004,9 +965,7 @@ impl Figure for ConfusionFigure {
                 root.draw(&Text::new(
                     name.as_str(),
                     (l + mid, t + grid + 9),
-                    font(14.0)
-                        .transform(FontTransform::Rotate270)
-                        .pos(Pos::new(HPos::Right, VPos::Center)),
+                    font(14.0).transform(FontTransform::Rotate270).pos(Pos::new(HPos::Right, VPos::Center)),
                 ))?;
             } else {
                 root.draw(&Text::new(

@@ -128,7 +128,15 @@ fn lightning_run_curves_are_written_as_png_and_svg() {
     let text = std::fs::read_to_string(&svg).unwrap();
     assert_xml_ish(&text);
     let texts = svg_texts(&text);
-    for legend in ["train_loss_step", "train_loss_epoch", "val_loss", "train_acc_step", "train_acc_epoch", "val_acc", "lr-Adam"] {
+    for legend in [
+        "train_loss_step",
+        "train_loss_epoch",
+        "val_loss",
+        "train_acc_step",
+        "train_acc_epoch",
+        "val_acc",
+        "lr-Adam",
+    ] {
         assert!(texts.iter().any(|t| t == legend), "legend entry {legend} missing");
     }
     for title in ["loss", "acc", "learning rate", "step"] {
@@ -162,7 +170,15 @@ fn non_finite_points_are_skipped_and_a_single_point_is_a_marker() {
     let series = BTreeMap::from([
         (
             "train_loss_step".to_string(),
-            vec![(0, 1.0), (1, f64::NAN), (2, 0.8), (3, f64::INFINITY), (4, 0.7), (5, 0.6), (6, f64::NEG_INFINITY)],
+            vec![
+                (0, 1.0),
+                (1, f64::NAN),
+                (2, 0.8),
+                (3, f64::INFINITY),
+                (4, 0.7),
+                (5, 0.6),
+                (6, f64::NEG_INFINITY),
+            ],
         ),
         ("val_loss".to_string(), vec![(5, 0.65)]),
     ]);
@@ -274,9 +290,11 @@ fn normalized_confusion_matrix_shows_two_decimals() {
 #[test]
 fn a_large_confusion_matrix_with_long_names_still_renders() {
     let n = 20;
-    let m: Vec<Vec<f64>> = (0..n).map(|i| (0..n).map(|j| if i == j { 900.0 } else { ((i * j) % 7) as f64 }).collect()).collect();
+    let m: Vec<Vec<f64>> =
+        (0..n).map(|i| (0..n).map(|j| if i == j { 900.0 } else { ((i * j) % 7) as f64 }).collect()).collect();
     let names: Vec<String> = (0..n).map(|i| format!("class_number_{i}")).collect();
-    let (png, svg) = plot_confusion_matrix(&m, Some(&names), &out_dir("confusion_large").join("cm.png")).unwrap();
+    let (png, svg) =
+        plot_confusion_matrix(&m, Some(&names), &out_dir("confusion_large").join("cm.png")).unwrap();
     let (w, h, _) = decode_png(&png);
     assert!(w > 500 && h > 500);
     assert_xml_ish(&std::fs::read_to_string(svg).unwrap());
@@ -285,7 +303,8 @@ fn a_large_confusion_matrix_with_long_names_still_renders() {
 #[test]
 fn bad_confusion_matrices_are_errors() {
     let path = out_dir("confusion_errors").join("cm");
-    let e = plot_confusion_matrix(&[vec![1.0, 2.0], vec![3.0, 4.0], vec![5.0, 6.0]], None, &path).unwrap_err();
+    let e =
+        plot_confusion_matrix(&[vec![1.0, 2.0], vec![3.0, 4.0], vec![5.0, 6.0]], None, &path).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Value);
     assert!(e.to_string().contains("square"), "{e}");
     let e = plot_confusion_matrix(&[vec![1.0, 2.0], vec![3.0]], None, &path).unwrap_err();
@@ -317,7 +336,9 @@ fn lr_finder_marks_lightnings_suggestion() {
     let text = std::fs::read_to_string(&svg).unwrap();
     assert_xml_ish(&text);
     let texts = svg_texts(&text);
-    for label in ["Learning rate", "Loss", "Learning rate finder", "suggested lr = 5.5e-5", "1e-6", "1e-3", "1"] {
+    for label in
+        ["Learning rate", "Loss", "Learning rate finder", "suggested lr = 5.5e-5", "1e-6", "1e-3", "1"]
+    {
         assert!(texts.iter().any(|t| t == label), "{label} missing from {texts:?}");
     }
 
@@ -346,11 +367,22 @@ fn bad_lr_finder_input_is_an_error() {
 #[ignore = "timing; run in a release build"]
 fn typical_run_render_time() {
     let mut series = BTreeMap::new();
-    for (i, name) in ["train_loss_step", "train_acc_step", "train_f1_step", "train_precision_step", "train_recall_step"]
-        .iter()
-        .enumerate()
+    for (i, name) in
+        ["train_loss_step", "train_acc_step", "train_f1_step", "train_precision_step", "train_recall_step"]
+            .iter()
+            .enumerate()
     {
-        series.insert(name.to_string(), (0..500).map(|s| (s * 10, (i as f64 + 1.0) / (1.0 + s as f64 / 50.0) + 0.05 * ((s * 7919) % 13) as f64 / 13.0)).collect::<Vec<_>>());
+        series.insert(
+            name.to_string(),
+            (0..500)
+                .map(|s| {
+                    (
+                        s * 10,
+                        (i as f64 + 1.0) / (1.0 + s as f64 / 50.0) + 0.05 * ((s * 7919) % 13) as f64 / 13.0,
+                    )
+                })
+                .collect::<Vec<_>>(),
+        );
         let val = name.replace("train_", "val_").replace("_step", "");
         series.insert(val, (0..500).map(|s| (s * 10, (i as f64 + 1.2) / (1.0 + s as f64 / 50.0))).collect());
     }
