@@ -362,9 +362,6 @@ impl Axis {
         } else {
             lo -= pad * span;
             hi += pad * span;
-            if min >= 0.0 && lo < 0.0 && integer {
-                lo = 0.0;
-            }
         }
         let (step, ticks) = nice_ticks(lo, hi, max_ticks.max(2), integer);
         let major = ticks.into_iter().map(|t| (t, format_tick(t, step))).collect();
@@ -712,7 +709,7 @@ fn draw_panel<DB: DrawingBackend>(panel: &Panel, area: &DrawingArea<DB, Shift>) 
     let all = || panel.curves.iter().flat_map(|c| c.segments.iter().flatten().copied());
     let Some(((x0, x1), (y0, y1))) = bounds(all()) else { return Ok(()) };
     let (w, h) = area.dim_in_pixel();
-    let x_axis = Axis::linear(x0, x1, 0.02, (w / 110).max(3) as usize, true);
+    let x_axis = Axis::linear(x0, x1, 0.03, (w / 110).max(3) as usize, true);
     let log_y = panel.is_lr && y0 > 0.0 && y1 / y0 > 10.0;
     let max_y_ticks = (h / 55).max(3) as usize;
     let y_axis = if log_y {
