@@ -276,6 +276,11 @@ impl DataLoader {
         &self.fetcher.dataset
     }
 
+    /// The options the loader was built with (to build a like one, e.g. without shuffling).
+    pub fn options(&self) -> &DataLoaderOptions {
+        &self.options
+    }
+
     /// The number of batches per epoch (`len(loader)`).
     pub fn len(&self) -> usize {
         self.batches.len()

@@ -47,12 +47,14 @@ pub use pyrite_serialization::save;
 /// `torch.load(path, weights_only=True)`: see [`serialization::load`].
 pub use pyrite_serialization::load;
 
-/// Hugging Face's `transformers`: BERT-family encoders loaded from a Hugging Face folder,
-/// tokenizers and sentence embeddings (the `pyrite-transformers` crate).
+/// Training with Lightning's ergonomics: the `Trainer`, `LightningModule`, callbacks, loggers
+/// and plots, and the checkpoint manager of hand-written loops (the `pyrite-train` crate).
 pub mod train {
     pub use pyrite_train::*;
 }
 
+/// Hugging Face's `transformers`: BERT-family encoders loaded from a Hugging Face folder,
+/// tokenizers and sentence embeddings (the `pyrite-transformers` crate).
 pub mod transformers {
     pub use pyrite_transformers::*;
 }

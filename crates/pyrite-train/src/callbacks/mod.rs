@@ -1,0 +1,17 @@
+//! The built-in callbacks (Lightning's `lightning.pytorch.callbacks`).
+
+mod early_stopping;
+mod grad_accum;
+mod lr_finder;
+mod lr_monitor;
+mod model_checkpoint;
+mod progress;
+mod timer;
+
+pub use early_stopping::{EarlyStopping, EarlyStoppingOptions};
+pub use grad_accum::GradientAccumulationScheduler;
+pub use lr_finder::{LearningRateFinder, LrFinderMode, LrFinderOptions, LrFinderResult};
+pub use lr_monitor::{LearningRateMonitor, LearningRateMonitorOptions};
+pub use model_checkpoint::{ModelCheckpoint, ModelCheckpointOptions};
+pub use progress::ProgressBar;
+pub use timer::{Timer, TimerOptions};
