@@ -49,15 +49,6 @@ pub(crate) fn sigmoid_if_logits(t: &Tensor) -> Result<Vec<f64>> {
     floats(&t.sigmoid()?)
 }
 
-/// The same with a softmax over dim 1 (`normalize_logits_if_needed(x, "softmax")`).
-pub(crate) fn softmax_if_logits(t: &Tensor) -> Result<Vec<f64>> {
-    let v = floats(t)?;
-    if v.iter().all(|x| (0.0..=1.0).contains(x)) {
-        return Ok(v);
-    }
-    floats(&t.softmax(1)?)
-}
-
 /// `value` as the tensor's float dtype would hold it, so comparisons with a threshold
 /// match PyTorch's (a Python float against a float32 tensor compares in float32).
 pub(crate) fn as_dtype(value: f64, dtype: DType) -> Result<f64> {
@@ -133,7 +124,10 @@ pub(crate) fn check_class_labels(
 pub(crate) fn check_multiclass_shapes(preds: &Tensor, target: &Tensor, num_classes: usize) -> Result<bool> {
     if preds.rank() == target.rank() + 1 {
         if !preds.dtype().is_floating_point() {
-            bail!(DType, "If `preds` have one dimension more than `target`, `preds` should be a float tensor.");
+            bail!(
+                DType,
+                "If `preds` have one dimension more than `target`, `preds` should be a float tensor."
+            );
         }
         if preds.dims()[1] != num_classes {
             bail!(

@@ -84,7 +84,11 @@ impl MetricStates {
             bail!(Value, "state '{name}' already exists");
         }
         if reduce == Reduce::Cat && (default.rank() == 0 || default.dims()[0] != 0) {
-            bail!(Value, "the default of a `cat` state must be empty along dim 0, got shape {}", default.shape());
+            bail!(
+                Value,
+                "the default of a `cat` state must be empty along dim 0, got shape {}",
+                default.shape()
+            );
         }
         let value = match reduce {
             Reduce::Cat => Value::List(Vec::new()),

@@ -3,8 +3,8 @@
 
 use pyrite_core::Result;
 
-use super::stat_scores::{stat_metric, StatKind};
 use super::options::{BinaryOptions, MulticlassOptions, MultilabelOptions};
+use super::stat_scores::{stat_metric, StatKind};
 
 stat_metric!(
     /// Binary accuracy: `(tp + tn) / (tp + tn + fp + fn)` over thresholded probabilities

@@ -86,11 +86,19 @@ impl FBetaScore {
         BinaryFBetaScore::new(beta, options)
     }
     /// `FBetaScore(task="multiclass", beta=..., num_classes=...)`.
-    pub fn multiclass(beta: f64, num_classes: usize, options: MulticlassOptions) -> Result<MulticlassFBetaScore> {
+    pub fn multiclass(
+        beta: f64,
+        num_classes: usize,
+        options: MulticlassOptions,
+    ) -> Result<MulticlassFBetaScore> {
         MulticlassFBetaScore::new(beta, num_classes, options)
     }
     /// `FBetaScore(task="multilabel", beta=..., num_labels=...)`.
-    pub fn multilabel(beta: f64, num_labels: usize, options: MultilabelOptions) -> Result<MultilabelFBetaScore> {
+    pub fn multilabel(
+        beta: f64,
+        num_labels: usize,
+        options: MultilabelOptions,
+    ) -> Result<MultilabelFBetaScore> {
         MultilabelFBetaScore::new(beta, num_labels, options)
     }
 }

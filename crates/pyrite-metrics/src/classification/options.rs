@@ -93,3 +93,39 @@ pub(crate) fn check_num_classes(n: usize, what: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// Options of the binary curve metrics (`BinaryAUROC(thresholds=None, ignore_index=None)`,
+/// `BinaryAveragePrecision`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BinaryCurveOptions {
+    /// `None` (the default): exact, the scores and targets are kept. `Some(n)`: `n` thresholds
+    /// `linspace(0, 1, n)` and a constant-memory count state.
+    pub thresholds: Option<usize>,
+    /// A target value whose positions are left out (`None`).
+    pub ignore_index: Option<i64>,
+}
+
+/// Options of the multiclass curve metrics (`MulticlassAUROC(num_classes, average="macro",
+/// thresholds=None, ignore_index=None)`, `MulticlassAveragePrecision`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MulticlassCurveOptions {
+    /// `Macro` (the default), `Weighted` (by class support) or `None`; `Micro` is an error.
+    pub average: Average,
+    /// `None`: exact; `Some(n)`: `n` thresholds `linspace(0, 1, n)` (see [`BinaryCurveOptions`]).
+    pub thresholds: Option<usize>,
+    /// A target value whose positions are left out (`None`).
+    pub ignore_index: Option<i64>,
+}
+
+impl Default for MulticlassCurveOptions {
+    fn default() -> Self {
+        MulticlassCurveOptions { average: Average::Macro, thresholds: None, ignore_index: None }
+    }
+}
+
+pub(crate) fn check_curve_average(average: Average) -> Result<()> {
+    if average == Average::Micro {
+        bail!(Value, "Expected argument `average` to be one of Macro, Weighted or None, but got Micro");
+    }
+    Ok(())
+}

@@ -3,8 +3,8 @@
 
 use pyrite_core::Result;
 
-use super::stat_scores::{stat_metric, StatKind};
 use super::options::{BinaryOptions, MulticlassOptions, MultilabelOptions};
+use super::stat_scores::{stat_metric, StatKind};
 
 stat_metric!(
     /// Binary precision: `tp / (tp + fp)` (`zero_division` where nothing is predicted positive).

@@ -67,13 +67,23 @@ impl StatScores {
 
     pub fn binary(o: BinaryOptions, kind: StatKind) -> Result<Self> {
         check_threshold(o.threshold)?;
-        Self::with_states(StatTask::Binary { threshold: o.threshold }, kind, Average::Micro, o.ignore_index, o.zero_division)
+        Self::with_states(
+            StatTask::Binary { threshold: o.threshold },
+            kind,
+            Average::Micro,
+            o.ignore_index,
+            o.zero_division,
+        )
     }
 
     pub fn multiclass(num_classes: usize, o: MulticlassOptions, kind: StatKind) -> Result<Self> {
         check_num_classes(num_classes, "num_classes")?;
         if o.top_k < 1 {
-            bail!(Value, "Expected argument `top_k` to be an integer larger than or equal to 1, but got {}", o.top_k);
+            bail!(
+                Value,
+                "Expected argument `top_k` to be an integer larger than or equal to 1, but got {}",
+                o.top_k
+            );
         }
         if o.top_k > num_classes {
             bail!(
@@ -134,7 +144,9 @@ impl StatScores {
         // The per-class score, for the counts at index i of (tp, fp, tn, fn).
         let score = |tp: f64, fp: f64, tn: f64, fn_: f64| -> f64 {
             match self.kind {
-                StatKind::Accuracy if multilabel || average.is_none() => safe_div(tp + tn, tp + tn + fp + fn_, 0.0),
+                StatKind::Accuracy if multilabel || average.is_none() => {
+                    safe_div(tp + tn, tp + tn + fp + fn_, 0.0)
+                }
                 StatKind::Accuracy => safe_div(tp, tp + fn_, 0.0),
                 StatKind::Precision => safe_div(tp, tp + fp, zd),
                 StatKind::Recall => safe_div(tp, tp + fn_, zd),
@@ -153,7 +165,10 @@ impl StatScores {
             Some(avg) => {
                 let scores: Vec<f64> = (0..tp.len()).map(|i| score(tp[i], fp[i], tn[i], fn_[i])).collect();
                 if avg == Average::None {
-                    return Tensor::from_vec(scores.iter().map(|&v| v as f32).collect::<Vec<_>>(), [scores.len()]);
+                    return Tensor::from_vec(
+                        scores.iter().map(|&v| v as f32).collect::<Vec<_>>(),
+                        [scores.len()],
+                    );
                 }
                 // torchmetrics' top_k only changes the weights of accuracy, precision and recall.
                 let top_k = if matches!(self.kind, StatKind::FBeta(_)) { 1 } else { top_k };
@@ -196,7 +211,12 @@ pub(crate) fn binary_preds(preds: &Tensor, threshold: f64) -> Result<Vec<bool>> 
     }
 }
 
-fn binary_counts(preds: &Tensor, target: &Tensor, threshold: f64, ignore: Option<i64>) -> Result<[Vec<i64>; 4]> {
+fn binary_counts(
+    preds: &Tensor,
+    target: &Tensor,
+    threshold: f64,
+    ignore: Option<i64>,
+) -> Result<[Vec<i64>; 4]> {
     check_same_shape(preds, target)?;
     let t = input::labels(target, "target")?;
     check_binary_target(&t, ignore)?;
@@ -272,7 +292,8 @@ fn multiclass_counts(
     ignore: Option<i64>,
 ) -> Result<[Vec<i64>; 4]> {
     let (p, t) = multiclass_labels(preds, target, num_classes, top_k, ignore)?;
-    let (mut tp, mut fp, mut fn_) = (vec![0i64; num_classes], vec![0i64; num_classes], vec![0i64; num_classes]);
+    let (mut tp, mut fp, mut fn_) =
+        (vec![0i64; num_classes], vec![0i64; num_classes], vec![0i64; num_classes]);
     let mut n = 0i64;
     for (&p, &t) in p.iter().zip(&t) {
         if Some(t) == ignore {
@@ -316,7 +337,8 @@ fn multilabel_counts(
     check_binary_target(&t, ignore)?;
     let p = binary_preds(preds, threshold)?;
     let rest: usize = preds.dims()[2..].iter().product();
-    let mut c = [vec![0i64; num_labels], vec![0i64; num_labels], vec![0i64; num_labels], vec![0i64; num_labels]];
+    let mut c =
+        [vec![0i64; num_labels], vec![0i64; num_labels], vec![0i64; num_labels], vec![0i64; num_labels]];
     for (i, (&p, &t)) in p.iter().zip(&t).enumerate() {
         if Some(t) == ignore {
             continue;
