@@ -53,6 +53,12 @@ pub mod train {
     pub use pyrite_train::*;
 }
 
+/// torchmetrics: classification, regression and aggregation metrics accumulated over batches,
+/// with state kept as sums that copies can merge or all-reduce (the `pyrite-metrics` crate).
+pub mod metrics {
+    pub use pyrite_metrics::*;
+}
+
 /// Hugging Face's `transformers`: BERT-family encoders loaded from a Hugging Face folder,
 /// tokenizers and sentence embeddings (the `pyrite-transformers` crate).
 pub mod transformers {
