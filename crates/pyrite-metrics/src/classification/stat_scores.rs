@@ -48,7 +48,7 @@ impl StatScores {
     ) -> Result<Self> {
         check_zero_division(zero_division)?;
         if let StatKind::FBeta(beta) = kind {
-            if !(beta > 0.0) {
+            if beta.is_nan() || beta <= 0.0 {
                 bail!(Value, "Expected argument `beta` to be a float larger than 0, but got {beta}.");
             }
         }
