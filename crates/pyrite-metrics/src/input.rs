@@ -123,6 +123,12 @@ pub(crate) fn check_class_labels(
 /// scores per class (one more dim than `target`).
 pub(crate) fn check_multiclass_shapes(preds: &Tensor, target: &Tensor, num_classes: usize) -> Result<bool> {
     if preds.rank() == target.rank() + 1 {
+        if target.rank() == 0 {
+            bail!(
+                Shape,
+                "Expected `preds` of shape (N, C, ...) and `target` of shape (N, ...), got a 0-d `target`"
+            );
+        }
         if !preds.dtype().is_floating_point() {
             bail!(
                 DType,

@@ -37,6 +37,15 @@ fn scores_with_another_number_of_classes_are_a_shape_error() {
 }
 
 #[test]
+fn a_0d_target_with_1d_scores_is_a_shape_error_not_a_panic() {
+    let (p, t) = (Tensor::new([0.2f32, 0.3, 0.5]).unwrap(), Tensor::scalar(1i64).unwrap());
+    let mut acc = MulticlassAccuracy::new(3, MulticlassOptions::default()).unwrap();
+    assert_eq!(acc.update(&p, &t).unwrap_err().kind(), ErrorKind::Shape);
+    let mut auroc = MulticlassAUROC::new(3, MulticlassCurveOptions::default()).unwrap();
+    assert_eq!(auroc.update(&p, &t).unwrap_err().kind(), ErrorKind::Shape);
+}
+
+#[test]
 fn preds_and_target_of_different_shapes_are_a_shape_error() {
     let mut p = BinaryPrecision::new(BinaryOptions::default()).unwrap();
     assert_eq!(

@@ -130,7 +130,7 @@ impl CurveState {
                 (normalize(p, 1, preds.dtype(), false)?, t)
             }
             CurveTask::Multiclass { num_classes } => {
-                if preds.rank() != target.rank() + 1 {
+                if preds.rank() != target.rank() + 1 || target.rank() == 0 {
                     bail!(
                         Shape,
                         "Expected `preds` to have one more dimension than `target` but got {} and {}",
