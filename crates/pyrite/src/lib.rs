@@ -47,6 +47,16 @@ pub use pyrite_serialization::save;
 /// `torch.load(path, weights_only=True)`: see [`serialization::load`].
 pub use pyrite_serialization::load;
 
+/// `torch.utils`: the parts beyond `torch.utils.data` (which is [`data`]).
+pub mod utils {
+    /// `torch.utils.tensorboard`: a `SummaryWriter` that writes TensorBoard event files
+    /// (scalars, histograms, text, images, hparams) and a reader for them (the
+    /// `pyrite-tensorboard` crate).
+    pub mod tensorboard {
+        pub use pyrite_tensorboard::*;
+    }
+}
+
 /// Training with Lightning's ergonomics: the `Trainer`, `LightningModule`, callbacks, loggers
 /// and plots, and the checkpoint manager of hand-written loops (the `pyrite-train` crate).
 pub mod train {

@@ -127,19 +127,7 @@ impl Logger for CSVLogger {
     fn log_hyperparams(&mut self, params: &[(String, HParam)]) -> Result<()> {
         self.hparams.extend(params.iter().cloned());
         let path = self.log_dir.join("hparams.yaml");
-        let mut text = String::new();
-        if self.hparams.is_empty() {
-            text.push_str("{}\n");
-        }
-        for (k, v) in &self.hparams {
-            let v = match v {
-                HParam::Str(s) if needs_quotes(s) => format!("'{}'", s.replace('\'', "''")),
-                HParam::Float(f) => python_float(*f).replace("inf", ".inf").replace("nan", ".nan"),
-                other => other.to_string(),
-            };
-            text.push_str(&format!("{k}: {v}\n"));
-        }
-        std::fs::write(&path, text).map_err(|e| io(&path, e))
+        std::fs::write(&path, hparams_yaml(&self.hparams)).map_err(|e| io(&path, e))
     }
 
     /// Writes the rows logged since the last save; a new column rewrites the whole file.
@@ -181,6 +169,23 @@ impl Logger for CSVLogger {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
+}
+
+/// `hparams.yaml`'s text, as Lightning's `save_hparams_to_yaml` writes it (`{}` when empty).
+pub(super) fn hparams_yaml(hparams: &BTreeMap<String, HParam>) -> String {
+    let mut text = String::new();
+    if hparams.is_empty() {
+        text.push_str("{}\n");
+    }
+    for (k, v) in hparams {
+        let v = match v {
+            HParam::Str(s) if needs_quotes(s) => format!("'{}'", s.replace('\'', "''")),
+            HParam::Float(f) => python_float(*f).replace("inf", ".inf").replace("nan", ".nan"),
+            other => other.to_string(),
+        };
+        text.push_str(&format!("{k}: {v}\n"));
+    }
+    text
 }
 
 /// Whether YAML would read the string as something else (a number, a bool, null) or choke.

@@ -2,6 +2,8 @@
 //! (Lightning's `lightning.pytorch.loggers`).
 //!
 //! - [`CSVLogger`]: `metrics.csv` and `hparams.yaml` in `save_dir/name/version_N/`.
+//! - [`TensorBoardLogger`]: TensorBoard event files (scalars, hparams, histograms of the
+//!   weights and gradients) and `hparams.yaml` in `save_dir/name/version_N/`.
 //!
 //! The Trainer calls [`Logger::log_metrics`] with the step metrics every
 //! `log_every_n_steps` optimizer steps and with the epoch metrics at each epoch's end (plus
@@ -9,8 +11,10 @@
 //! [`Logger::finalize`] at the end.
 
 mod csv;
+mod tensorboard;
 
 pub use self::csv::{CSVLogger, CSVLoggerOptions};
+pub use self::tensorboard::{TensorBoardLogger, TensorBoardLoggerOptions};
 
 use crate::module::HParam;
 use pyrite_core::{err, Result};
