@@ -16,7 +16,7 @@
 
 use crate::callback::Callback;
 use crate::callbacks::{ModelCheckpoint, ModelCheckpointOptions, ProgressBar, Timer, TimerOptions};
-use crate::loggers::{CSVLogger, CSVLoggerOptions, Logger};
+use crate::loggers::{Logger, TensorBoardLogger, TensorBoardLoggerOptions};
 use crate::module::{Flow, Interval, LightningModule, OptimizerConfig, Scheduler, StepOutput};
 use crate::results::{check_loss, dict_of, infer_batch_size, Context, HookLevel, Metrics, Results, Stage};
 use pyrite_core::{autograd, bail, err, Error, Result, Tensor};
@@ -156,8 +156,8 @@ pub struct TrainerOptions {
     /// log folder at the end of `fit` (default true; Pyrite's addition).
     pub plot_curves: bool,
     pub callbacks: Vec<Box<dyn Callback>>,
-    /// The loggers; `None` (default) is Lightning's `logger=True`: a CSV logger under
-    /// `default_root_dir/lightning_logs`; `Some(vec![])` logs nowhere.
+    /// The loggers; `None` (default) is Lightning's `logger=True`: a TensorBoard logger
+    /// under `default_root_dir/lightning_logs`; `Some(vec![])` logs nowhere.
     pub logger: Option<Vec<Box<dyn Logger>>>,
 }
 
@@ -299,6 +299,11 @@ pub struct Trainer {
     eval_step_count: usize,
     setup_done: bool,
     val_has_run: bool,
+    /// Epochs a callback adds to `max_epochs` (StochasticWeightAveraging's BatchNorm epoch).
+    pub(crate) extra_epochs: usize,
+    /// Run the training steps without backward, optimizer or scheduler steps (the forward
+    /// passes of StochasticWeightAveraging's BatchNorm epoch).
+    pub(crate) skip_backward: bool,
 }
 
 type Hook<'a> = dyn FnMut(&mut dyn Callback, &mut Trainer, &mut dyn LightningModule) -> Result<()> + 'a;
@@ -399,6 +404,8 @@ impl Trainer {
             eval_step_count: 0,
             setup_done: false,
             val_has_run: false,
+            extra_epochs: 0,
+            skip_backward: false,
         };
         trainer.set_callbacks(callbacks);
         Ok(trainer)
@@ -419,9 +426,10 @@ impl Trainer {
         }
         self.setup_done = true;
         if self.logger_choice_default && self.settings.fast_dev_run == 0 {
-            self.loggers.push(Box::new(CSVLogger::new(
+            // Lightning's default when tensorboard is installed, which it always is here.
+            self.loggers.push(Box::new(TensorBoardLogger::new(
                 &self.settings.default_root_dir,
-                CSVLoggerOptions::default(),
+                TensorBoardLoggerOptions::default(),
             )?));
         }
         let mut extra: Vec<Box<dyn Callback>> = vec![];
@@ -705,6 +713,8 @@ impl Trainer {
         self.progress_bar_metrics.clear();
         self.history.clear();
         self.val_has_run = false;
+        self.extra_epochs = 0;
+        self.skip_backward = false;
         self.accumulate_grad_batches = self.settings.accumulate_grad_batches;
 
         let overfit = self.settings.overfit_batches != Limit::Batches(0)
@@ -840,16 +850,22 @@ impl Trainer {
         self.settings.max_steps.is_some_and(|m| self.ctx.global_step >= m)
     }
 
-    fn fit_done(&mut self) -> bool {
-        let max_epochs = match (self.settings.max_epochs, self.settings.max_steps, self.settings.max_time) {
+    /// The epoch limit in effect (`trainer.max_epochs`): `max_epochs`, or 1000 when neither it
+    /// nor `max_steps` nor `max_time` is set; `None`: no limit.
+    pub fn max_epochs(&self) -> Option<usize> {
+        match (self.settings.max_epochs, self.settings.max_steps, self.settings.max_time) {
             (Some(e), _, _) => Some(e),
             (None, None, None) => Some(1000),
             _ => None,
-        };
+        }
+    }
+
+    fn fit_done(&mut self) -> bool {
+        let max_epochs = self.max_epochs();
         if max_epochs == Some(0) || self.max_steps_reached() {
             return true;
         }
-        if max_epochs.is_some_and(|m| self.ctx.current_epoch >= m) {
+        if max_epochs.is_some_and(|m| self.ctx.current_epoch >= m + self.extra_epochs) {
             return true;
         }
         if self.ctx.should_stop {
@@ -975,8 +991,8 @@ impl Trainer {
         let (epoch, step) = (self.ctx.current_epoch, self.ctx.global_step);
         check_loss(&out, epoch, idx, step)?;
         let k = self.accumulate_grad_batches;
-        let should_step = (idx + 1).is_multiple_of(k) || self.is_last_batch;
-        if let Some(loss) = &out.loss {
+        let should_step = !self.skip_backward && ((idx + 1).is_multiple_of(k) || self.is_last_batch);
+        if let Some(loss) = out.loss.as_ref().filter(|_| !self.skip_backward) {
             let value = loss.detach().to_dtype(pyrite_core::DType::F64)?.flatten(0, -1)?.to_vec::<f64>()?[0];
             if !value.is_finite() {
                 if self.settings.detect_anomaly {
@@ -1043,8 +1059,8 @@ impl Trainer {
         val: Option<&DataLoader>,
         validated: bool,
     ) -> Result<bool> {
-        let accumulating =
-            !((self.batch_idx + 1).is_multiple_of(self.accumulate_grad_batches) || self.is_last_batch);
+        let accumulating = self.skip_backward
+            || !((self.batch_idx + 1).is_multiple_of(self.accumulate_grad_batches) || self.is_last_batch);
         if !validated && self.should_check_val(val) {
             if let Some(v) = val {
                 self.run_validation(module, v, false)?;

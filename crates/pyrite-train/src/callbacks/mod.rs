@@ -6,6 +6,7 @@ mod lr_finder;
 mod lr_monitor;
 mod model_checkpoint;
 mod progress;
+mod stochastic_weight_avg;
 mod timer;
 
 pub use early_stopping::{EarlyStopping, EarlyStoppingOptions};
@@ -14,4 +15,5 @@ pub use lr_finder::{LearningRateFinder, LrFinderMode, LrFinderOptions, LrFinderR
 pub use lr_monitor::{LearningRateMonitor, LearningRateMonitorOptions};
 pub use model_checkpoint::{ModelCheckpoint, ModelCheckpointOptions};
 pub use progress::ProgressBar;
+pub use stochastic_weight_avg::{StochasticWeightAveraging, StochasticWeightAveragingOptions, SwaEpochStart};
 pub use timer::{Timer, TimerOptions};
