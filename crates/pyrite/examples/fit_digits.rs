@@ -1,7 +1,9 @@
 //! The digits CNN of `train_digits`, trained by the Lightning-style [`Trainer`]: a
 //! `LightningModule` says what a step is, and the Trainer runs the loop with a
 //! `ModelCheckpoint` (best by validation loss, and `last.ckpt`), `EarlyStopping`, a
-//! `LearningRateMonitor`, a CSV logger, the progress bar and the curves plot.
+//! `LearningRateMonitor`, CSV and TensorBoard loggers, the progress bar and the curves plot.
+//! Accuracy, F1 and the confusion matrix come from `pyrite::metrics` (torchmetrics), and the
+//! test set's confusion matrix is drawn to `confusion_matrix.png`.
 //!
 //! ```text
 //! cargo run --release -p pyrite --example fit_digits -- [--seed 0] [--epochs 20] [--lr 5e-3]
@@ -13,6 +15,10 @@
 
 use clap::Parser;
 use pyrite::data::{random_split, DataLoader, DataLoaderOptions, Dataset, Sample, SplitLength, Subset};
+use pyrite::metrics::{
+    Average, ConfusionMatrixOptions, Metric, MulticlassAccuracy, MulticlassConfusionMatrix,
+    MulticlassF1Score, MulticlassOptions,
+};
 use pyrite::nn::{self, Conv2d, ConvOptions, Dropout, Linear, Module, ModuleBase, PoolOptions};
 use pyrite::optim::lr_scheduler::{OneCycleLR, OneCycleLROptions};
 use pyrite::optim::{Adam, AdamOptions};
@@ -20,7 +26,9 @@ use pyrite::prelude::*;
 use pyrite::train::callbacks::{
     EarlyStopping, EarlyStoppingOptions, LearningRateMonitor, ModelCheckpoint, ModelCheckpointOptions,
 };
-use pyrite::train::loggers::{CSVLogger, CSVLoggerOptions};
+use pyrite::train::loggers::{
+    CSVLogger, CSVLoggerOptions, Logger, TensorBoardLogger, TensorBoardLoggerOptions,
+};
 use pyrite::train::{
     CkptPath, Context, EvalOptions, FitOptions, HParam, Interval, LightningModule, LrSchedulerConfig,
     OptimizerConfig, Scheduler, StepOutput, Trainer, TrainerOptions,
@@ -89,20 +97,44 @@ impl Module for Net {
     }
 }
 
-/// The Lightning module: the net, its steps and its optimizer.
+/// The Lightning module: the net, its steps, its optimizer and its metrics.
 struct LitDigits {
     net: Net,
     lr: f64,
     epochs: usize,
     steps_per_epoch: usize,
+    train_acc: MulticlassAccuracy,
+    val_acc: MulticlassAccuracy,
+    test_acc: MulticlassAccuracy,
+    test_f1: MulticlassF1Score,
+    test_confmat: MulticlassConfusionMatrix,
 }
 
-fn step(net: &Net, batch: &Sample) -> Result<(Tensor, Tensor)> {
+impl LitDigits {
+    fn new(lr: f64, epochs: usize, steps_per_epoch: usize) -> Result<LitDigits> {
+        // The fraction of correct predictions (torchmetrics' default, "macro", averages the
+        // per-class recalls instead).
+        let micro = MulticlassOptions { average: Average::Micro, ..Default::default() };
+        Ok(LitDigits {
+            net: Net::new()?,
+            lr,
+            epochs,
+            steps_per_epoch,
+            train_acc: MulticlassAccuracy::new(10, micro)?,
+            val_acc: MulticlassAccuracy::new(10, micro)?,
+            test_acc: MulticlassAccuracy::new(10, micro)?,
+            test_f1: MulticlassF1Score::new(10, MulticlassOptions::default())?,
+            test_confmat: MulticlassConfusionMatrix::new(10, ConfusionMatrixOptions::default())?,
+        })
+    }
+}
+
+/// The logits, the targets and the loss of a batch.
+fn step(net: &Net, batch: &Sample) -> Result<(Tensor, Tensor, Tensor)> {
     let (x, y) = (batch.item(0)?.as_tensor()?, batch.item(1)?.as_tensor()?);
     let logits = net.call(x)?;
     let loss = F::cross_entropy(&logits, y, &Default::default())?;
-    let acc = logits.argmax(Some(1), false)?.eq(y)?.to_dtype(DType::F64)?.mean()?;
-    Ok((loss, acc))
+    Ok((logits, y.clone(), loss))
 }
 
 impl LightningModule for LitDigits {
@@ -111,7 +143,7 @@ impl LightningModule for LitDigits {
     }
 
     fn training_step(&mut self, batch: &Sample, _batch_idx: usize, ctx: &mut Context) -> Result<StepOutput> {
-        let (loss, acc) = step(&self.net, batch)?;
+        let (logits, y, loss) = step(&self.net, batch)?;
         let both = pyrite::train::LogOptions {
             on_step: Some(true),
             on_epoch: Some(true),
@@ -119,24 +151,39 @@ impl LightningModule for LitDigits {
             ..Default::default()
         };
         ctx.log_with("train_loss", &loss, &both)?;
-        ctx.log_with(
-            "train_acc",
-            acc,
-            &pyrite::train::LogOptions { on_step: Some(false), on_epoch: Some(true), ..Default::default() },
-        )?;
+        self.train_acc.update(&logits.detach(), &y)?;
         Ok(loss.into())
     }
 
+    fn on_train_epoch_end(&mut self, ctx: &mut Context) -> Result<()> {
+        ctx.log("train_acc", self.train_acc.compute()?)?;
+        self.train_acc.reset();
+        Ok(())
+    }
+
     fn validation_step(&mut self, batch: &Sample, _batch_idx: usize, ctx: &mut Context) -> Result<()> {
-        let (loss, acc) = step(&self.net, batch)?;
-        ctx.log_prog_bar("val_loss", loss)?;
-        ctx.log_prog_bar("val_acc", acc)
+        let (logits, y, loss) = step(&self.net, batch)?;
+        self.val_acc.update(&logits, &y)?;
+        ctx.log_prog_bar("val_loss", loss)
+    }
+
+    fn on_validation_epoch_end(&mut self, ctx: &mut Context) -> Result<()> {
+        ctx.log_prog_bar("val_acc", self.val_acc.compute()?)?;
+        self.val_acc.reset();
+        Ok(())
     }
 
     fn test_step(&mut self, batch: &Sample, _batch_idx: usize, ctx: &mut Context) -> Result<()> {
-        let (loss, acc) = step(&self.net, batch)?;
-        ctx.log("test_loss", loss)?;
-        ctx.log("test_acc", acc)
+        let (logits, y, loss) = step(&self.net, batch)?;
+        self.test_acc.update(&logits, &y)?;
+        self.test_f1.update(&logits, &y)?;
+        self.test_confmat.update(&logits, &y)?;
+        ctx.log("test_loss", loss)
+    }
+
+    fn on_test_epoch_end(&mut self, ctx: &mut Context) -> Result<()> {
+        ctx.log("test_acc", self.test_acc.compute()?)?;
+        ctx.log("test_f1", self.test_f1.compute()?)
     }
 
     fn configure_optimizers(&mut self) -> Result<OptimizerConfig> {
@@ -191,12 +238,7 @@ fn run(args: &Args) -> Result<()> {
     let val = DataLoader::new(val_set, eval_opts())?;
     let test = DataLoader::new(test_set, eval_opts())?;
 
-    let mut lit = LitDigits {
-        net: Net::new()?,
-        lr: args.lr,
-        epochs: args.epochs as usize,
-        steps_per_epoch: train.len(),
-    };
+    let mut lit = LitDigits::new(args.lr, args.epochs as usize, train.len())?;
     let checkpoint = ModelCheckpoint::new(ModelCheckpointOptions {
         dirpath: Some(args.root.join("checkpoints")),
         filename: Some("{epoch:02}-{val_loss:.4f}".into()),
@@ -206,12 +248,15 @@ fn run(args: &Args) -> Result<()> {
     })?;
     let stopper = EarlyStopping::new("val_loss", EarlyStoppingOptions { patience: 5, ..Default::default() })?;
     let csv = CSVLogger::new(&args.root, CSVLoggerOptions::default())?;
+    // The same version folder as the CSV logger's: `tensorboard --logdir ROOT` shows the run.
+    let tb_options = TensorBoardLoggerOptions { version: Some(csv.version()), ..Default::default() };
+    let tensorboard = TensorBoardLogger::new(&args.root, tb_options)?;
     let mut trainer = Trainer::new(TrainerOptions {
         max_epochs: Some(args.epochs as usize),
         default_root_dir: args.root.clone(),
         log_every_n_steps: 5,
         callbacks: vec![Box::new(checkpoint), Box::new(stopper), Box::new(LearningRateMonitor::default())],
-        logger: Some(vec![Box::new(csv)]),
+        logger: Some(vec![Box::new(csv), Box::new(tensorboard)]),
         ..Default::default()
     })?;
     let ckpt_path = args.resume.then_some(CkptPath::Last);
@@ -226,7 +271,19 @@ fn run(args: &Args) -> Result<()> {
     );
     let results =
         trainer.test(&mut lit, &test, EvalOptions { ckpt_path: Some(CkptPath::Best), verbose: false })?;
-    println!("test loss {:.4}", results["test_loss"]);
+    let confmat = lit.test_confmat.compute()?.to_dtype(DType::F64)?.to_vec2::<f64>()?;
+    let names: Vec<String> = (0..10).map(|d| d.to_string()).collect();
+    let (png, _svg) = pyrite::train::plot::plot_confusion_matrix(
+        &confmat,
+        Some(&names),
+        &trainer.log_dir().join("confusion_matrix"),
+    )?;
+    println!(
+        "test loss {:.4}, macro F1 {:.4}; confusion matrix in {}",
+        results["test_loss"],
+        results["test_f1"],
+        png.display()
+    );
     println!("test accuracy {:.1}% in {:.1} s", 100.0 * results["test_acc"], start.elapsed().as_secs_f64());
     Ok(())
 }
