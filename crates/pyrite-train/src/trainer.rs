@@ -1281,6 +1281,7 @@ impl Trainer {
         self.ctx.stage = Stage::Train;
         self.ctx.eval_results.reset();
         let log = r?;
+        self.call_callbacks(module, Which::All, &mut |c, t, m| c.teardown(t, m, kind))?;
         for l in &mut self.loggers {
             l.save()?;
         }
@@ -1310,7 +1311,9 @@ impl Trainer {
                 None => bail!(Value, "`ckpt_path={p:?}`: there is no such checkpoint"),
             }
         }
+        self.setup_defaults()?;
         self.ctx.stage = Stage::Predict;
+        self.call_callbacks(module, Which::All, &mut |c, t, m| c.setup(t, m, Stage::Predict))?;
         self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_predict_start(t, m))?;
         module.module().eval();
         let n = self.settings.limit_predict_batches.of(dataloaders.len());
@@ -1322,6 +1325,7 @@ impl Trainer {
             }
         }
         self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_predict_end(t, m))?;
+        self.call_callbacks(module, Which::All, &mut |c, t, m| c.teardown(t, m, Stage::Predict))?;
         self.ctx.stage = Stage::Train;
         Ok(out)
     }
