@@ -7,6 +7,10 @@ tree (same machine, same minute), so their ratio is meaningful even on a loaded 
 Usage:
   python3 scripts/bench_compare.py [--only matmul,elementwise] [--threads 1,2] [--repeats 7]
       [--rounds 3] [--torch-bench ../shared/reference/torch_bench.py] [--json out.jsonl]
+      [--bin target/release/pyrite-bench]
+
+--bin (or $PYRITE_BENCH_BIN) names the pyrite-bench binary, e.g. when CARGO_TARGET_DIR is
+elsewhere; the default is this checkout's target/release/pyrite-bench.
 
 With --rounds R, PyTorch and Pyrite run alternately R times per workload (torch, pyrite, torch,
 pyrite, ...); the table shows each side's median over the rounds and the median of the
@@ -28,12 +32,14 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release", "pyrite-bench")
+# The pyrite-bench binary: $PYRITE_BENCH_BIN or --bin, else this checkout's target/release.
+BIN = os.environ.get("PYRITE_BENCH_BIN") or os.path.join(ROOT, "target", "release", "pyrite-bench")
 # PyTorch sides of workloads that are not in the shared torch_bench.py.
 TORCH_SCRIPTS = {
     "checkpoint": os.path.join(ROOT, "reference", "bench", "checkpoint.py"),
     "bert_forward": os.path.join(ROOT, "reference", "bench", "bert_forward.py"),
     "bert_ops": os.path.join(ROOT, "reference", "bench", "bert_ops.py"),
+    "fit_digits": os.path.join(ROOT, "reference", "bench", "fit_digits.py"),
 }
 
 
@@ -62,6 +68,7 @@ def higher_is_better(key):
 
 
 def main():
+    global BIN
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", default="")
     p.add_argument("--threads", default="1,2")
@@ -69,7 +76,9 @@ def main():
     p.add_argument("--torch-bench", default=os.path.join(ROOT, "..", "shared", "reference", "torch_bench.py"))
     p.add_argument("--json", default="", help="also append every raw record to this file")
     p.add_argument("--rounds", type=int, default=1, help="alternate the two sides this many times")
+    p.add_argument("--bin", default=BIN, help="the pyrite-bench binary (default: %(default)s)")
     a = p.parse_args()
+    BIN = a.bin
     if not os.path.exists(BIN):
         sys.exit("build first: cargo build --release -p pyrite-bench")
     ours = subprocess.run([BIN, "--list"], check=True, capture_output=True, text=True).stdout.split()

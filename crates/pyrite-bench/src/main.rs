@@ -11,6 +11,7 @@
 mod bert;
 mod checkpoint;
 mod data;
+mod fit;
 mod models;
 mod serve;
 mod timing;

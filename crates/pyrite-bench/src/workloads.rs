@@ -22,6 +22,7 @@ pub fn all() -> Vec<(&'static str, Workload)> {
         ("checkpoint", crate::checkpoint::checkpoint),
         ("bert_forward", crate::bert::bert_forward),
         ("bert_ops", crate::bert::bert_ops),
+        ("fit_digits", crate::fit::fit_digits),
     ]
 }
 
