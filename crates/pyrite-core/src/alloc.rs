@@ -108,7 +108,10 @@ struct State {
     cached_bytes: u64,
     cache_limit: u64,
     num_ooms: u64,
+    num_alloc_retries: u64,
     cache_hits: u64,
+    /// The most bytes the allocator may reserve (`set_memory_limit`); `None`: no limit.
+    memory_limit: Option<u64>,
 }
 
 /// The allocator's state behind a small spin lock: critical sections are a few dozen
@@ -175,7 +178,12 @@ fn state() -> SpinGuard {
             cached_bytes: 0,
             cache_limit: limit,
             num_ooms: 0,
+            num_alloc_retries: 0,
             cache_hits: 0,
+            memory_limit: std::env::var("PYRITE_CPU_MEMORY_LIMIT_MB")
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .map(|mb| mb << 20),
         });
     }
     g
@@ -247,10 +255,41 @@ impl CpuBuffer {
         }
         let layout = layout_of(cap)
             .ok_or_else(|| crate::err!(OutOfMemory, "CPU out of memory: cannot allocate {bytes} bytes"))?;
+        // Within the memory limit, the bytes are reserved before the allocation, so threads
+        // allocating at once cannot pass it together. Past it, the cache is freed and the
+        // check made again, as PyTorch's allocator does (`num_alloc_retries`).
+        let mut retried = false;
+        loop {
+            let mut g = state();
+            let s = g.as_mut().unwrap();
+            let fits = s.memory_limit.is_none_or(|l| s.reserved_bytes.current + cap as u64 <= l);
+            if fits {
+                s.reserved_bytes.add(cap as u64);
+                break;
+            }
+            if retried || s.cached_bytes == 0 {
+                s.num_ooms += 1;
+                let limit = s.memory_limit.unwrap_or(0);
+                bail!(
+                    OutOfMemory,
+                    "CPU out of memory. Tried to allocate {}. The process's memory limit is {} (set_memory_limit / set_per_process_memory_fraction), of which {} is free. Of the limit, {} is allocated by tensors, and {} is reserved by Pyrite's cache but unallocated. memory_summary() shows where the memory is.",
+                    fmt_bytes(cap as u64),
+                    fmt_bytes(limit),
+                    fmt_bytes(limit.saturating_sub(s.reserved_bytes.current)),
+                    fmt_bytes(s.allocated_bytes.current),
+                    fmt_bytes(s.cached_bytes)
+                );
+            }
+            s.num_alloc_retries += 1;
+            retried = true;
+            drop(g);
+            empty_cache();
+        }
         // SAFETY: cap > 0.
         let mut ptr = unsafe { allocate(layout) };
         if ptr.is_null() {
             // Free the cache and try once more, as PyTorch's allocator does.
+            state().as_mut().unwrap().num_alloc_retries += 1;
             empty_cache();
             ptr = unsafe { allocate(layout) };
         }
@@ -258,6 +297,7 @@ impl CpuBuffer {
         let s = g.as_mut().unwrap();
         if ptr.is_null() {
             s.num_ooms += 1;
+            s.reserved_bytes.current -= cap as u64; // the reservation made above, undone
             bail!(
                 OutOfMemory,
                 "CPU out of memory: tried to allocate {} ({} allocated by Pyrite, {} reserved)",
@@ -267,7 +307,6 @@ impl CpuBuffer {
             );
         }
         s.allocated_bytes.add(cap as u64);
-        s.reserved_bytes.add(cap as u64);
         s.allocation.add(1);
         s.segment.add(1);
         // SAFETY: checked non-null above.
@@ -442,6 +481,55 @@ pub fn set_cache_limit(bytes: u64) {
     state().as_mut().unwrap().cache_limit = bytes;
 }
 
+/// Limits the bytes the allocator may reserve on `device` (live tensors plus its cache) to
+/// `bytes`; `None` lifts the limit. Past it, an allocation first frees the cache and retries,
+/// then fails with `OutOfMemory` (counted in `num_ooms`), so out-of-memory handling can be
+/// tested on any machine. The `PYRITE_CPU_MEMORY_LIMIT_MB` environment variable sets it at
+/// start. Memory already reserved is not taken back.
+///
+/// ```
+/// use pyrite_core::{memory, DType, Device, ErrorKind, Tensor};
+/// memory::set_memory_limit(Some(memory::memory_reserved(Device::Cpu)? + (1 << 20)), Device::Cpu)?;
+/// let e = Tensor::zeros([1 << 20], DType::F32).unwrap_err(); // 4 MiB past a 1 MiB headroom
+/// assert_eq!(e.kind(), ErrorKind::OutOfMemory);
+/// assert!(e.to_string().contains("Tried to allocate 4.00 MiB"), "{e}");
+/// memory::set_memory_limit(None, Device::Cpu)?;
+/// assert!(Tensor::zeros([1 << 20], DType::F32).is_ok());
+/// # Ok::<(), pyrite_core::Error>(())
+/// ```
+pub fn set_memory_limit(bytes: Option<u64>, device: Device) -> Result<()> {
+    check_cpu(device, "set_memory_limit")?;
+    state().as_mut().unwrap().memory_limit = bytes;
+    Ok(())
+}
+
+/// The limit set by [`set_memory_limit`] or [`set_per_process_memory_fraction`], in bytes.
+pub fn memory_limit(device: Device) -> Result<Option<u64>> {
+    check_cpu(device, "memory_limit")?;
+    Ok(state().as_ref().unwrap().memory_limit)
+}
+
+/// `torch.cuda.set_per_process_memory_fraction(fraction, device)`: limits the allocator to
+/// `fraction` of the device's memory (on the CPU, of the physical memory, `MemTotal`).
+pub fn set_per_process_memory_fraction(fraction: f64, device: Device) -> Result<()> {
+    check_cpu(device, "set_per_process_memory_fraction")?;
+    if !(0.0..=1.0).contains(&fraction) {
+        bail!(Value, "Invalid fraction value: {fraction}. Allowed range: 0~1");
+    }
+    let total = physical_memory()?;
+    set_memory_limit(Some((total as f64 * fraction) as u64), device)
+}
+
+/// The machine's physical memory in bytes.
+pub fn physical_memory() -> Result<u64> {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    if pages <= 0 || page <= 0 {
+        bail!(Io, "cannot read the physical memory size (sysconf)");
+    }
+    Ok(pages as u64 * page as u64)
+}
+
 /// PyTorch's `memory_stats`: a flat map with keys such as `allocated_bytes.all.current`.
 pub fn memory_stats(device: Device) -> Result<BTreeMap<String, u64>> {
     check_cpu(device, "memory_stats")?;
@@ -461,7 +549,7 @@ pub fn memory_stats(device: Device) -> Result<BTreeMap<String, u64>> {
     }
     m.insert("inactive_split_bytes.all.current".into(), s.cached_bytes);
     m.insert("num_ooms".into(), s.num_ooms);
-    m.insert("num_alloc_retries".into(), 0);
+    m.insert("num_alloc_retries".into(), s.num_alloc_retries);
     m.insert("cache_hits".into(), s.cache_hits);
     Ok(m)
 }

@@ -64,7 +64,8 @@ pub use view::{TensorIndex, ViewShape};
 /// PyTorch's memory-statistics API (`torch.cuda.memory_allocated` and friends), per device.
 pub mod memory {
     pub use crate::alloc::{
-        empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated, memory_reserved,
-        memory_stats, memory_summary, reset_peak_memory_stats, set_cache_limit,
+        empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated, memory_limit,
+        memory_reserved, memory_stats, memory_summary, physical_memory, reset_peak_memory_stats,
+        set_cache_limit, set_memory_limit, set_per_process_memory_fraction,
     };
 }
