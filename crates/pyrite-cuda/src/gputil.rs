@@ -521,3 +521,22 @@ pub fn show_utilization_from<S: GpuSource + ?Sized>(source: &S, all: bool) -> Re
     print!("{table}");
     Ok(table)
 }
+
+/// `pyrite-smi`'s columns: [`default_columns`] plus temperature, memory total / used / free and
+/// the driver; with `all`, [`all_columns`] plus the driver.
+pub fn smi_columns(all: bool) -> Vec<Vec<Column>> {
+    if all {
+        let mut cols = all_columns();
+        cols.push(vec![Column::new(Attr::Driver, "Driver")]);
+        return cols;
+    }
+    let mut cols = default_columns();
+    cols.push(vec![Column::number(Attr::Temperature, "GPU temp.", "C", 1.0, 0)]);
+    cols.push(vec![
+        Column::number(Attr::MemoryTotal, "Memory total", "MB", 1.0, 0),
+        Column::number(Attr::MemoryUsed, "Memory used", "MB", 1.0, 0),
+        Column::number(Attr::MemoryFree, "Memory free", "MB", 1.0, 0),
+    ]);
+    cols.push(vec![Column::new(Attr::Driver, "Driver")]);
+    cols
+}

@@ -44,8 +44,8 @@ mod nvml;
 
 pub use gputil::{
     all_columns, availability, available_ids, default_columns, get_available_from, get_first_available_from,
-    show_utilization_from, utilization_table, Attr, Column, GetAvailableOptions, GetFirstAvailableOptions,
-    Gpu, GpuRecord, GpuSource, Order,
+    show_utilization_from, smi_columns, utilization_table, Attr, Column, GetAvailableOptions,
+    GetFirstAvailableOptions, Gpu, GpuRecord, GpuSource, Order,
 };
 pub use nvml::{no_gpu_reason, nvml_status, NvmlSource};
 
@@ -74,4 +74,35 @@ pub fn get_first_available(opts: &GetFirstAvailableOptions) -> Result<usize> {
 /// [`all_columns`]) and returns it.
 pub fn show_utilization(all: bool) -> Result<String> {
     show_utilization_from(&NvmlSource, all)
+}
+
+/// Pyrite's own allocator figures for `device` in one line, as `pyrite-smi` prints them:
+/// `Pyrite cpu allocator: allocated 1.00 MiB, reserved 2.00 MiB, peak allocated ..., peak reserved ...`
+/// (`torch.cuda.memory_allocated`, `memory_reserved` and their peaks; see
+/// `pyrite_core::memory`).
+pub fn allocator_line(device: pyrite_core::Device) -> Result<String> {
+    use pyrite_core::memory::{max_memory_allocated, max_memory_reserved, memory_allocated, memory_reserved};
+    Ok(format!(
+        "Pyrite {device} allocator: allocated {}, reserved {}, peak allocated {}, peak reserved {}",
+        fmt_bytes(memory_allocated(device)?),
+        fmt_bytes(memory_reserved(device)?),
+        fmt_bytes(max_memory_allocated(device)?),
+        fmt_bytes(max_memory_reserved(device)?),
+    ))
+}
+
+/// `1536` -> `1.50 KiB`, as `memory_summary` writes sizes.
+fn fmt_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i < UNITS.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.2} {}", UNITS[i])
+    }
 }
