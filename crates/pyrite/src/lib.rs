@@ -75,6 +75,13 @@ pub mod transformers {
     pub use pyrite_transformers::*;
 }
 
+/// `torch.cuda`, for now GPU status as GPUtil gives it (`gpus`, `get_available`,
+/// `show_utilization`) through NVML opened at run time; no driver means no GPU, not an error
+/// (the `pyrite-cuda` crate).
+pub mod cuda {
+    pub use pyrite_cuda::*;
+}
+
 /// The names most programs need: `use pyrite::prelude::*;`.
 pub mod prelude {
     pub use pyrite_core::{idx, DType, Device, Error, Result, Scalar, Shape, Tensor, TensorIndex};
