@@ -49,6 +49,12 @@ pub use pyrite_serialization::load;
 
 /// `torch.utils`: the parts beyond `torch.utils.data` (which is [`data`]).
 pub mod utils {
+    /// `torch.utils.checkpoint`: activation checkpointing, recomputing a segment's forward in
+    /// the backward pass instead of keeping its activations (`checkpoint`,
+    /// `checkpoint_sequential`).
+    pub mod checkpoint {
+        pub use pyrite_nn::utils::checkpoint::*;
+    }
     /// `torch.utils.tensorboard`: a `SummaryWriter` that writes TensorBoard event files
     /// (scalars, histograms, text, images, hparams) and a reader for them (the
     /// `pyrite-tensorboard` crate).

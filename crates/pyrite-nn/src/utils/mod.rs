@@ -1,7 +1,8 @@
 //! `torch.nn.utils`: gradient clipping ([`clip_grad_norm_`], [`clip_grad_value_`], and the
 //! split API [`get_total_norm`] + [`clip_grads_with_norm_`]) and the flat-vector view of a
 //! model's parameters ([`parameters_to_vector`], [`vector_to_parameters`]). Variable-length
-//! sequences for the recurrent layers (`PackedSequence`, `pad_sequence`, ...) are in [`rnn`].
+//! sequences for the recurrent layers (`PackedSequence`, `pad_sequence`, ...) are in [`rnn`];
+//! activation checkpointing (`torch.utils.checkpoint`) is in [`checkpoint`].
 //!
 //! Each function takes a slice of tensors, as `module.parameters()` returns them (`&[Tensor]`,
 //! `&[&Tensor]` or `&[Parameter]` all work), and changes gradients or parameters in place under
@@ -23,6 +24,7 @@
 //! # Ok::<(), pyrite::Error>(())
 //! ```
 
+pub mod checkpoint;
 pub mod rnn;
 
 use crate::module::py_float;
