@@ -520,16 +520,18 @@ impl BatchInput for Value {
     }
 }
 
-/// A BatchNorm layer found in the model.
+/// A BatchNorm layer (1d, 2d or 3d) found in a model, as [`update_bn`] finds them:
+/// `model.modules().into_iter().filter_map(AnyBatchNorm::of)`.
 #[derive(Clone, Copy)]
-enum AnyBatchNorm<'a> {
+pub enum AnyBatchNorm<'a> {
     B1(&'a BatchNorm1d),
     B2(&'a BatchNorm2d),
     B3(&'a BatchNorm3d),
 }
 
 impl<'a> AnyBatchNorm<'a> {
-    fn of(m: &'a dyn Module) -> Option<AnyBatchNorm<'a>> {
+    /// The layer, if `m` is a BatchNorm layer.
+    pub fn of(m: &'a dyn Module) -> Option<AnyBatchNorm<'a>> {
         let a = m.as_any();
         if let Some(b) = a.downcast_ref::<BatchNorm1d>() {
             Some(AnyBatchNorm::B1(b))
@@ -539,14 +541,16 @@ impl<'a> AnyBatchNorm<'a> {
             a.downcast_ref::<BatchNorm3d>().map(AnyBatchNorm::B3)
         }
     }
-    fn reset_running_stats(self) -> Result<()> {
+    /// `reset_running_stats()`.
+    pub fn reset_running_stats(self) -> Result<()> {
         match self {
             AnyBatchNorm::B1(b) => b.reset_running_stats(),
             AnyBatchNorm::B2(b) => b.reset_running_stats(),
             AnyBatchNorm::B3(b) => b.reset_running_stats(),
         }
     }
-    fn set_momentum_override(self, m: Option<Option<f64>>) -> Option<Option<f64>> {
+    /// See `BatchNorm1d::set_momentum_override`; returns the previous override.
+    pub fn set_momentum_override(self, m: Option<Option<f64>>) -> Option<Option<f64>> {
         match self {
             AnyBatchNorm::B1(b) => b.set_momentum_override(m),
             AnyBatchNorm::B2(b) => b.set_momentum_override(m),

@@ -5,9 +5,9 @@ use crate::callback::Callback;
 use crate::module::{Interval, LightningModule, LrSchedulerConfig, Scheduler};
 use crate::trainer::Trainer;
 use pyrite_core::{autograd::no_grad, bail, err, Result, Tensor};
-use pyrite_nn::{BatchNorm1d, BatchNorm2d, BatchNorm3d, Module};
+use pyrite_nn::Module;
 use pyrite_optim::lr_scheduler::{AnnealStrategy, PerGroup};
-use pyrite_optim::swa_utils::{get_swa_avg_fn, AvgFn, SWALROptions, SWALR};
+use pyrite_optim::swa_utils::{get_swa_avg_fn, AnyBatchNorm, AvgFn, SWALROptions, SWALR};
 use pyrite_serialization::{Dict, Object};
 
 /// When averaging starts (Lightning's `swa_epoch_start`).
@@ -281,74 +281,26 @@ impl StochasticWeightAveraging {
     /// old ones; `reset` also zeroes the running statistics.
     fn batch_norm_cumulative(&mut self, module: &dyn Module, reset: bool) -> Result<()> {
         self.momenta.clear();
-        for_each_batch_norm(module, &mut |bn| {
+        for bn in batch_norms(module) {
             if reset {
-                bn.reset()?;
+                bn.reset_running_stats()?;
             }
-            self.momenta.push(bn.set_momentum(Some(None)));
-            Ok(())
-        })
+            self.momenta.push(bn.set_momentum_override(Some(None)));
+        }
+        Ok(())
     }
 
     fn restore_momenta(&mut self, module: &dyn Module) -> Result<()> {
-        let mut saved = std::mem::take(&mut self.momenta).into_iter();
-        for_each_batch_norm(module, &mut |bn| {
-            if let Some(m) = saved.next() {
-                bn.set_momentum(m);
-            }
-            Ok(())
-        })
-    }
-}
-
-/// A BatchNorm layer of any rank.
-enum Bn<'a> {
-    B1(&'a BatchNorm1d),
-    B2(&'a BatchNorm2d),
-    B3(&'a BatchNorm3d),
-}
-
-impl Bn<'_> {
-    fn reset(&self) -> Result<()> {
-        match self {
-            Bn::B1(b) => b.reset_running_stats(),
-            Bn::B2(b) => b.reset_running_stats(),
-            Bn::B3(b) => b.reset_running_stats(),
+        let saved = std::mem::take(&mut self.momenta);
+        for (bn, m) in batch_norms(module).into_iter().zip(saved) {
+            bn.set_momentum_override(m);
         }
-    }
-    fn set_momentum(&self, m: Option<Option<f64>>) -> Option<Option<f64>> {
-        match self {
-            Bn::B1(b) => b.set_momentum_override(m),
-            Bn::B2(b) => b.set_momentum_override(m),
-            Bn::B3(b) => b.set_momentum_override(m),
-        }
-    }
-}
-
-fn for_each_batch_norm(module: &dyn Module, f: &mut dyn FnMut(Bn<'_>) -> Result<()>) -> Result<()> {
-    for m in module.modules() {
-        let a = m.as_any();
-        let bn = if let Some(b) = a.downcast_ref::<BatchNorm1d>() {
-            Bn::B1(b)
-        } else if let Some(b) = a.downcast_ref::<BatchNorm2d>() {
-            Bn::B2(b)
-        } else if let Some(b) = a.downcast_ref::<BatchNorm3d>() {
-            Bn::B3(b)
-        } else {
-            continue;
-        };
-        f(bn)?;
-    }
-    Ok(())
-}
-
-fn contains_batch_norm(module: &dyn Module) -> bool {
-    let mut found = false;
-    let _ = for_each_batch_norm(module, &mut |_| {
-        found = true;
         Ok(())
-    });
-    found
+    }
+}
+
+fn batch_norms(module: &dyn Module) -> Vec<AnyBatchNorm<'_>> {
+    module.modules().into_iter().filter_map(AnyBatchNorm::of).collect()
 }
 
 impl Callback for StochasticWeightAveraging {
@@ -365,7 +317,7 @@ impl Callback for StochasticWeightAveraging {
             },
         });
         self.max_epochs = max_epochs;
-        self.contains_bn = contains_batch_norm(module.module());
+        self.contains_bn = !batch_norms(module.module()).is_empty();
         if self.contains_bn && max_epochs.is_some() {
             // one more epoch, of forward passes only, to recompute the BatchNorm statistics
             trainer.extra_epochs += 1;
