@@ -538,11 +538,21 @@ pub trait Optimizer: Send + AsDynOptimizer {
     fn update(&mut self) -> Result<()>;
 
     /// `step()`: runs the pre hooks, the update (without recording autograd) and the post hooks.
+    ///
+    /// A step that fails (typically out of memory while it creates its state on the first
+    /// step) leaves the state as it was before it: step counts are not advanced and the state
+    /// tensors it had made are dropped, so the same step can be taken again once memory is
+    /// freed. The update allocates before it writes, so the parameters are untouched too,
+    /// except where an earlier parameter group was already updated when a later one failed.
     fn step(&mut self) -> Result<()> {
         self.base_mut().run_step_hooks(true);
         {
             let _ng = autograd::no_grad();
-            self.update()?;
+            let before = self.base().state.clone(); // shares the state tensors
+            if let Err(e) = self.update() {
+                self.base_mut().state = before;
+                return Err(e);
+            }
         }
         self.base_mut().run_step_hooks(false);
         Ok(())
