@@ -244,6 +244,10 @@ impl CpuBuffer {
                 s.allocated_bytes.add(cap as u64);
                 s.allocation.add(1);
                 s.cache_hits += 1;
+                drop(g);
+                if crate::memory_history::is_recording() {
+                    crate::memory_history::on_alloc(addr, cap as u64);
+                }
                 // SAFETY: addr came from a successful `alloc` of this class.
                 return Ok(CpuBuffer {
                     ptr: unsafe { NonNull::new_unchecked(addr as *mut u8) },
@@ -270,8 +274,7 @@ impl CpuBuffer {
             if retried || s.cached_bytes == 0 {
                 s.num_ooms += 1;
                 let limit = s.memory_limit.unwrap_or(0);
-                bail!(
-                    OutOfMemory,
+                let msg = format!(
                     "CPU out of memory. Tried to allocate {}. The process's memory limit is {} (set_memory_limit / set_per_process_memory_fraction), of which {} is free. Of the limit, {} is allocated by tensors, and {} is reserved by Pyrite's cache but unallocated. memory_summary() shows where the memory is.",
                     fmt_bytes(cap as u64),
                     fmt_bytes(limit),
@@ -279,6 +282,11 @@ impl CpuBuffer {
                     fmt_bytes(s.allocated_bytes.current),
                     fmt_bytes(s.cached_bytes)
                 );
+                drop(g);
+                if crate::memory_history::is_recording() {
+                    crate::memory_history::on_oom(cap as u64);
+                }
+                return Err(crate::Error::new(crate::ErrorKind::OutOfMemory, msg));
             }
             s.num_alloc_retries += 1;
             retried = true;
@@ -309,6 +317,10 @@ impl CpuBuffer {
         s.allocated_bytes.add(cap as u64);
         s.allocation.add(1);
         s.segment.add(1);
+        drop(g);
+        if crate::memory_history::is_recording() {
+            crate::memory_history::on_alloc(ptr as usize, cap as u64);
+        }
         // SAFETY: checked non-null above.
         Ok(CpuBuffer { ptr: unsafe { NonNull::new_unchecked(ptr) }, bytes, cap, class })
     }
@@ -316,6 +328,12 @@ impl CpuBuffer {
     /// Requested size in bytes.
     pub fn len_bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// Bytes held from the allocator: the request rounded up to its size class (what
+    /// `memory_allocated` counts).
+    pub fn capacity(&self) -> usize {
+        self.cap
     }
 
     /// Raw pointer to the first byte.
@@ -350,6 +368,11 @@ impl Drop for CpuBuffer {
     fn drop(&mut self) {
         if self.cap == 0 {
             return;
+        }
+        // Recorded before the buffer can be handed out again, so that a free is never
+        // recorded after the next allocation of the same address.
+        if crate::memory_history::is_recording() {
+            crate::memory_history::on_free(self.ptr.as_ptr() as usize, self.cap as u64);
         }
         let mut g = state();
         let s = g.as_mut().unwrap();

@@ -32,6 +32,8 @@ pub mod display;
 pub mod dtype;
 pub mod error;
 pub mod layout;
+pub mod memory_history;
+mod memory_viz;
 pub mod npy;
 pub mod ops;
 pub mod random;
@@ -67,5 +69,9 @@ pub mod memory {
         empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated, memory_limit,
         memory_reserved, memory_stats, memory_summary, physical_memory, reset_peak_memory_stats,
         set_cache_limit, set_memory_limit, set_per_process_memory_fraction,
+    };
+    pub use crate::memory_history::{
+        dump_snapshot, memory_snapshot, record_memory_history, scope, Action, Block, Category,
+        HistoryOptions, MemorySnapshot, ScopeGuard, TraceEntry,
     };
 }

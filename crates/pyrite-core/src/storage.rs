@@ -115,6 +115,14 @@ impl StorageCell {
     pub fn read(&self) -> RwLockReadGuard<'_, Storage> {
         self.data.read().unwrap_or_else(|e| e.into_inner())
     }
+    /// Locks for reading unless a writer holds the lock now (`None` then).
+    pub(crate) fn try_read(&self) -> Option<RwLockReadGuard<'_, Storage>> {
+        match self.data.try_read() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
     /// Locks for writing and bumps the version counter (every writer is an in-place op).
     pub fn write(&self) -> RwLockWriteGuard<'_, Storage> {
         self.version.fetch_add(1, Ordering::Relaxed);

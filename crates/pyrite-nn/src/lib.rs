@@ -27,6 +27,7 @@ pub mod hooks;
 pub mod init;
 pub mod linear;
 pub mod loss;
+mod memory_scope;
 pub mod module;
 pub mod normalization;
 pub mod padding;

@@ -497,7 +497,7 @@ pub(crate) fn in_module(m: &dyn Module, e: pyrite_core::Error) -> pyrite_core::E
 }
 
 /// A module's address, as an identity.
-fn module_addr(m: &dyn Module) -> usize {
+pub(crate) fn module_addr(m: &dyn Module) -> usize {
     m as *const dyn Module as *const () as usize
 }
 
@@ -548,6 +548,8 @@ pub trait Module: ModuleFields {
 
     /// `module(*inputs)`: runs the hooks around `forward_value`.
     fn call_value(&self, input: Value) -> Result<Value> {
+        let _memory =
+            pyrite_core::memory_history::is_recording().then(|| crate::memory_scope::enter(self.as_module()));
         let out = if !hooks::any_active(self.base()) {
             self.forward_value(input)
         } else {

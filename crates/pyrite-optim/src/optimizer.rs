@@ -329,6 +329,34 @@ impl OptimizerBase {
         register(&self.hooks, pre, hook)
     }
 
+    /// Memory history: tags the state's tensors as optimizer state, named after their
+    /// parameter (`fc.weight: exp_avg`). Nothing is done unless history is being recorded.
+    fn tag_state_memory(&self) {
+        if !pyrite_core::memory_history::is_recording() {
+            return;
+        }
+        for (g, states) in self.groups.iter().zip(&self.state) {
+            for (p, st) in g.params.iter().zip(states) {
+                let param = pyrite_core::memory_history::name_of(p);
+                for (key, v) in st {
+                    let name = if param.is_empty() { key.clone() } else { format!("{param}: {key}") };
+                    let tensors: &[Tensor] = match v {
+                        StateValue::Tensor(t) => std::slice::from_ref(t),
+                        StateValue::TensorList(ts) => ts,
+                        _ => &[],
+                    };
+                    for t in tensors {
+                        pyrite_core::memory_history::tag(
+                            t,
+                            pyrite_core::memory::Category::OptimizerState,
+                            &name,
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     /// The groups with the state of each of their parameters, for an update.
     pub fn groups_and_state(&mut self) -> impl Iterator<Item = (&ParamGroup, &mut Vec<ParamState>)> {
         self.groups.iter().zip(self.state.iter_mut())
@@ -549,10 +577,12 @@ pub trait Optimizer: Send + AsDynOptimizer {
         {
             let _ng = autograd::no_grad();
             let before = self.base().state.clone(); // shares the state tensors
+            let _scope = pyrite_core::memory::scope(self.base().name());
             if let Err(e) = self.update() {
                 self.base_mut().state = before;
                 return Err(e);
             }
+            self.base().tag_state_memory();
         }
         self.base_mut().run_step_hooks(false);
         Ok(())

@@ -180,6 +180,10 @@ impl Tensor {
             return Ok(self.clone());
         }
         self.0.autograd.with(|m| m.requires_grad = requires_grad);
+        if requires_grad {
+            // Memory history: a leaf that requires grad is a parameter.
+            crate::memory_history::tag(self, crate::memory_history::Category::Parameter, "");
+        }
         Ok(self.clone())
     }
 

@@ -70,6 +70,17 @@ pub(crate) fn record(
         NodeKind::Backward(Box::new(backward)),
         super::anomaly::trace(),
     ));
+    if crate::memory_history::is_recording() {
+        // Memory history: the outputs were made by this op, and what it saves is activation
+        // memory held for backward.
+        let op = crate::memory_history::forward_op_name(node.name());
+        for t in &outputs {
+            crate::memory_history::name_op(t, op);
+        }
+        for st in &saved_tensors {
+            crate::memory_history::tag(st.data(), crate::memory_history::Category::Activation, node.name());
+        }
+    }
     node.saved.lock().unwrap().tensors = saved_tensors;
     Ok(outputs
         .into_iter()

@@ -29,6 +29,11 @@ impl SavedTensor {
         SavedTensor { data: t.detach(), version: t.version(), output_nr: Some(i) }
     }
 
+    /// The tensor as saved (without the version check).
+    pub fn data(&self) -> &Tensor {
+        &self.data
+    }
+
     /// The tensor, or PyTorch's error if it was modified in place since it was saved. A saved
     /// output comes back attached to `node`, so that a backward with `create_graph`
     /// differentiates through it.
