@@ -23,6 +23,7 @@ pub mod plot;
 pub mod results;
 pub mod seed;
 pub mod trainer;
+pub mod tuner;
 
 pub use callback::Callback;
 pub use checkpoint::{CheckpointManager, CheckpointOptions, SavedCheckpoint};

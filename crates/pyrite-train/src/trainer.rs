@@ -731,33 +731,7 @@ impl Trainer {
             train
         };
         let val = options.val_dataloaders;
-        self.num_training_batches = self.settings.limit_train_batches.of(train.len());
-        if self.num_training_batches == 0 {
-            bail!(
-                Value,
-                "the training dataloader has no batches to train on (len {}, limit_train_batches {:?})",
-                train.len(),
-                self.settings.limit_train_batches
-            );
-        }
-        self.num_val_batches = val.map_or(0, |v| self.settings.limit_val_batches.of(v.len()));
-        self.num_sanity_val_batches = match self.settings.num_sanity_val_steps {
-            -1 => self.num_val_batches,
-            n => (n as usize).min(self.num_val_batches),
-        };
-        self.val_check_batch = match self.settings.val_check_interval {
-            Limit::Fraction(f) => ((self.num_training_batches as f64 * f) as usize).max(1),
-            Limit::Batches(n) => {
-                if n > self.num_training_batches {
-                    bail!(
-                        Value,
-                        "`val_check_interval` ({n}) must be less than or equal to the number of the training batches ({})",
-                        self.num_training_batches
-                    );
-                }
-                n.max(1)
-            }
-        };
+        self.count_batches(train, val)?;
 
         self.ctx.stage = Stage::Train;
         self.call_callbacks(module, Which::All, &mut |c, t, m| c.setup(t, m, Stage::Train))?;
@@ -780,6 +754,23 @@ impl Trainer {
 
         self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_fit_start(t, m))?;
         self.with_ctx(module, HookLevel::Epoch, |m, ctx| m.on_fit_start(ctx))?;
+        let rebuilt;
+        let train = match self.run_batch_size_finders(module, train, resume.is_some())? {
+            Some(batch_size) => {
+                rebuilt = train.with_batch_size(batch_size)?;
+                self.count_batches(&rebuilt, val)?;
+                &rebuilt
+            }
+            None => train,
+        };
+        if self.callback::<crate::callbacks::BatchSizeFinder>().is_some_and(|f| f.early_exit) {
+            // The Tuner's run ends here (Lightning's `_TunerExitException`).
+            self.call_callbacks(module, Which::All, &mut |c, t, m| c.teardown(t, m, Stage::Train))?;
+            for l in &mut self.loggers {
+                l.finalize("success")?;
+            }
+            return Ok(());
+        }
         self.run_lr_finders(module, train)?;
 
         if resume.is_none() && self.num_sanity_val_batches > 0 {
@@ -821,6 +812,38 @@ impl Trainer {
         if self.settings.plot_curves && !self.history.is_empty() {
             self.draw_curves()?;
         }
+        Ok(())
+    }
+
+    /// Batches per epoch and when validation runs, for these loaders.
+    fn count_batches(&mut self, train: &DataLoader, val: Option<&DataLoader>) -> Result<()> {
+        self.num_training_batches = self.settings.limit_train_batches.of(train.len());
+        if self.num_training_batches == 0 {
+            bail!(
+                Value,
+                "the training dataloader has no batches to train on (len {}, limit_train_batches {:?})",
+                train.len(),
+                self.settings.limit_train_batches
+            );
+        }
+        self.num_val_batches = val.map_or(0, |v| self.settings.limit_val_batches.of(v.len()));
+        self.num_sanity_val_batches = match self.settings.num_sanity_val_steps {
+            -1 => self.num_val_batches,
+            n => (n as usize).min(self.num_val_batches),
+        };
+        self.val_check_batch = match self.settings.val_check_interval {
+            Limit::Fraction(f) => ((self.num_training_batches as f64 * f) as usize).max(1),
+            Limit::Batches(n) => {
+                if n > self.num_training_batches {
+                    bail!(
+                        Value,
+                        "`val_check_interval` ({n}) must be less than or equal to the number of the training batches ({})",
+                        self.num_training_batches
+                    );
+                }
+                n.max(1)
+            }
+        };
         Ok(())
     }
 
@@ -1581,6 +1604,46 @@ impl Trainer {
         }
         module.on_load_checkpoint(&ck)?;
         Ok((point, rng, loader))
+    }
+
+    /// Runs the `BatchSizeFinder` callbacks at the start of `fit` (not when resuming); returns
+    /// the batch size the last one found.
+    fn run_batch_size_finders(
+        &mut self,
+        module: &mut dyn LightningModule,
+        train: &DataLoader,
+        resuming: bool,
+    ) -> Result<Option<usize>> {
+        use crate::callbacks::BatchSizeFinder;
+        let mut found = None;
+        for i in 0..self.callbacks.len() {
+            if !self.callbacks[i].as_ref().is_some_and(|c| c.as_any().is::<BatchSizeFinder>()) {
+                continue;
+            }
+            if resuming {
+                eprintln!("warning: BatchSizeFinder does not run when resuming from a checkpoint: the run goes on with the batch size of the training DataLoader");
+                continue;
+            }
+            let mut cb = self.callbacks[i].take().expect("present");
+            let finder = cb.as_any_mut().downcast_mut::<BatchSizeFinder>().expect("checked");
+            let r = finder.run(self, module, train);
+            self.callbacks[i] = Some(cb);
+            if let Some(n) = r? {
+                found = Some(n);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Puts a callback first (the Tuner's finder).
+    pub(crate) fn push_front_callback(&mut self, callback: Box<dyn Callback>) {
+        self.callbacks.insert(0, Some(callback));
+    }
+
+    /// Takes out the first callback of type `T`.
+    pub(crate) fn remove_callback<T: Callback>(&mut self) -> Option<Box<dyn Callback>> {
+        let i = self.callbacks.iter().position(|c| c.as_ref().is_some_and(|c| c.as_any().is::<T>()))?;
+        self.callbacks.remove(i)
     }
 
     /// Runs the `LearningRateFinder` callbacks' range tests at the start of `fit`.
