@@ -19,6 +19,7 @@ pub mod early_stopping;
 pub mod filename;
 pub mod loggers;
 pub mod module;
+pub mod oom;
 pub mod plot;
 pub mod results;
 pub mod seed;
@@ -29,6 +30,7 @@ pub use callback::Callback;
 pub use checkpoint::{CheckpointManager, CheckpointOptions, SavedCheckpoint};
 pub use early_stopping::{EarlyStopping, EarlyStoppingOptions};
 pub use filename::{format_filename, FieldValue};
+pub use oom::{MicroBatching, OomRecovery};
 pub use module::{
     Flow, HParam, Interval, LightningModule, LrSchedulerConfig, OptimizerConfig, Scheduler, StepOutput,
 };
