@@ -30,10 +30,10 @@ pub use callback::Callback;
 pub use checkpoint::{CheckpointManager, CheckpointOptions, SavedCheckpoint};
 pub use early_stopping::{EarlyStopping, EarlyStoppingOptions};
 pub use filename::{format_filename, FieldValue};
-pub use oom::{MicroBatching, OomRecovery};
 pub use module::{
     Flow, HParam, Interval, LightningModule, LrSchedulerConfig, OptimizerConfig, Scheduler, StepOutput,
 };
+pub use oom::{MicroBatching, OomRecovery};
 pub use results::{Context, LogOptions, LogValue, ReduceFx, Stage};
 pub use seed::seed_everything;
 pub use trainer::{CkptPath, EvalOptions, FitOptions, GradientClipAlgorithm, Limit, Trainer, TrainerOptions};

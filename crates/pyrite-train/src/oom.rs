@@ -251,7 +251,8 @@ fn batch_size(batch: &Sample) -> Option<usize> {
 /// dimension, a list of `total` plain values (collated strings) is cut too, other values are
 /// given whole.
 fn slice(s: &Sample, start: usize, n: usize, total: usize) -> Result<Sample> {
-    let plain = |x: &Sample| matches!(x, Sample::Str(_) | Sample::Int(_) | Sample::Float(_) | Sample::Bool(_));
+    let plain =
+        |x: &Sample| matches!(x, Sample::Str(_) | Sample::Int(_) | Sample::Float(_) | Sample::Bool(_));
     Ok(match s {
         Sample::Tensor(t) if t.dims().is_empty() => s.clone(),
         Sample::Tensor(t) => {
@@ -264,9 +265,13 @@ fn slice(s: &Sample, start: usize, n: usize, total: usize) -> Result<Sample> {
             }
             Sample::Tensor(t.narrow(0, start as isize, n)?)
         }
-        Sample::List(v) if v.len() == total && v.iter().all(plain) => Sample::List(v[start..start + n].to_vec()),
+        Sample::List(v) if v.len() == total && v.iter().all(plain) => {
+            Sample::List(v[start..start + n].to_vec())
+        }
         Sample::List(v) => Sample::List(v.iter().map(|x| slice(x, start, n, total)).collect::<Result<_>>()?),
-        Sample::Tuple(v) => Sample::Tuple(v.iter().map(|x| slice(x, start, n, total)).collect::<Result<_>>()?),
+        Sample::Tuple(v) => {
+            Sample::Tuple(v.iter().map(|x| slice(x, start, n, total)).collect::<Result<_>>()?)
+        }
         Sample::Map(m) => Sample::Map(
             m.iter().map(|(k, x)| Ok((k.clone(), slice(x, start, n, total)?))).collect::<Result<_>>()?,
         ),

@@ -1111,7 +1111,12 @@ impl Trainer {
     }
 
     /// The backward hooks around `loss.backward()` (or `Backward::run`, recovering).
-    fn backward(&mut self, module: &mut dyn LightningModule, loss: &Tensor, bw: Option<&Backward<'_>>) -> Result<()> {
+    fn backward(
+        &mut self,
+        module: &mut dyn LightningModule,
+        loss: &Tensor,
+        bw: Option<&Backward<'_>>,
+    ) -> Result<()> {
         self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_before_backward(t, m, loss))?;
         module.on_before_backward(loss)?;
         match bw {

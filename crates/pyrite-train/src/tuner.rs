@@ -363,7 +363,9 @@ impl<'a> Tuner<'a> {
         });
         match found {
             Some(n) => Ok(n),
-            None => bail!(Value, "scale_batch_size: the batch size finder did not run (fast_dev_run is set?)"),
+            None => {
+                bail!(Value, "scale_batch_size: the batch size finder did not run (fast_dev_run is set?)")
+            }
         }
     }
 }

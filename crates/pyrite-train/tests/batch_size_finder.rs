@@ -6,14 +6,17 @@
 
 use pyrite::data::{DataLoader, DataLoaderOptions, Sample, TensorDataset};
 use pyrite::memory::{
-    empty_cache, max_memory_allocated, memory_allocated, memory_reserved, reset_peak_memory_stats, set_memory_limit,
+    empty_cache, max_memory_allocated, memory_allocated, memory_reserved, reset_peak_memory_stats,
+    set_memory_limit,
 };
 use pyrite::nn::{Linear, Module, ReLU, Sequential, StateDict};
 use pyrite::optim::{Optimizer, SGDOptions, SGD};
 use pyrite::prelude::*;
 use pyrite::train::callbacks::BatchSizeFinder;
 use pyrite::train::tuner::{scale_batch_size, BatchSizeMode, ScaleBatchSizeOptions, Tuner};
-use pyrite::train::{Context, FitOptions, LightningModule, OptimizerConfig, StepOutput, Trainer, TrainerOptions};
+use pyrite::train::{
+    Context, FitOptions, LightningModule, OptimizerConfig, StepOutput, Trainer, TrainerOptions,
+};
 use pyrite::{manual_seed, Device, Error, ErrorKind};
 use std::sync::{Arc, Mutex};
 
@@ -299,7 +302,8 @@ fn on_a_real_model_the_size_found_fits_and_the_next_does_not() {
     let held = memory_reserved(Device::Cpu).unwrap();
     set_memory_limit(Some(held + (n64 + n128) / 2), Device::Cpu).unwrap();
 
-    let power = scale_batch_size(|bs| step(&m, &mut opt, &x, &y, bs), ScaleBatchSizeOptions::default()).unwrap();
+    let power =
+        scale_batch_size(|bs| step(&m, &mut opt, &x, &y, bs), ScaleBatchSizeOptions::default()).unwrap();
     assert_eq!(power, 64);
     assert!(fits(&m, &mut opt, &x, &y, power));
     assert!(!fits(&m, &mut opt, &x, &y, 2 * power));
@@ -310,9 +314,11 @@ fn on_a_real_model_the_size_found_fits_and_the_next_does_not() {
     assert!(fits(&m, &mut opt, &x, &y, bin));
     assert!(!fits(&m, &mut opt, &x, &y, bin + 1), "{bin} + 1 fits too");
     // With Lightning's margin: 5 % below.
-    let margined =
-        scale_batch_size(|bs| step(&m, &mut opt, &x, &y, bs), ScaleBatchSizeOptions { mode: BatchSizeMode::BinSearch, ..Default::default() })
-            .unwrap();
+    let margined = scale_batch_size(
+        |bs| step(&m, &mut opt, &x, &y, bs),
+        ScaleBatchSizeOptions { mode: BatchSizeMode::BinSearch, ..Default::default() },
+    )
+    .unwrap();
     assert_eq!(margined, (bin as f64 * 0.95) as usize);
 }
 
@@ -340,7 +346,7 @@ impl LightningModule for Regression {
     }
     fn training_step(&mut self, batch: &Sample, _i: usize, ctx: &mut Context) -> Result<StepOutput> {
         let (x, y) = (batch.item(0)?.as_tensor()?, batch.item(1)?.as_tensor()?);
-        let bs = x.dims()[0] as usize;
+        let bs = x.dims()[0];
         self.seen.lock().unwrap().push(bs);
         if self.fail_at.is_some_and(|f| bs >= f) {
             pyrite::bail!(Value, "training_step: a batch of {bs} is not allowed");
@@ -410,7 +416,11 @@ fn the_tuner_counts_its_steps_restores_everything_and_tells_the_module() {
     assert!(state(&module.net) == before, "the weights are put back");
     assert!(t.optimizer().unwrap().state_dict().state.is_empty(), "the optimizer's state is put back");
     assert!(module.net.parameters().iter().all(|p| p.grad().is_none()), "no gradients are left");
-    assert_eq!(pyrite::get_rng_state().to_vec::<u8>().unwrap(), rng.to_vec::<u8>().unwrap(), "the generator is put back");
+    assert_eq!(
+        pyrite::get_rng_state().to_vec::<u8>().unwrap(),
+        rng.to_vec::<u8>().unwrap(),
+        "the generator is put back"
+    );
     assert_eq!(t.global_step(), 0);
     assert!(t.callback::<BatchSizeFinder>().is_none(), "the Tuner takes its finder out");
 }
@@ -491,7 +501,8 @@ fn the_finder_needs_a_loader_with_a_batch_size() {
     let _s = serial();
     let (x, y) = data(32);
     let ds = Arc::new(TensorDataset::new(vec![x, y]).unwrap());
-    let unbatched = DataLoader::new(ds, DataLoaderOptions { batch_size: None, ..Default::default() }).unwrap();
+    let unbatched =
+        DataLoader::new(ds, DataLoaderOptions { batch_size: None, ..Default::default() }).unwrap();
     let mut module = Regression::new();
     let mut t = trainer(vec![]);
     let e = Tuner::new(&mut t).scale_batch_size(&mut module, &unbatched, Default::default()).unwrap_err();

@@ -145,7 +145,6 @@ impl BatchSizeFinder {
             };
             let r = run_trial(&mut step, bs, steps);
             // The graph and gradients of a failed step go before the next trial.
-            drop(step);
             drop(it);
             if let Some(opt) = trainer.optimizer() {
                 opt.zero_grad()?;
