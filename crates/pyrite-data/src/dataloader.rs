@@ -196,6 +196,8 @@ impl Fetcher {
 pub struct DataLoader {
     fetcher: Arc<Fetcher>,
     batches: Arc<dyn BatchSampling>,
+    /// The index sampler the batches are made from (none with a `batch_sampler`).
+    sampler: Option<Arc<dyn Sampler>>,
     options: DataLoaderOptions,
     pool: Mutex<Option<WorkerPool>>,
     progress: Mutex<Progress>,
@@ -257,15 +259,37 @@ impl DataLoader {
         };
         let batches: Arc<dyn BatchSampling> = match (&o.batch_sampler, o.batch_size) {
             (Some(b), _) => b.clone(),
-            (None, Some(bs)) => Arc::new(BatchSampler::new(sampler, bs, o.drop_last)?),
-            (None, None) => Arc::new(BatchSampler::new(sampler, 1, false)?),
+            (None, Some(bs)) => Arc::new(BatchSampler::new(sampler.clone(), bs, o.drop_last)?),
+            (None, None) => Arc::new(BatchSampler::new(sampler.clone(), 1, false)?),
         };
+        let sampler = o.batch_sampler.is_none().then_some(sampler);
         let batching = o.batch_size.is_some() || o.batch_sampler.is_some();
         let fetcher = Arc::new(Fetcher { dataset, collate: o.collate_fn.clone(), batching });
         Ok(DataLoader {
             fetcher,
             batches,
+            sampler,
             options,
+            pool: Mutex::new(None),
+            progress: Mutex::new(Progress::default()),
+        })
+    }
+
+    /// A loader like this one in batches of `batch_size`: the same dataset, options and index
+    /// sampler (a shuffling loader's own generator included), so its epochs take the samples
+    /// in the order this loader would have, only batched differently; it starts at an epoch's
+    /// beginning. What a tuner uses to change the batch size of a loader it was given. An
+    /// error for a loader built with a `batch_sampler` or without batching.
+    pub fn with_batch_size(&self, batch_size: usize) -> Result<DataLoader> {
+        let (Some(sampler), Some(_)) = (&self.sampler, self.options.batch_size) else {
+            bail!(Value, "DataLoader: with_batch_size needs a loader built with a batch_size (not a batch_sampler, nor batch_size None)");
+        };
+        let batches = Arc::new(BatchSampler::new(sampler.clone(), batch_size, self.options.drop_last)?);
+        Ok(DataLoader {
+            fetcher: self.fetcher.clone(),
+            batches,
+            sampler: Some(sampler.clone()),
+            options: DataLoaderOptions { batch_size: Some(batch_size), ..self.options.clone() },
             pool: Mutex::new(None),
             progress: Mutex::new(Progress::default()),
         })

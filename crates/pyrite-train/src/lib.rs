@@ -19,10 +19,12 @@ pub mod early_stopping;
 pub mod filename;
 pub mod loggers;
 pub mod module;
+pub mod oom;
 pub mod plot;
 pub mod results;
 pub mod seed;
 pub mod trainer;
+pub mod tuner;
 
 pub use callback::Callback;
 pub use checkpoint::{CheckpointManager, CheckpointOptions, SavedCheckpoint};
@@ -31,6 +33,7 @@ pub use filename::{format_filename, FieldValue};
 pub use module::{
     Flow, HParam, Interval, LightningModule, LrSchedulerConfig, OptimizerConfig, Scheduler, StepOutput,
 };
+pub use oom::{MicroBatching, OomRecovery};
 pub use results::{Context, LogOptions, LogValue, ReduceFx, Stage};
 pub use seed::seed_everything;
 pub use trainer::{CkptPath, EvalOptions, FitOptions, GradientClipAlgorithm, Limit, Trainer, TrainerOptions};

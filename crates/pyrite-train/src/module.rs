@@ -304,6 +304,14 @@ pub trait LightningModule {
         Ok(false)
     }
 
+    /// Takes the batch size the [`BatchSizeFinder`](crate::callbacks::BatchSizeFinder) found,
+    /// under its `batch_arg_name` (default `"batch_size"`; Lightning sets `model.batch_size`
+    /// or `model.hparams.batch_size`); returns whether it was taken (default: no). The
+    /// Trainer trains on with that batch size either way.
+    fn set_batch_size(&mut self, batch_arg_name: &str, batch_size: usize) -> Result<bool> {
+        Ok(false)
+    }
+
     fn on_fit_start(&mut self, ctx: &mut Context) -> Result<()> {
         Ok(())
     }

@@ -263,6 +263,41 @@ impl Results {
         self.entries.clear();
     }
 
+    /// How many times each name was logged, and its latest step value.
+    pub fn marks(&self) -> BTreeMap<String, (usize, Option<f64>)> {
+        self.entries.iter().map(|e| (e.name.clone(), (e.count, e.last))).collect()
+    }
+
+    /// The step values logged since `before` (a [`Results::marks`]).
+    pub fn logged_since(&self, before: &BTreeMap<String, (usize, Option<f64>)>) -> BTreeMap<String, f64> {
+        self.entries
+            .iter()
+            .filter(|e| before.get(&e.name).is_none_or(|(c, _)| e.count > *c))
+            .filter_map(|e| e.last.map(|v| (e.name.clone(), v)))
+            .collect()
+    }
+
+    /// The step value of a batch run in micro-batches, from the values each micro-batch
+    /// logged and its size: the mean weighted by size, the sum, the max or the min, as the
+    /// entry reduces. The epoch accumulators already hold each micro-batch's value.
+    pub fn combine_micro_batches(&mut self, pieces: &[(BTreeMap<String, f64>, usize)]) {
+        for e in self.entries.iter_mut().filter(|e| e.on_step) {
+            let vals: Vec<(f64, f64)> =
+                pieces.iter().filter_map(|(m, n)| m.get(&e.name).map(|v| (*v, *n as f64))).collect();
+            if vals.len() < 2 {
+                continue;
+            }
+            e.last = Some(match e.reduce {
+                ReduceFx::Mean => {
+                    vals.iter().map(|(v, n)| v * n).sum::<f64>() / vals.iter().map(|p| p.1).sum::<f64>()
+                }
+                ReduceFx::Sum => vals.iter().map(|p| p.0).sum(),
+                ReduceFx::Max => vals.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max),
+                ReduceFx::Min => vals.iter().map(|p| p.0).fold(f64::INFINITY, f64::min),
+            });
+        }
+    }
+
     /// Forgets the step values (after a batch), keeping the epoch accumulators.
     pub fn clear_step(&mut self) {
         for e in &mut self.entries {

@@ -18,6 +18,7 @@ use crate::callback::Callback;
 use crate::callbacks::{ModelCheckpoint, ModelCheckpointOptions, ProgressBar, Timer, TimerOptions};
 use crate::loggers::{Logger, TensorBoardLogger, TensorBoardLoggerOptions};
 use crate::module::{Flow, Interval, LightningModule, OptimizerConfig, Scheduler, StepOutput};
+use crate::oom::{Backward, MicroBatching, OomRecovery};
 use crate::results::{check_loss, dict_of, infer_batch_size, Context, HookLevel, Metrics, Results, Stage};
 use pyrite_core::{autograd, bail, err, Error, Result, Tensor};
 use pyrite_data::{DataLoader, DataLoaderOptions, DataLoaderState, Sample};
@@ -155,6 +156,12 @@ pub struct TrainerOptions {
     /// Draw the loss, metric and learning-rate curves to `curves.png` / `curves.svg` in the
     /// log folder at the end of `fit` (default true; Pyrite's addition).
     pub plot_curves: bool,
+    /// Recover from an out-of-memory in a training step by splitting the batch into
+    /// micro-batches (halving until they fit), accumulating their gradients and stepping the
+    /// optimizer once per batch; the smaller size is kept for the next batches and logged as
+    /// `micro_batch_size` (default `None`: an out-of-memory ends `fit`; Pyrite's addition, see
+    /// [`crate::oom`] for what differs, BatchNorm's statistics above all).
+    pub oom_recovery: Option<OomRecovery>,
     pub callbacks: Vec<Box<dyn Callback>>,
     /// The loggers; `None` (default) is Lightning's `logger=True`: a TensorBoard logger
     /// under `default_root_dir/lightning_logs`; `Some(vec![])` logs nowhere.
@@ -188,6 +195,7 @@ impl Default for TrainerOptions {
             enable_checkpointing: true,
             detect_anomaly: false,
             plot_curves: true,
+            oom_recovery: None,
             callbacks: vec![],
             logger: None,
         }
@@ -304,6 +312,8 @@ pub struct Trainer {
     /// Run the training steps without backward, optimizer or scheduler steps (the forward
     /// passes of StochasticWeightAveraging's BatchNorm epoch).
     pub(crate) skip_backward: bool,
+    /// Micro-batch recovery (`oom_recovery`), during `fit`.
+    micro: Option<MicroBatching>,
 }
 
 type Hook<'a> = dyn FnMut(&mut dyn Callback, &mut Trainer, &mut dyn LightningModule) -> Result<()> + 'a;
@@ -346,6 +356,9 @@ impl Trainer {
             if v.is_nan() || v < 0.0 {
                 bail!(Value, "`gradient_clip_val` must be a non-negative number, got {v}");
             }
+        }
+        if let Some(r) = &options.oom_recovery {
+            r.check()?;
         }
         if let Limit::Fraction(f) = options.val_check_interval {
             if f == 0.0 {
@@ -406,6 +419,7 @@ impl Trainer {
             val_has_run: false,
             extra_epochs: 0,
             skip_backward: false,
+            micro: None,
         };
         trainer.set_callbacks(callbacks);
         Ok(trainer)
@@ -731,37 +745,18 @@ impl Trainer {
             train
         };
         let val = options.val_dataloaders;
-        self.num_training_batches = self.settings.limit_train_batches.of(train.len());
-        if self.num_training_batches == 0 {
-            bail!(
-                Value,
-                "the training dataloader has no batches to train on (len {}, limit_train_batches {:?})",
-                train.len(),
-                self.settings.limit_train_batches
-            );
-        }
-        self.num_val_batches = val.map_or(0, |v| self.settings.limit_val_batches.of(v.len()));
-        self.num_sanity_val_batches = match self.settings.num_sanity_val_steps {
-            -1 => self.num_val_batches,
-            n => (n as usize).min(self.num_val_batches),
-        };
-        self.val_check_batch = match self.settings.val_check_interval {
-            Limit::Fraction(f) => ((self.num_training_batches as f64 * f) as usize).max(1),
-            Limit::Batches(n) => {
-                if n > self.num_training_batches {
-                    bail!(
-                        Value,
-                        "`val_check_interval` ({n}) must be less than or equal to the number of the training batches ({})",
-                        self.num_training_batches
-                    );
-                }
-                n.max(1)
-            }
-        };
+        self.count_batches(train, val)?;
 
         self.ctx.stage = Stage::Train;
         self.call_callbacks(module, Which::All, &mut |c, t, m| c.setup(t, m, Stage::Train))?;
         let optim = module.configure_optimizers()?;
+        self.micro = match &self.settings.oom_recovery {
+            Some(o) => {
+                let params = optim.optimizer.param_groups().iter().flat_map(|g| g.params.clone()).collect();
+                Some(MicroBatching::new(params, o.clone())?)
+            }
+            None => None,
+        };
         self.optim = Some(optim);
 
         let resume = match &options.ckpt_path {
@@ -780,6 +775,23 @@ impl Trainer {
 
         self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_fit_start(t, m))?;
         self.with_ctx(module, HookLevel::Epoch, |m, ctx| m.on_fit_start(ctx))?;
+        let rebuilt;
+        let train = match self.run_batch_size_finders(module, train, resume.is_some())? {
+            Some(batch_size) => {
+                rebuilt = train.with_batch_size(batch_size)?;
+                self.count_batches(&rebuilt, val)?;
+                &rebuilt
+            }
+            None => train,
+        };
+        if self.callback::<crate::callbacks::BatchSizeFinder>().is_some_and(|f| f.early_exit) {
+            // The Tuner's run ends here (Lightning's `_TunerExitException`).
+            self.call_callbacks(module, Which::All, &mut |c, t, m| c.teardown(t, m, Stage::Train))?;
+            for l in &mut self.loggers {
+                l.finalize("success")?;
+            }
+            return Ok(());
+        }
         self.run_lr_finders(module, train)?;
 
         if resume.is_none() && self.num_sanity_val_batches > 0 {
@@ -821,6 +833,38 @@ impl Trainer {
         if self.settings.plot_curves && !self.history.is_empty() {
             self.draw_curves()?;
         }
+        Ok(())
+    }
+
+    /// Batches per epoch and when validation runs, for these loaders.
+    fn count_batches(&mut self, train: &DataLoader, val: Option<&DataLoader>) -> Result<()> {
+        self.num_training_batches = self.settings.limit_train_batches.of(train.len());
+        if self.num_training_batches == 0 {
+            bail!(
+                Value,
+                "the training dataloader has no batches to train on (len {}, limit_train_batches {:?})",
+                train.len(),
+                self.settings.limit_train_batches
+            );
+        }
+        self.num_val_batches = val.map_or(0, |v| self.settings.limit_val_batches.of(v.len()));
+        self.num_sanity_val_batches = match self.settings.num_sanity_val_steps {
+            -1 => self.num_val_batches,
+            n => (n as usize).min(self.num_val_batches),
+        };
+        self.val_check_batch = match self.settings.val_check_interval {
+            Limit::Fraction(f) => ((self.num_training_batches as f64 * f) as usize).max(1),
+            Limit::Batches(n) => {
+                if n > self.num_training_batches {
+                    bail!(
+                        Value,
+                        "`val_check_interval` ({n}) must be less than or equal to the number of the training batches ({})",
+                        self.num_training_batches
+                    );
+                }
+                n.max(1)
+            }
+        };
         Ok(())
     }
 
@@ -984,12 +1028,20 @@ impl Trainer {
         {
             return Ok(Flow::SkipRestOfEpoch);
         }
-        let out = {
-            let _g = autograd::enable_grad();
-            self.with_ctx(module, HookLevel::Step, |m, ctx| m.training_step(batch, idx, ctx))?
-        };
         let (epoch, step) = (self.ctx.current_epoch, self.ctx.global_step);
-        check_loss(&out, epoch, idx, step)?;
+        // With `oom_recovery`, the step and its backward run together, whole or in
+        // micro-batches.
+        let recovering = self.micro.is_some() && !self.skip_backward;
+        let out = if recovering {
+            self.recovering_step(module, batch, idx)?
+        } else {
+            let out = {
+                let _g = autograd::enable_grad();
+                self.with_ctx(module, HookLevel::Step, |m, ctx| m.training_step(batch, idx, ctx))?
+            };
+            check_loss(&out, epoch, idx, step)?;
+            out
+        };
         let k = self.accumulate_grad_batches;
         let should_step = !self.skip_backward && ((idx + 1).is_multiple_of(k) || self.is_last_batch);
         if let Some(loss) = out.loss.as_ref().filter(|_| !self.skip_backward) {
@@ -1005,18 +1057,13 @@ impl Trainer {
                     eprintln!("warning: the loss is {value} at epoch {epoch}, batch {idx} (global step {step}); set detect_anomaly=True to stop at it");
                 }
             }
-            if idx.is_multiple_of(k) {
-                self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_before_zero_grad(t, m))?;
-                let opt = self.optim.as_ref().expect("configured").optimizer.as_ref();
-                module.on_before_zero_grad(opt)?;
-                opt.zero_grad()?;
+            if !recovering {
+                if idx.is_multiple_of(k) {
+                    self.zero_grad(module)?;
+                }
+                let scaled = if k > 1 { (loss / k as f64)? } else { loss.clone() };
+                self.backward(module, &scaled, None)?;
             }
-            let scaled = if k > 1 { (loss / k as f64)? } else { loss.clone() };
-            self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_before_backward(t, m, &scaled))?;
-            module.on_before_backward(&scaled)?;
-            scaled.backward()?;
-            self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_after_backward(t, m))?;
-            module.on_after_backward()?;
             if should_step {
                 self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_before_optimizer_step(t, m))?;
                 module
@@ -1033,7 +1080,11 @@ impl Trainer {
             self.step_schedulers(Interval::Epoch, false)?;
         }
         let m = self.ctx.train_results.step_metrics(true);
-        let log = self.take_metrics(m);
+        let mut log = self.take_metrics(m);
+        if let Some(n) = self.micro.as_ref().and_then(MicroBatching::micro_batch_size) {
+            log.insert("micro_batch_size".into(), n as f64);
+            self.callback_metrics.insert("micro_batch_size".into(), n as f64);
+        }
         self.resume_point = ResumePoint::BatchEnd;
         self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_train_batch_end(t, m, &out, batch, idx))?;
         self.with_ctx(module, HookLevel::Step, |m, ctx| m.on_train_batch_end(&out, batch, idx, ctx))?;
@@ -1049,6 +1100,122 @@ impl Trainer {
         }
         self.ctx.train_results.clear_step();
         Ok(Flow::Continue)
+    }
+
+    /// `on_before_zero_grad` hooks and the optimizer's `zero_grad`.
+    fn zero_grad(&mut self, module: &mut dyn LightningModule) -> Result<()> {
+        self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_before_zero_grad(t, m))?;
+        let opt = self.optim.as_ref().expect("configured").optimizer.as_ref();
+        module.on_before_zero_grad(opt)?;
+        opt.zero_grad()
+    }
+
+    /// The backward hooks around `loss.backward()` (or `Backward::run`, recovering).
+    fn backward(
+        &mut self,
+        module: &mut dyn LightningModule,
+        loss: &Tensor,
+        bw: Option<&Backward<'_>>,
+    ) -> Result<()> {
+        self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_before_backward(t, m, loss))?;
+        module.on_before_backward(loss)?;
+        match bw {
+            Some(bw) => bw.run(loss)?,
+            None => loss.backward()?,
+        }
+        self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_after_backward(t, m))?;
+        module.on_after_backward()
+    }
+
+    /// `training_step` and backward of a batch with `oom_recovery`: whole, or in micro-batches
+    /// after an out-of-memory. Each piece's loss is scaled by its share of the batch; what it
+    /// logged is combined into the batch's step values (the epoch accumulators weigh each
+    /// micro-batch by its size). Returns the batch's output: the loss (detached) and the extra
+    /// outputs (detached) combined over the micro-batches.
+    fn recovering_step(
+        &mut self,
+        module: &mut dyn LightningModule,
+        batch: &Sample,
+        idx: usize,
+    ) -> Result<StepOutput> {
+        let mut micro = self.micro.take().expect("recovering");
+        let k = self.accumulate_grad_batches;
+        let (epoch, step) = (self.ctx.current_epoch, self.ctx.global_step);
+        let mut need_zero = idx.is_multiple_of(k);
+        let mut marks = self.ctx.train_results.marks();
+        let mut logged: Vec<(BTreeMap<String, f64>, usize)> = vec![];
+        let mut piece = |b: &Sample, n: usize, frac: f64, bw: &Backward<'_>| -> Result<StepOutput> {
+            let saved = self.ctx.train_results.clone();
+            let r = (|| -> Result<StepOutput> {
+                self.ctx.batch_size = infer_batch_size(b);
+                let out = {
+                    let _g = autograd::enable_grad();
+                    self.with_ctx(module, HookLevel::Step, |m, ctx| m.training_step(b, idx, ctx))?
+                };
+                check_loss(&out, epoch, idx, step)?;
+                if let Some(loss) = &out.loss {
+                    if need_zero {
+                        self.zero_grad(module)?;
+                        need_zero = false;
+                    }
+                    let mut scaled = if frac < 1.0 { (loss * frac)? } else { loss.clone() };
+                    if k > 1 {
+                        scaled = (&scaled / k as f64)?;
+                    }
+                    self.backward(module, &scaled, Some(bw))?;
+                }
+                Ok(out)
+            })();
+            match r {
+                Ok(out) => {
+                    let now = self.ctx.train_results.marks();
+                    logged.push((self.ctx.train_results.logged_since(&marks), n));
+                    marks = now;
+                    Ok(out)
+                }
+                Err(e) => {
+                    // Nothing of a failed attempt is counted.
+                    self.ctx.train_results = saved;
+                    Err(e)
+                }
+            }
+        };
+        let r = micro.run(batch, &mut piece);
+        self.micro = Some(micro);
+        let mut pieces = r?;
+        if pieces.len() == 1 {
+            return Ok(pieces.pop().expect("one").0);
+        }
+        self.ctx.train_results.combine_micro_batches(&logged);
+        self.ctx.batch_size = infer_batch_size(batch);
+        let total: usize = pieces.iter().map(|p| p.1).sum();
+        let mut loss: Option<Tensor> = None;
+        for (out, n) in &pieces {
+            if let Some(l) = &out.loss {
+                let part = (&l.detach() * (*n as f64 / total as f64))?;
+                loss = Some(match loss {
+                    Some(acc) => (&acc + &part)?,
+                    None => part,
+                });
+            }
+        }
+        let mut extra = vec![];
+        for (name, first) in &pieces[0].0.extra {
+            let parts: Vec<(Tensor, usize)> =
+                pieces.iter().filter_map(|(o, n)| o.get(name).map(|t| (t.detach(), *n))).collect();
+            let value = if first.dims().is_empty() {
+                let mut acc = (&parts[0].0 * (parts[0].1 as f64 / total as f64))?;
+                for (t, n) in &parts[1..] {
+                    acc = (&acc + (t * (*n as f64 / total as f64))?)?;
+                }
+                acc
+            } else {
+                let ts: Vec<Tensor> = parts.into_iter().map(|p| p.0).collect();
+                Tensor::cat(&ts, 0)?
+            };
+            extra.push((name.clone(), value));
+        }
+        Ok(StepOutput { loss, extra })
     }
 
     /// After a batch (and its `on_train_batch_end`): validation when due, plateau schedulers,
@@ -1581,6 +1748,46 @@ impl Trainer {
         }
         module.on_load_checkpoint(&ck)?;
         Ok((point, rng, loader))
+    }
+
+    /// Runs the `BatchSizeFinder` callbacks at the start of `fit` (not when resuming); returns
+    /// the batch size the last one found.
+    fn run_batch_size_finders(
+        &mut self,
+        module: &mut dyn LightningModule,
+        train: &DataLoader,
+        resuming: bool,
+    ) -> Result<Option<usize>> {
+        use crate::callbacks::BatchSizeFinder;
+        let mut found = None;
+        for i in 0..self.callbacks.len() {
+            if !self.callbacks[i].as_ref().is_some_and(|c| c.as_any().is::<BatchSizeFinder>()) {
+                continue;
+            }
+            if resuming {
+                eprintln!("warning: BatchSizeFinder does not run when resuming from a checkpoint: the run goes on with the batch size of the training DataLoader");
+                continue;
+            }
+            let mut cb = self.callbacks[i].take().expect("present");
+            let finder = cb.as_any_mut().downcast_mut::<BatchSizeFinder>().expect("checked");
+            let r = finder.run(self, module, train);
+            self.callbacks[i] = Some(cb);
+            if let Some(n) = r? {
+                found = Some(n);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Puts a callback first (the Tuner's finder).
+    pub(crate) fn push_front_callback(&mut self, callback: Box<dyn Callback>) {
+        self.callbacks.insert(0, Some(callback));
+    }
+
+    /// Takes out the first callback of type `T`.
+    pub(crate) fn remove_callback<T: Callback>(&mut self) -> Option<Box<dyn Callback>> {
+        let i = self.callbacks.iter().position(|c| c.as_ref().is_some_and(|c| c.as_any().is::<T>()))?;
+        self.callbacks.remove(i)
     }
 
     /// Runs the `LearningRateFinder` callbacks' range tests at the start of `fit`.

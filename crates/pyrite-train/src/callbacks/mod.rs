@@ -1,5 +1,6 @@
 //! The built-in callbacks (Lightning's `lightning.pytorch.callbacks`).
 
+mod batch_size_finder;
 mod early_stopping;
 mod grad_accum;
 mod lr_finder;
@@ -9,6 +10,7 @@ mod progress;
 mod stochastic_weight_avg;
 mod timer;
 
+pub use batch_size_finder::BatchSizeFinder;
 pub use early_stopping::{EarlyStopping, EarlyStoppingOptions};
 pub use grad_accum::GradientAccumulationScheduler;
 pub use lr_finder::{LearningRateFinder, LrFinderMode, LrFinderOptions, LrFinderResult};
