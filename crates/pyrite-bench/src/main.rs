@@ -5,6 +5,7 @@
 //! ```text
 //! cargo run --release -p pyrite-bench -- [--only matmul,elementwise] [--threads N]
 //!                                        [--repeats 7] [--min-time 0.1] [--list]
+//!                                        [--memory-history MAX_ENTRIES]
 //! cargo run --release -p pyrite-bench -- --serve   # single calls on request: see `serve`
 //! ```
 
@@ -54,10 +55,21 @@ fn main() {
                 args.min_time = val("--min-time").parse().unwrap_or_else(|_| die("bad --min-time"))
             }
             "--data" => args.data = val("--data"),
+            // Record memory history (keeping the newest MAX_ENTRIES entries) while the
+            // workloads run: what recording costs an op.
+            "--memory-history" => {
+                let max_entries =
+                    val("--memory-history").parse().unwrap_or_else(|_| die("bad --memory-history"));
+                pyrite::memory::record_memory_history(pyrite::memory::HistoryOptions {
+                    enabled: true,
+                    max_entries,
+                })
+                .unwrap_or_else(|e| die(&e.to_string()));
+            }
             "--list" => list = true,
             "--serve" => return serve::serve(),
             "-h" | "--help" => {
-                println!("usage: pyrite-bench [--only a,b] [--threads N] [--repeats R] [--min-time S] [--data DIR] [--list] | --serve");
+                println!("usage: pyrite-bench [--only a,b] [--threads N] [--repeats R] [--min-time S] [--data DIR] [--memory-history MAX_ENTRIES] [--list] | --serve");
                 return;
             }
             other => die(&format!("unknown argument {other}")),
@@ -94,6 +106,7 @@ fn main() {
             "bench": n,
             "threads": args.threads,
             "repeats": args.repeats,
+            "memory_history": pyrite::memory_history::is_recording(),
             "pyrite": env!("CARGO_PKG_VERSION"),
             "wall_s": (t0.elapsed().as_secs_f64() * 100.0).round() / 100.0,
             "loadavg_before": la0,
