@@ -427,6 +427,8 @@ fn apply(totals: &mut [i64; 6], e: &TraceEntry) {
 }
 
 /// Called by the allocator after it hands out `size` bytes at `addr`.
+#[cold]
+#[inline(never)]
 pub(crate) fn on_alloc(addr: usize, size: u64) {
     let (op, module) = SCOPES.with(|s| {
         let s = s.borrow();
@@ -466,6 +468,8 @@ pub(crate) fn on_alloc(addr: usize, size: u64) {
 }
 
 /// Called by the allocator before it takes back the `size` bytes at `addr`.
+#[cold]
+#[inline(never)]
 pub(crate) fn on_free(addr: usize, size: u64) {
     let mut g = history();
     let Some(h) = g.as_mut() else { return };
@@ -501,6 +505,8 @@ pub(crate) fn on_free(addr: usize, size: u64) {
 }
 
 /// Called by the allocator when an allocation of `size` bytes fails.
+#[cold]
+#[inline(never)]
 pub(crate) fn on_oom(size: u64) {
     let module = current_module();
     let mut g = history();

@@ -199,24 +199,37 @@ fn check_hook_result(node: &Node, old: &Tensor, new: &Tensor) -> Result<()> {
     Ok(())
 }
 
+/// Memory history: a scope named after `node` for what its formula allocates.
+#[cold]
+#[inline(never)]
+fn node_scope(node: &Node) -> crate::memory_history::ScopeGuard {
+    crate::memory_history::push_op(Arc::from(&*node.name))
+}
+
+/// Memory history: `leaf`'s accumulated gradient is gradient memory, named after the leaf.
+#[cold]
+#[inline(never)]
+fn tag_grad(leaf: &Tensor) {
+    if let Some(grad) = leaf.grad() {
+        let name = crate::memory_history::name_of(leaf);
+        let name = if name.is_empty() { String::new() } else { format!("{name}.grad") };
+        crate::memory_history::tag(&grad, crate::memory_history::Category::Gradient, &name);
+    }
+}
+
 /// Runs one node: materialises missing incoming gradients as zeros, applies the formula (or
 /// accumulates into the leaf) and checks what comes out.
 fn call(node: &Arc<Node>, grads: Vec<Option<Tensor>>, create_graph: bool) -> Result<Vec<Option<Tensor>>> {
     let _mode = super::set_grad_enabled(create_graph);
     // Memory history: what the formula allocates is named after its node.
-    let _scope = crate::memory_history::is_recording()
-        .then(|| crate::memory_history::push_op(std::sync::Arc::from(&*node.name)));
+    let _scope = if crate::memory_history::is_recording() { Some(node_scope(node)) } else { None };
     match &node.kind {
         NodeKind::AccumulateGrad(leaf, lock) => {
             if let Some(g) = grads.into_iter().next().flatten() {
                 let _one_at_a_time = lock.lock().unwrap_or_else(|e| e.into_inner());
                 leaf.accumulate_grad(g, create_graph)?;
                 if crate::memory_history::is_recording() {
-                    if let Some(grad) = leaf.grad() {
-                        let name = crate::memory_history::name_of(leaf);
-                        let name = if name.is_empty() { String::new() } else { format!("{name}.grad") };
-                        crate::memory_history::tag(&grad, crate::memory_history::Category::Gradient, &name);
-                    }
+                    tag_grad(leaf);
                 }
                 for h in node.post_accumulate_hooks() {
                     h(leaf)?;

@@ -71,15 +71,7 @@ pub(crate) fn record(
         super::anomaly::trace(),
     ));
     if crate::memory_history::is_recording() {
-        // Memory history: the outputs were made by this op, and what it saves is activation
-        // memory held for backward.
-        let op = crate::memory_history::forward_op_name(node.name());
-        for t in &outputs {
-            crate::memory_history::name_op(t, op);
-        }
-        for st in &saved_tensors {
-            crate::memory_history::tag(st.data(), crate::memory_history::Category::Activation, node.name());
-        }
+        note_memory(&node, &outputs, &saved_tensors);
     }
     node.saved.lock().unwrap().tensors = saved_tensors;
     Ok(outputs
@@ -96,6 +88,20 @@ pub(crate) fn record(
             }
         })
         .collect())
+}
+
+/// Memory history: the outputs were made by this op, and what it saves is activation memory
+/// held for backward. Out of line, so that the generic `record` stays small.
+#[cold]
+#[inline(never)]
+fn note_memory(node: &Node, outputs: &[Tensor], saved: &[SavedTensor]) {
+    let op = crate::memory_history::forward_op_name(node.name());
+    for t in outputs {
+        crate::memory_history::name_op(t, op);
+    }
+    for st in saved {
+        crate::memory_history::tag(st.data(), crate::memory_history::Category::Activation, node.name());
+    }
 }
 
 /// [`record`] for an op with one output.
