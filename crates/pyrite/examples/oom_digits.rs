@@ -17,7 +17,7 @@
 //!                                                      [--epochs 30] [--seed 0] [--out DIR]
 //! ```
 //!
-//! The last line is a summary a script can read: `test accuracy 97.5% ...`.
+//! The last line is a summary a script can read: `test accuracy 98.9% at batch size 1024 in micro-batches of 256 in 5.2 s`.
 
 use clap::Parser;
 use pyrite::data::{DataLoader, DataLoaderOptions, Dataset, Sample};
