@@ -148,6 +148,18 @@ impl MemorySnapshot {
             }
         }
         top.push(']');
+        // The tensors live when memory last ran out: what to shrink.
+        let last_oom = self.trace.iter().rposition(|e| e.action == Action::Oom);
+        let mut oom_top = String::from("[");
+        if let Some(at) = last_oom {
+            for (k, b) in self.live_at(at).iter().take(TOP_BLOCKS).enumerate() {
+                if k > 0 {
+                    oom_top.push(',');
+                }
+                block_json(&mut oom_top, b);
+            }
+        }
+        oom_top.push(']');
         let mut ooms = String::from("[");
         for (k, e) in self.trace.iter().enumerate().filter(|(_, e)| e.action == Action::Oom) {
             if ooms.len() > 1 {
@@ -161,7 +173,7 @@ impl MemorySnapshot {
         let mut data = String::new();
         let _ = write!(
             data,
-            "{{\"categories\":[{}],\"points\":{points},\"entries\":{n},\"dropped\":{},\"peak\":{{\"at\":{peak_at},\"bytes\":{peak_bytes},\"time_us\":{},\"by_category\":[{}]}},\"top\":{top},\"ooms\":{ooms},\"allocated\":{},\"reserved\":{}}}",
+            "{{\"categories\":[{}],\"points\":{points},\"entries\":{n},\"dropped\":{},\"peak\":{{\"at\":{peak_at},\"bytes\":{peak_bytes},\"time_us\":{},\"by_category\":[{}]}},\"top\":{top},\"ooms\":{ooms},\"oom_top\":{oom_top},\"allocated\":{},\"reserved\":{}}}",
             Category::ALL.iter().map(|c| format!("\"{}\"", c.name())).collect::<Vec<_>>().join(","),
             self.dropped_entries,
             self.trace.get(peak_at).map(|e| e.time_us).unwrap_or(0),

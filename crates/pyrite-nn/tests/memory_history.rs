@@ -225,6 +225,13 @@ fn dump_snapshot_writes_json_and_a_page_that_a_browser_draws() -> Result<()> {
     for _ in 0..3 {
         train_step(&net, &mut opt)?;
     }
+    // And one out-of-memory, which the page marks and explains.
+    let held = Tensor::ones([4096], DType::F32)?;
+    set_memory_limit(Some(memory::memory_reserved(Device::Cpu)?), Device::Cpu)?;
+    memory::empty_cache();
+    let oom = Tensor::zeros([1 << 20], DType::F32);
+    set_memory_limit(None, Device::Cpu)?;
+    assert_eq!(oom.unwrap_err().kind(), ErrorKind::OutOfMemory);
     let dir = std::env::temp_dir().join(format!("pyrite_snapshot_{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let html = dump_snapshot(dir.join("snapshot.json"))?;
@@ -291,6 +298,12 @@ fn dump_snapshot_writes_json_and_a_page_that_a_browser_draws() -> Result<()> {
     assert!(!dom.contains("data-error=\""), "script error: {dom}");
     assert_eq!(dom.matches("data-category=").count(), 6);
     assert!(dom.contains("head.weight"), "the largest tensors at the peak are listed");
+    assert_eq!(dom.matches("class=\"oom\"").count(), 1, "the out-of-memory is marked");
+    assert!(
+        dom.contains("<h2 id=\"oomhead\">Largest live tensors when memory last ran out (entry"),
+        "the tensors live at the out-of-memory are listed"
+    );
+    drop(held);
     // A screenshot to look at (`target/memory_snapshot.png` when run from the workspace).
     let shot = std::env::var("PYRITE_SNAPSHOT_SCREENSHOT")
         .unwrap_or_else(|_| dir.join("snapshot.png").display().to_string());
