@@ -26,7 +26,9 @@
 //! - The growth stops at `max_val` (8192) and once a batch size that fitted reaches the
 //!   dataset's length; at most `max_trials` trials run.
 //!
-//! Where Pyrite differs from Lightning 2.5 on purpose: the result is always a size whose
+//! Checked against Lightning 2.6.6 itself (`reference/gen_batch_size_finder.py`): where
+//! Lightning returns a size that fitted, Pyrite tries the same sizes and returns the same one.
+//! Where Pyrite differs from Lightning on purpose: the result is always a size whose
 //! trial fitted (Lightning may return `max_val`, or a halved or bisected size, untried), or
 //! a size below it in binsearch's margin; a size known to fail is not tried again;
 //! `max_trials` counts every trial in both modes (Lightning's binsearch counts only those

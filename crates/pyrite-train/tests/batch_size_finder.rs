@@ -509,3 +509,87 @@ fn the_finder_needs_a_loader_with_a_batch_size() {
     assert_eq!(e.kind(), ErrorKind::Value);
     assert!(e.to_string().contains("batch_size"), "{e}");
 }
+
+/// Lightning's own searches (reference/gen_batch_size_finder.py, Lightning 2.6.6, writes
+/// reference/data/batch_size_finder.json): for each mode and limit, the sizes its trials ran
+/// and the size it returned. Where Lightning returns a size whose trial fitted (or, in
+/// binsearch, that size less the margin), Pyrite tries the same sizes in the same order and
+/// returns the same size. Where Lightning returns a size it never tried or one that failed
+/// or tried a size twice (its known quirks: `max_val`, a doubled size or a size past `max_val`
+/// returned untried; 1 returned untried when binsearch's first trial fails; a size that failed
+/// tried again after power mode halved below it), Pyrite returns the largest size that fitted
+/// (less the margin in binsearch): those cases are listed here.
+#[test]
+fn the_searches_follow_lightnings_own() {
+    let _s = serial();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../reference/data/batch_size_finder.json");
+    let data: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut differs = vec![];
+    for c in data["cases"].as_array().unwrap() {
+        let get = |k: &str| c[k].as_u64().map(|v| v as usize);
+        let fits = get("fits_up_to").unwrap();
+        let mode: BatchSizeMode = c["mode"].as_str().unwrap().parse().unwrap();
+        let mut options = ScaleBatchSizeOptions {
+            mode,
+            init_val: get("init_val").unwrap(),
+            max_trials: get("max_trials").unwrap(),
+            steps_per_trial: get("steps_per_trial").unwrap(),
+            ..Default::default()
+        };
+        if let Some(m) = c["margin"].as_f64() {
+            options.margin = m;
+        }
+        if let Some(v) = get("max_val") {
+            options.max_val = v;
+        }
+        let steps = options.steps_per_trial;
+        let margin = options.margin;
+        let lightning_tried: Vec<usize> =
+            c["tried"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
+        let lightning_found = get("found").unwrap();
+        let calls = Mutex::new(vec![]);
+        let found = scale_batch_size(pretend(fits, &calls), options).unwrap();
+        let tried = sizes(&calls, steps);
+        // Pyrite always returns a size whose trial fitted, or that size less the margin.
+        let best_fit = tried.iter().copied().filter(|&s| s <= fits).max().unwrap();
+        let with_margin = if mode == BatchSizeMode::BinSearch {
+            ((best_fit as f64 * (1.0 - margin)) as usize).max(1)
+        } else {
+            best_fit
+        };
+        assert_eq!(found, with_margin, "{c}: tried {tried:?}");
+        let lightning_best = lightning_tried.iter().copied().filter(|&s| s <= fits).max();
+        // Lightning's answer is sound when it is the largest size that fitted (less the margin
+        // in binsearch) and no size was tried twice.
+        let lightning_sound =
+            lightning_best.is_some_and(|b| {
+                let expected =
+                    if mode == BatchSizeMode::BinSearch { (b as f64 * (1.0 - margin)) as usize } else { b };
+                expected == lightning_found
+            }) && lightning_tried.iter().all(|s| lightning_tried.iter().filter(|&t| t == s).count() == 1);
+        if lightning_sound {
+            assert_eq!((&tried, found), (&lightning_tried, lightning_found), "{c}");
+        } else {
+            differs.push((c["mode"].as_str().unwrap().to_string(), fits, lightning_found, found));
+        }
+    }
+    // The cases where Lightning's answer is not a size that fitted (mode, limit, Lightning's
+    // answer, Pyrite's).
+    assert_eq!(
+        differs,
+        [
+            // Lightning tries 2 again after 1 fitted.
+            ("power".to_string(), 1, 1, 1),
+            // Lightning stops doubling at 4096 and returns max_val, 8192, untried (it fails).
+            ("power".to_string(), 5000, 8192, 4096),
+            // Lightning returns 1 untried.
+            ("binsearch".to_string(), 1, 1, 1),
+            // Lightning returns 8192 less the margin untried; Pyrite bisects 4096..8192.
+            ("binsearch".to_string(), 5000, 7782, 4750),
+            // max_val 1000: Lightning returns 1000 less the margin without trying 1000.
+            ("binsearch".to_string(), 100000, 950, 950),
+            // max_val 1000: Lightning returns 1024, past max_val, untried.
+            ("power".to_string(), 100000, 1024, 1000),
+        ]
+    );
+}
