@@ -69,6 +69,11 @@ pub mod train {
     pub use pyrite_train::*;
 }
 
+/// `torch.amp`: mixed precision, starting with the `GradScaler` (the `pyrite-amp` crate).
+pub mod amp {
+    pub use pyrite_amp::*;
+}
+
 /// torchmetrics: classification, regression and aggregation metrics accumulated over batches,
 /// with state kept as sums that copies can merge or all-reduce (the `pyrite-metrics` crate).
 pub mod metrics {
