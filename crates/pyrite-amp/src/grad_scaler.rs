@@ -114,10 +114,10 @@ impl GradScaler {
     /// PyTorch's checks: the growth factor must be above 1 and the backoff factor below 1.
     pub fn new(options: GradScalerOptions) -> Result<GradScaler> {
         if options.enabled {
-            if !(options.growth_factor > 1.0) {
+            if options.growth_factor.is_nan() || options.growth_factor <= 1.0 {
                 bail!(Value, "The growth factor must be > 1.0.");
             }
-            if !(options.backoff_factor < 1.0) {
+            if options.backoff_factor.is_nan() || options.backoff_factor >= 1.0 {
                 bail!(Value, "The backoff factor must be < 1.0.");
             }
             if options.growth_interval == 0 {
