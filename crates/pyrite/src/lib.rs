@@ -61,6 +61,12 @@ pub mod utils {
     pub mod tensorboard {
         pub use pyrite_tensorboard::*;
     }
+
+    /// `torch.utils.benchmark`: the `Timer` and its `Measurement` (the `pyrite-benchmark`
+    /// crate).
+    pub mod benchmark {
+        pub use pyrite_benchmark::*;
+    }
 }
 
 /// Training with Lightning's ergonomics: the `Trainer`, `LightningModule`, callbacks, loggers
