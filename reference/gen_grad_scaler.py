@@ -6,7 +6,8 @@ the loss is multiplied by inf or nan (a gradient overflow): the scaler must skip
 steps and back off. A second run uses PyTorch's defaults (init_scale 65536, growth_interval 2000)
 with a loss so large that the scaled gradients overflow until the scale has come down.
 
-Writes reference/data/grad_scaler.json: per step the scale used, whether the optimizer stepped,
+Writes reference/data/grad_scaler.json (and grad_scaler_state.pt, a checkpoint holding the
+first run's scaler state): per step the scale used, whether the optimizer stepped,
 the scale and growth tracker after update(), the gradient norm after unscale_, and the final
 parameters and state_dict. Run: python3 reference/gen_grad_scaler.py
 """
@@ -105,6 +106,9 @@ except RuntimeError as e:
 errors["disabled_state_dict"] = torch.amp.GradScaler("cpu", enabled=False).state_dict()
 errors["disabled_get_scale"] = torch.amp.GradScaler("cpu", enabled=False).get_scale()
 
+# A checkpoint as PyTorch users write it: the scaler's state beside the model's.
+torch.save({"scaler": runs[0]["state_dict"], "step": 14},
+           os.path.join(os.path.dirname(OUT), "grad_scaler_state.pt"))
 with open(OUT, "w") as f:
     json.dump({"torch": torch.__version__, "runs": runs, "errors": errors}, f, indent=1)
 print("wrote", OUT)

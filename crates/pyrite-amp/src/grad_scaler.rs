@@ -31,6 +31,7 @@
 
 use pyrite_core::{autograd, bail, DType, Result, Tensor};
 use pyrite_optim::Optimizer;
+use pyrite_serialization::{Dict, Object};
 use std::collections::HashMap;
 
 /// The options of [`GradScaler`], with PyTorch's defaults.
@@ -70,6 +71,62 @@ pub struct GradScalerStateDict {
     pub growth_interval: u64,
     /// Clean steps in a row since the scale last changed (PyTorch's `_growth_tracker`).
     pub growth_tracker: u64,
+}
+
+impl GradScalerStateDict {
+    /// The state as PyTorch's dict (`{"scale": float, "growth_factor": float,
+    /// "backoff_factor": float, "growth_interval": int, "_growth_tracker": int}`), for a `.pt`
+    /// checkpoint (`pyrite::save`), which `torch.load` reads as `scaler.state_dict()`.
+    pub fn to_object(&self) -> Object {
+        let mut d = Dict::new();
+        d.insert("scale", Object::Float(self.scale));
+        d.insert("growth_factor", Object::Float(self.growth_factor));
+        d.insert("backoff_factor", Object::Float(self.backoff_factor));
+        d.insert("growth_interval", Object::Int(self.growth_interval as i64));
+        d.insert("_growth_tracker", Object::Int(self.growth_tracker as i64));
+        Object::Dict(d)
+    }
+
+    /// Reads PyTorch's dict (from `torch.save(scaler.state_dict())` or [`to_object`]); `None`
+    /// for the empty dict of a disabled scaler. A missing key or a value of the wrong kind is an
+    /// error naming the key.
+    ///
+    /// [`to_object`]: GradScalerStateDict::to_object
+    pub fn from_object(obj: &Object) -> Result<Option<GradScalerStateDict>> {
+        let Some(d) = obj.as_dict() else {
+            bail!(Value, "GradScaler state_dict: expected a dict, got {}", obj.type_name());
+        };
+        if d.is_empty() {
+            return Ok(None);
+        }
+        let get = |key: &str| match d.get(key) {
+            Some(v) => Ok(v),
+            None => bail!(Value, "GradScaler state_dict: the key '{key}' is missing"),
+        };
+        let float = |key: &str| -> Result<f64> {
+            match get(key)?.as_float() {
+                Some(v) => Ok(v),
+                None => bail!(
+                    Value,
+                    "GradScaler state_dict: '{key}' should be a float, got {}",
+                    get(key)?.type_name()
+                ),
+            }
+        };
+        let count = |key: &str| -> Result<u64> {
+            match get(key)?.as_int() {
+                Some(v) if v >= 0 => Ok(v as u64),
+                _ => bail!(Value, "GradScaler state_dict: '{key}' should be a non-negative int"),
+            }
+        };
+        Ok(Some(GradScalerStateDict {
+            scale: float("scale")?,
+            growth_factor: float("growth_factor")?,
+            backoff_factor: float("backoff_factor")?,
+            growth_interval: count("growth_interval")?,
+            growth_tracker: count("_growth_tracker")?,
+        }))
+    }
 }
 
 /// Where an optimizer is in the current iteration (PyTorch's `OptState`).

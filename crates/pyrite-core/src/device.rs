@@ -62,3 +62,15 @@ impl fmt::Display for Device {
 /// on them is done. The CPU runs ops to completion before they return, so there is nothing to
 /// wait for until a CUDA backend lands; timers call it before reading the clock.
 pub fn synchronize() {}
+
+/// `torch.cuda.profiler.start()` (`cudaProfilerStart`): starts the range an external CUDA
+/// profiler (Nsight Systems' `--capture-range=cudaProfilerApi`) records. Without a CUDA
+/// backend there is nothing to start, and it returns `Ok(())`.
+pub fn cuda_profiler_start() -> crate::Result<()> {
+    Ok(())
+}
+
+/// `torch.cuda.profiler.stop()` (`cudaProfilerStop`); `Ok(())` without a CUDA backend.
+pub fn cuda_profiler_stop() -> crate::Result<()> {
+    Ok(())
+}
