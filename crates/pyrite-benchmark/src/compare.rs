@@ -157,19 +157,21 @@ impl Column {
     }
 }
 
+/// PyTorch's `color_segment`: green within 1% (or 100 ns) of the best, blue within 10%, dim
+/// red from 2x, red from 5x.
 fn color(segment: &str, value: f64, best: f64) -> String {
-    let wrap = |c: &str| format!("{c}{segment}{TERMINATE}{TERMINATE}");
-    if value <= best * 1.01 || value <= best + 100e-9 {
-        format!("{BEST}{BOLD}{segment}{TERMINATE}{TERMINATE}")
+    let code = if value <= best * 1.01 || value <= best + 100e-9 {
+        format!("{BEST}{BOLD}")
     } else if value <= best * 1.1 {
-        format!("{GOOD}{BOLD}{segment}{TERMINATE}{TERMINATE}")
+        format!("{GOOD}{BOLD}")
     } else if value >= best * 5.0 {
-        format!("{VERY_BAD}{BOLD}{segment}{TERMINATE}{TERMINATE}")
+        format!("{VERY_BAD}{BOLD}")
     } else if value >= best * 2.0 {
-        wrap(BAD)
+        BAD.to_string()
     } else {
-        segment.to_string()
-    }
+        return segment.to_string();
+    };
+    format!("{code}{segment}{TERMINATE}{TERMINATE}")
 }
 
 impl Compare {
