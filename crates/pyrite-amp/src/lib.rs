@@ -1,6 +1,11 @@
-//! `torch.amp` for Pyrite: mixed-precision training. Today it holds [`GradScaler`], the loss
-//! scaling that keeps small 16-bit gradients from flushing to zero; autocast joins it next.
+//! `torch.amp` for Pyrite: mixed-precision training. [`autocast`] runs the ops that gain from
+//! it in bfloat16 or float16 (it lives in `pyrite-core`, where ops choose their dtype, and is
+//! re-exported here); [`GradScaler`] scales the loss so that small 16-bit gradients do not
+//! flush to zero.
 
 pub mod grad_scaler;
 
 pub use grad_scaler::{GradScaler, GradScalerOptions, GradScalerStateDict};
+pub use pyrite_core::autocast::{
+    autocast, get_autocast_dtype, is_autocast_enabled, AutocastGuard, AutocastOptions,
+};

@@ -25,6 +25,7 @@ pub(crate) fn env_switch(name: &str) -> bool {
 }
 
 pub mod alloc;
+pub mod autocast;
 pub mod autograd;
 mod create;
 pub mod device;

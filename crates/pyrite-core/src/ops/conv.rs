@@ -1059,6 +1059,11 @@ pub fn conv(
     dilation: &[usize],
     groups: usize,
 ) -> Result<Tensor> {
+    if crate::autocast::active() {
+        return crate::autocast::lower3(input, weight, bias, |x, w, b| {
+            conv(x, w, b, stride, padding, dilation, groups)
+        });
+    }
     conv_nd(input, weight, bias, stride, padding, dilation, groups, None)
 }
 
@@ -1110,6 +1115,11 @@ pub fn conv_transpose(
     dilation: &[usize],
     groups: usize,
 ) -> Result<Tensor> {
+    if crate::autocast::active() {
+        return crate::autocast::lower3(input, weight, bias, |x, w, b| {
+            conv_transpose(x, w, b, stride, padding, output_padding, dilation, groups)
+        });
+    }
     conv_transpose_nd(input, weight, bias, stride, padding, output_padding, dilation, groups, None)
 }
 

@@ -1224,6 +1224,9 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        if crate::autocast::active() {
+            return crate::autocast::lower2(self, other, |a, b| a.matmul(b));
+        }
         let plan = plan_matmul(self, other)?;
         let r = addbmm_core(&plan.a, &plan.b, None, Scalar::Int(0), Scalar::Int(1), None, "addmm_impl_cpu_")?;
         let r =
@@ -1265,6 +1268,9 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn mm(&self, mat2: &Tensor) -> Result<Tensor> {
+        if crate::autocast::active() {
+            return crate::autocast::lower2(self, mat2, |a, b| a.mm(b));
+        }
         check_mm_shapes(self, mat2, "mm")?;
         check_same_dtype_mm(self, mat2)?;
         let r = addbmm_core(self, mat2, None, Scalar::Int(0), Scalar::Int(1), None, "addmm_impl_cpu_")?;
@@ -1292,6 +1298,9 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn bmm(&self, mat2: &Tensor) -> Result<Tensor> {
+        if crate::autocast::active() {
+            return crate::autocast::lower2(self, mat2, |a, b| a.bmm(b));
+        }
         check_bmm(self, mat2, "bmm")?;
         let r = addbmm_core(self, mat2, None, Scalar::Int(0), Scalar::Int(1), None, "bmm")?;
         product_ad("BmmBackward0", self, mat2, r)
@@ -1311,6 +1320,9 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        if crate::autocast::active() {
+            return crate::autocast::lower3(self, weight, bias, |x, w, b| x.linear(w, b));
+        }
         if self.rank() != 2 || weight.rank() != 2 || self.dims()[1] != weight.dims()[1] {
             let (m, k) = if self.rank() == 2 { (self.dims()[0], self.dims()[1]) } else { (1, self.numel()) };
             let (wo, wi) =
@@ -1392,6 +1404,11 @@ impl Tensor {
         alpha: impl Into<Scalar>,
     ) -> Result<Tensor> {
         let (beta, alpha) = scalars(beta, alpha);
+        if crate::autocast::active() {
+            return crate::autocast::lower3(mat1, mat2, Some(self), |m1, m2, s| {
+                s.unwrap().addmm(m1, m2, beta, alpha)
+            });
+        }
         check_mm_shapes(mat1, mat2, "addmm")?;
         check_same_dtype_mm(mat1, mat2)?;
         check_input(self, &[mat1.dims()[0], mat2.dims()[1]], mat1.dtype(), "mat2", "addmm")?;
@@ -1457,6 +1474,11 @@ impl Tensor {
         alpha: impl Into<Scalar>,
     ) -> Result<Tensor> {
         let (beta, alpha) = scalars(beta, alpha);
+        if crate::autocast::active() {
+            return crate::autocast::lower3(batch1, batch2, Some(self), |b1, b2, s| {
+                s.unwrap().baddbmm(b1, b2, beta, alpha)
+            });
+        }
         check_bmm(batch1, batch2, "baddbmm")?;
         let shape = [batch1.dims()[0], batch1.dims()[1], batch2.dims()[2]];
         check_input(self, &shape, batch1.dtype(), "batch2", "baddbmm")?;

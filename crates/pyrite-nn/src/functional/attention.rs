@@ -91,6 +91,21 @@ pub fn scaled_dot_product_attention(
     value: &Tensor,
     opts: &SdpaOptions,
 ) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's lower-precision list: q, k, v and a float mask.
+        return pyrite_core::autocast::lower_precision_op(
+            &[Some(query), Some(key), Some(value), opts.attn_mask.as_ref()],
+            |t| {
+                let opts = SdpaOptions { attn_mask: t[3].clone(), ..opts.clone() };
+                scaled_dot_product_attention(
+                    t[0].as_ref().unwrap(),
+                    t[1].as_ref().unwrap(),
+                    t[2].as_ref().unwrap(),
+                    &opts,
+                )
+            },
+        );
+    }
     let sh = check_sdpa(query, key, value, opts)?;
     let e = query.dims()[query.rank() - 1];
     let scale = opts.scale.unwrap_or(1.0 / (e as f64).sqrt());

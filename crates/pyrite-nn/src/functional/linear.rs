@@ -5,6 +5,10 @@ use pyrite_core::{bail, DType, Generator, Result, Scalar, Tensor};
 
 /// `F.linear(x, weight, bias)`: `x @ weight.T + bias`, weight `[out, in]` as in PyTorch.
 pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's lower-precision list.
+        return pyrite_core::autocast::lower3(x, weight, bias, linear);
+    }
     if weight.rank() != 2 {
         bail!(Shape, "linear: weight must be 2-D [out_features, in_features], got shape {}", weight.shape());
     }

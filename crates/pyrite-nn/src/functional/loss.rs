@@ -61,6 +61,10 @@ fn classes(op: &str, input: &Tensor) -> Result<usize> {
 /// `[N, d1, ...]` for `[N, C, d1, ...]`, 0-d for an unbatched `[C]`). Ignored targets get a
 /// zero gradient, even when every target is ignored and the mean is `0 / 0 = NaN`.
 pub fn nll_loss(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's float32 list.
+        return pyrite_core::autocast::fp32_2(input, target, |input, target| nll_loss(input, target, opts));
+    }
     check_float("nll_loss", input)?;
     if input.rank() == 0 {
         bail!(Value, "Expected 1 or more dimensions (got 0)");
@@ -159,6 +163,12 @@ pub fn nll_loss(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions) -> 
 /// floating-point); any other shape holds class indices (Long or Byte, `input`'s shape without
 /// the class dim).
 pub fn cross_entropy(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's float32 list.
+        return pyrite_core::autocast::fp32_2(input, target, |input, target| {
+            cross_entropy(input, target, opts)
+        });
+    }
     check_float("cross_entropy", input)?;
     if !(0.0..=1.0).contains(&opts.label_smoothing) {
         bail!(Value, "label_smoothing must be between 0.0 and 1.0. Got: {}", opts.label_smoothing);
@@ -230,12 +240,24 @@ pub fn cross_entropy(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions
 
 /// `F.mse_loss(input, target, reduction)`.
 pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's float32 list.
+        return pyrite_core::autocast::fp32_2(input, target, |input, target| {
+            mse_loss(input, target, reduction)
+        });
+    }
     check_same_shape("mse_loss", input, target)?;
     reduction.apply(input.sub(target)?.square()?)
 }
 
 /// `F.l1_loss(input, target, reduction)`.
 pub fn l1_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's float32 list.
+        return pyrite_core::autocast::fp32_2(input, target, |input, target| {
+            l1_loss(input, target, reduction)
+        });
+    }
     check_same_shape("l1_loss", input, target)?;
     reduction.apply(input.sub(target)?.abs()?)
 }
@@ -257,6 +279,12 @@ impl Default for SmoothL1LossOptions {
 /// `F.smooth_l1_loss(input, target, reduction='mean', beta=1.0)`: `0.5 d^2 / beta` below
 /// `beta`, else `|d| - 0.5 beta` (`beta = 0` is L1).
 pub fn smooth_l1_loss(input: &Tensor, target: &Tensor, opts: &SmoothL1LossOptions) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's float32 list.
+        return pyrite_core::autocast::fp32_2(input, target, |input, target| {
+            smooth_l1_loss(input, target, opts)
+        });
+    }
     let SmoothL1LossOptions { reduction, beta } = *opts;
     check_same_shape("smooth_l1_loss", input, target)?;
     if beta < 0.0 {
@@ -287,6 +315,10 @@ impl Default for HuberLossOptions {
 /// `F.huber_loss(input, target, reduction='mean', delta=1.0)`: `0.5 d^2` below `delta`, else
 /// `delta (|d| - 0.5 delta)`.
 pub fn huber_loss(input: &Tensor, target: &Tensor, opts: &HuberLossOptions) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's float32 list.
+        return pyrite_core::autocast::fp32_2(input, target, |input, target| huber_loss(input, target, opts));
+    }
     let HuberLossOptions { reduction, delta } = *opts;
     check_same_shape("huber_loss", input, target)?;
     if delta <= 0.0 {
@@ -314,6 +346,12 @@ pub fn binary_cross_entropy(
     target: &Tensor,
     opts: &BinaryCrossEntropyOptions,
 ) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's float32 list.
+        return pyrite_core::autocast::fp32_2(input, target, |input, target| {
+            binary_cross_entropy(input, target, opts)
+        });
+    }
     let (weight, reduction) = (opts.weight.as_ref(), opts.reduction);
     check_float("binary_cross_entropy", input)?;
     if input.dims() != target.dims() {
@@ -398,6 +436,12 @@ pub fn binary_cross_entropy_with_logits(
     target: &Tensor,
     opts: &BinaryCrossEntropyWithLogitsOptions,
 ) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's float32 list.
+        return pyrite_core::autocast::fp32_2(input, target, |input, target| {
+            binary_cross_entropy_with_logits(input, target, opts)
+        });
+    }
     let (weight, reduction, pos_weight) = (opts.weight.as_ref(), opts.reduction, opts.pos_weight.as_ref());
     check_float("binary_cross_entropy_with_logits", input)?;
     if input.dims() != target.dims() {
@@ -440,6 +484,10 @@ pub struct KlDivOptions {
 /// `F.kl_div(input, target, reduction='mean', log_target=False)`: `input` holds
 /// log-probabilities; `target` probabilities (or log-probabilities with `log_target`).
 pub fn kl_div(input: &Tensor, target: &Tensor, opts: &KlDivOptions) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's float32 list.
+        return pyrite_core::autocast::fp32_2(input, target, |input, target| kl_div(input, target, opts));
+    }
     let KlDivOptions { reduction, log_target } = *opts;
     let loss = if log_target {
         target.exp()?.mul(&target.sub(input)?)?
