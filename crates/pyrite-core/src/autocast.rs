@@ -71,18 +71,13 @@ thread_local! {
 
 /// Whether autocast is on for `device` on this thread (`torch.is_autocast_enabled`).
 pub fn is_autocast_enabled(device: Device) -> bool {
-    device == Device::Cpu && active()
+    device == Device::Cpu && is_active()
 }
 
 /// The lower precision autocast uses on `device` (`torch.get_autocast_dtype`).
 pub fn get_autocast_dtype(device: Device) -> DType {
     let _ = device;
     STATE.with(|s| s.get().dtype)
-}
-
-#[inline]
-pub(crate) fn active() -> bool {
-    STATE.with(|s| s.get().enabled)
 }
 
 /// Restores the autocast state when dropped.
@@ -218,8 +213,8 @@ pub fn fp32_2(a: &Tensor, b: &Tensor, op: impl FnOnce(&Tensor, &Tensor) -> Resul
     fp32_op(&[Some(a), Some(b)], |t| op(t[0].as_ref().unwrap(), t[1].as_ref().unwrap()))
 }
 
-/// Whether autocast is on on this thread (for ops outside `pyrite-core` that follow a list).
+/// Whether autocast is on on this thread: the check every op of a list starts with.
 #[inline]
 pub fn is_active() -> bool {
-    active()
+    STATE.with(|s| s.get().enabled)
 }

@@ -86,7 +86,7 @@ impl Category {
         }
     }
 
-    fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         Category::ALL.iter().position(|&c| c == self).unwrap()
     }
 }
@@ -413,7 +413,7 @@ impl History {
 }
 
 /// Adds an entry's effect to per-category byte counts.
-fn apply(totals: &mut [i64; 6], e: &TraceEntry) {
+pub(crate) fn apply(totals: &mut [i64; 6], e: &TraceEntry) {
     let s = e.size as i64;
     match e.action {
         Action::Alloc => totals[e.category.index()] += s,

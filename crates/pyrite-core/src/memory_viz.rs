@@ -29,16 +29,7 @@ impl MemorySnapshot {
         let mut totals = self.baseline.map(|b| b as i64);
         let mut rows = Vec::with_capacity(self.trace.len());
         for e in &self.trace {
-            let s = e.size as i64;
-            match e.action {
-                Action::Alloc => totals[idx(e.category)] += s,
-                Action::Free => totals[idx(e.category)] -= s,
-                Action::Tag => {
-                    totals[idx(e.previous)] -= s;
-                    totals[idx(e.category)] += s;
-                }
-                Action::Oom => {}
-            }
+            crate::memory_history::apply(&mut totals, e);
             rows.push(totals.map(|t| t.max(0) as u64));
         }
         Timeline { rows }
@@ -183,10 +174,6 @@ impl MemorySnapshot {
         );
         PAGE.replace("/*DATA*/null", &data)
     }
-}
-
-fn idx(c: Category) -> usize {
-    Category::ALL.iter().position(|&x| x == c).unwrap()
 }
 
 fn block(e: &TraceEntry) -> Block {

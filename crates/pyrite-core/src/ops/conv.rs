@@ -1059,7 +1059,7 @@ pub fn conv(
     dilation: &[usize],
     groups: usize,
 ) -> Result<Tensor> {
-    if crate::autocast::active() {
+    if crate::autocast::is_active() {
         return crate::autocast::lower3(input, weight, bias, |x, w, b| {
             conv(x, w, b, stride, padding, dilation, groups)
         });
@@ -1115,7 +1115,7 @@ pub fn conv_transpose(
     dilation: &[usize],
     groups: usize,
 ) -> Result<Tensor> {
-    if crate::autocast::active() {
+    if crate::autocast::is_active() {
         return crate::autocast::lower3(input, weight, bias, |x, w, b| {
             conv_transpose(x, w, b, stride, padding, output_padding, dilation, groups)
         });

@@ -1224,7 +1224,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
-        if crate::autocast::active() {
+        if crate::autocast::is_active() {
             return crate::autocast::lower2(self, other, |a, b| a.matmul(b));
         }
         let plan = plan_matmul(self, other)?;
@@ -1268,7 +1268,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn mm(&self, mat2: &Tensor) -> Result<Tensor> {
-        if crate::autocast::active() {
+        if crate::autocast::is_active() {
             return crate::autocast::lower2(self, mat2, |a, b| a.mm(b));
         }
         check_mm_shapes(self, mat2, "mm")?;
@@ -1298,7 +1298,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn bmm(&self, mat2: &Tensor) -> Result<Tensor> {
-        if crate::autocast::active() {
+        if crate::autocast::is_active() {
             return crate::autocast::lower2(self, mat2, |a, b| a.bmm(b));
         }
         check_bmm(self, mat2, "bmm")?;
@@ -1320,7 +1320,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
-        if crate::autocast::active() {
+        if crate::autocast::is_active() {
             return crate::autocast::lower3(self, weight, bias, |x, w, b| x.linear(w, b));
         }
         if self.rank() != 2 || weight.rank() != 2 || self.dims()[1] != weight.dims()[1] {
@@ -1404,7 +1404,7 @@ impl Tensor {
         alpha: impl Into<Scalar>,
     ) -> Result<Tensor> {
         let (beta, alpha) = scalars(beta, alpha);
-        if crate::autocast::active() {
+        if crate::autocast::is_active() {
             return crate::autocast::lower3(mat1, mat2, Some(self), |m1, m2, s| {
                 s.unwrap().addmm(m1, m2, beta, alpha)
             });
@@ -1474,7 +1474,7 @@ impl Tensor {
         alpha: impl Into<Scalar>,
     ) -> Result<Tensor> {
         let (beta, alpha) = scalars(beta, alpha);
-        if crate::autocast::active() {
+        if crate::autocast::is_active() {
             return crate::autocast::lower3(batch1, batch2, Some(self), |b1, b2, s| {
                 s.unwrap().baddbmm(b1, b2, beta, alpha)
             });
