@@ -1,13 +1,13 @@
 //! [`BatchSizeFinder`]: the largest batch size that fits in memory, found at the start of
 //! `fit` (Lightning's `BatchSizeFinder` callback). The search is [`crate::tuner`]'s.
 
+use super::tuner_snapshot::TunerSnapshot;
 use crate::callback::Callback;
 use crate::module::LightningModule;
 use crate::trainer::Trainer;
 use crate::tuner::{run_trial, search, ScaleBatchSizeOptions, Trial};
 use pyrite_core::{bail, Result};
 use pyrite_data::{DataLoader, DataLoaderOptions};
-use pyrite_nn::StateDict;
 
 /// Finds the largest batch size whose training steps fit in memory, at the start of `fit`,
 /// and trains with it.
@@ -95,15 +95,7 @@ impl BatchSizeFinder {
         options.check()?;
 
         // What the trials change, to put back.
-        let weights = {
-            let mut out = StateDict::new();
-            for (k, t) in module.module().state_dict()?.iter() {
-                out.insert(k, t.detach().deep_clone()?);
-            }
-            out
-        };
-        let rng = pyrite_core::get_rng_state();
-        let opt_state = trainer.optimizer().expect("configured").state_dict().deep_clone()?;
+        let snapshot = TunerSnapshot::take(trainer, module)?;
         let training = module.module().is_training();
         module.module().train();
 
@@ -155,18 +147,14 @@ impl BatchSizeFinder {
 
         // Put everything back, whatever happened.
         let restored = (|| -> Result<()> {
-            module.module().load_state_dict(&weights, true)?;
-            pyrite_core::set_rng_state(&rng)?;
-            let opt = trainer.optimizer_mut().expect("configured");
-            opt.load_state_dict(&opt_state)?;
-            opt.zero_grad()?;
+            snapshot.restore(trainer, module)?;
+            trainer.optimizer_mut().expect("configured").zero_grad()?;
             if !training {
                 module.module().eval();
             }
             Ok(())
         })();
-        drop(opt_state);
-        drop(weights);
+        drop(snapshot);
         pyrite_core::memory::empty_cache();
         let (found, trials) = result?;
         restored?;

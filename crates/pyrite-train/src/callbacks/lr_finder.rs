@@ -1,12 +1,12 @@
 //! [`LearningRateFinder`]: the learning-rate range test (Lightning's `LearningRateFinder`
 //! callback and `Tuner.lr_find`).
 
+use super::tuner_snapshot::TunerSnapshot;
 use crate::callback::Callback;
 use crate::module::LightningModule;
 use crate::trainer::Trainer;
 use pyrite_core::{bail, Result};
 use pyrite_data::DataLoader;
-use pyrite_nn::StateDict;
 use std::path::PathBuf;
 
 /// How the learning rate grows over the test.
@@ -140,16 +140,7 @@ impl LearningRateFinder {
         module: &mut dyn LightningModule,
         train: &DataLoader,
     ) -> Result<()> {
-        let copy = |sd: StateDict| -> Result<StateDict> {
-            let mut out = StateDict::new();
-            for (k, t) in sd.iter() {
-                out.insert(k, t.detach().deep_clone()?);
-            }
-            Ok(out)
-        };
-        let weights = copy(module.module().state_dict()?)?;
-        let rng = pyrite_core::get_rng_state();
-        let opt_state = trainer.optimizer().expect("configured").state_dict().deep_clone()?;
+        let snapshot = TunerSnapshot::take(trainer, module)?;
         let saved_lrs: Vec<f64> = trainer
             .optimizer()
             .expect("configured")
@@ -196,10 +187,8 @@ impl LearningRateFinder {
             }
         }
         // Put everything back.
-        module.module().load_state_dict(&weights, true)?;
-        pyrite_core::set_rng_state(&rng)?;
+        snapshot.restore(trainer, module)?;
         let opt = trainer.optimizer_mut().expect("configured");
-        opt.load_state_dict(&opt_state)?;
         for (g, lr) in opt.param_groups_mut().iter_mut().zip(saved_lrs) {
             g.set("lr", lr);
         }

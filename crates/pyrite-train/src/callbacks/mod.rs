@@ -9,6 +9,7 @@ mod model_checkpoint;
 mod progress;
 mod stochastic_weight_avg;
 mod timer;
+mod tuner_snapshot;
 
 pub use batch_size_finder::BatchSizeFinder;
 pub use early_stopping::{EarlyStopping, EarlyStoppingOptions};
