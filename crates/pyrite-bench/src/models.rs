@@ -4,6 +4,7 @@
 
 use crate::timing::{median, min, round, spread, timeit};
 use crate::Args;
+use pyrite::amp::AutocastOptions;
 use pyrite::nn::functional as F;
 use pyrite::nn::{self, Conv2d, ConvOptions, Linear, Module, ModuleBase, PoolOptions, ReLU, Sequential};
 use pyrite::optim::{Adam, AdamOptions, Optimizer};
@@ -174,6 +175,16 @@ impl Module for SmallCnn {
 }
 
 pub fn cnn(args: &Args) -> Map<String, Value> {
+    cnn_in(args, None)
+}
+
+/// The `cnn` step with its forward pass and loss under bf16 autocast (Lightning's
+/// "bf16-mixed"), as reference/bench/amp_bf16.py's `cnn_bf16`.
+pub fn cnn_bf16(args: &Args) -> Map<String, Value> {
+    cnn_in(args, Some(DType::BF16))
+}
+
+fn cnn_in(args: &Args, autocast: Option<DType>) -> Map<String, Value> {
     pyrite::manual_seed(0);
     let p1 = || ConvOptions::new().padding(1);
     let model = SmallCnn {
@@ -190,13 +201,20 @@ pub fn cnn(args: &Args) -> Map<String, Value> {
     let ce = Default::default();
     let mut step = || {
         opt.zero_grad().unwrap();
-        let loss = F::cross_entropy(&model.call(&x).unwrap(), &y, &ce).unwrap();
+        let loss = {
+            let _amp = autocast
+                .map(|dtype| pyrite::amp::autocast(AutocastOptions { dtype, ..Default::default() }).unwrap());
+            F::cross_entropy(&model.call(&x).unwrap(), &y, &ce).unwrap()
+        };
         loss.backward().unwrap();
         opt.step().unwrap();
     };
     let (t, times) = timeit(args, 5, None, &mut step);
     let macs = 28 * 28 * 32 * 9 + 14 * 14 * 64 * 32 * 9 + 3136 * 128 + 128 * 10;
     let mut res = Map::new();
+    if autocast.is_some() {
+        res.insert("precision".into(), json!("bf16-mixed"));
+    }
     res.insert("batch".into(), json!(bs));
     res.insert("optimizer".into(), json!(OPTIMIZER_NOTE));
     res.insert("steps_per_s".into(), json!(round(1.0 / t, 2)));

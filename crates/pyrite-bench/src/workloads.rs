@@ -23,6 +23,9 @@ pub fn all() -> Vec<(&'static str, Workload)> {
         ("bert_forward", crate::bert::bert_forward),
         ("bert_ops", crate::bert::bert_ops),
         ("fit_digits", crate::fit::fit_digits),
+        ("matmul_bf16", matmul_bf16),
+        ("cnn_bf16", crate::models::cnn_bf16),
+        ("transformer_bf16", crate::transformer::transformer_bf16),
     ]
 }
 
@@ -31,11 +34,20 @@ fn randn(shape: &[usize]) -> Tensor {
 }
 
 fn matmul(args: &Args) -> Map<String, Value> {
+    matmul_in(args, DType::F32)
+}
+
+/// `matmul`'s sizes and metrics with bf16 operands (reference/bench/amp_bf16.py's side).
+fn matmul_bf16(args: &Args) -> Map<String, Value> {
+    matmul_in(args, DType::BF16)
+}
+
+fn matmul_in(args: &Args, dtype: DType) -> Map<String, Value> {
     pyrite::manual_seed(0);
     let mut res = Map::new();
     for n in [256usize, 512, 1024, 2048] {
-        let a = randn(&[n, n]);
-        let b = randn(&[n, n]);
+        let a = randn(&[n, n]).to_dtype(dtype).unwrap();
+        let b = randn(&[n, n]).to_dtype(dtype).unwrap();
         let (t, times) = timeit(args, 3, None, || drop(std::hint::black_box(a.matmul(&b).unwrap())));
         let flop = 2.0 * (n as f64).powi(3);
         res.insert(format!("n{n}_gflops"), json!(round(flop / t / 1e9, 2)));

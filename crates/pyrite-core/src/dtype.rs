@@ -347,9 +347,11 @@ macro_rules! half_element {
             fn to_f64(self) -> f64 {
                 <$t>::to_f64(self)
             }
+            /// Through f32, as PyTorch's `c10::BFloat16(double)` / `c10::Half(double)` do (and
+            /// `half`'s direct `from_f64` rounds some values the other way).
             #[inline(always)]
             fn from_f64(v: f64) -> Self {
-                <$t>::from_f64(v)
+                <$t>::from_f32(v as f32)
             }
             #[inline(always)]
             fn to_i64(self) -> i64 {
@@ -357,7 +359,7 @@ macro_rules! half_element {
             }
             #[inline(always)]
             fn from_i64(v: i64) -> Self {
-                <$t>::from_f64(v as f64)
+                <$t>::from_f32(v as f32)
             }
         }
     };

@@ -924,6 +924,25 @@ fn addbmm_core(
     let zero_beta = if dtype.is_integral() { beta.to_i64() == 0 } else { beta.to_f64() == 0.0 };
     let input = if zero_beta { None } else { input };
     match dtype {
+        DType::BF16 if super::bf16gemm::available() => {
+            // bf16 x bf16 -> f32 on the AVX512-BF16 kernel, then alpha, beta and the input in
+            // f32, rounded to bf16 once.
+            let mut r32 = bf16_product(a, b)?;
+            if alpha.to_f64() != 1.0 {
+                r32 = r32.mul_scalar(alpha)?;
+            }
+            if let Some(i) = input {
+                let i32_ = convert_compact(i, DType::F32)?;
+                r32 = if beta.to_f64() == 1.0 { r32.add(&i32_)? } else { r32.add(&i32_.mul_scalar(beta)?)? };
+            }
+            match out {
+                Some(o) => {
+                    o.copy_(&r32)?;
+                    Ok(o.clone())
+                }
+                None => r32.to_dtype(dtype),
+            }
+        }
         DType::F16 | DType::BF16 => {
             let a32 = convert_compact(a, DType::F32)?;
             let b32 = convert_compact(b, DType::F32)?;
@@ -968,6 +987,97 @@ fn addbmm_core(
             crate::dispatch_all!(dtype, T => dispatch_native::<T>(&a, &b, dst.as_ref(), beta_t, beta, alpha))
         }
     }
+}
+
+/// `a @ b` for bf16 `a: (batch..., m, k)` and `b: (batch..., k, n)` (batch dims already
+/// broadcast to the same sizes, any strides) as a fresh contiguous f32 tensor, on the
+/// AVX512-BF16 kernel ([`super::bf16gemm`]). A batch that `b` is broadcast over is folded into
+/// the rows of one product when `a`'s strides allow.
+fn bf16_product(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let r = a.rank();
+    let batch: DimVec = a.dims()[..r - 2].iter().copied().collect();
+    let (m, k, n) = (a.dims()[r - 2], a.dims()[r - 1], b.dims()[r - 1]);
+    let mut dims = batch.clone();
+    dims.push(m);
+    dims.push(n);
+    let shape = Shape(dims);
+    let mut buf = CpuBuffer::for_shape(&shape, 4)?;
+    if shape.numel() == 0 {
+        return Ok(Tensor::from_cpu_buffer(buf, shape, DType::F32));
+    }
+    let nb: usize = batch.iter().product();
+    let (la, lb) = (a.layout(), b.layout());
+    let (ast, bst) = (la.strides(), lb.strides());
+    let threads = crate::get_num_threads();
+    {
+        let (_g, _, [pa, pb]) = super::lock_all(None, [&**a.storage(), &**b.storage()]);
+        // SAFETY: the layouts' offsets lie inside their storages.
+        let (pa, pb) = unsafe { ((pa as *const u16).add(la.offset()), (pb as *const u16).add(lb.offset())) };
+        let pc = buf.as_mut_ptr() as *mut f32;
+        // Rows of all batch entries as one product when b is the same matrix for every entry.
+        if bst[..r - 2].iter().zip(&batch).all(|(&s, &d)| s == 0 || d == 1) {
+            let sizes: DimVec = a.dims()[..r - 1].iter().copied().collect();
+            let out_st: DimVec =
+                sizes.iter().rev().scan(n, |acc, &d| Some(std::mem::replace(acc, *acc * d))).collect();
+            let out_st: DimVec = out_st.into_iter().rev().collect();
+            if let Some((rows, st)) = merge_dims(&sizes, &[&out_st, &ast[..r - 1]]) {
+                // SAFETY: operands of the checked shapes; the output is a fresh buffer.
+                unsafe {
+                    super::bf16gemm::gemm(
+                        (rows, n, k),
+                        pc,
+                        n,
+                        pa,
+                        (st[1], ast[r - 1]),
+                        pb,
+                        (bst[r - 2], bst[r - 1]),
+                        false,
+                        threads,
+                    )
+                };
+                return Ok(Tensor::from_cpu_buffer(buf, shape, DType::F32));
+            }
+        }
+        let offsets = |mut idx: usize| {
+            let (mut oa, mut ob) = (0, 0);
+            for i in (0..batch.len()).rev() {
+                let j = idx % batch[i];
+                idx /= batch[i];
+                oa += j * ast[i];
+                ob += j * bst[i];
+            }
+            (oa, ob)
+        };
+        let (pa, pb, pc) = (SendPtr(pa as *mut u16), SendPtr(pb as *mut u16), SendPtr(pc));
+        let one = |i: usize, t: usize| {
+            let (pa, pb, pc) = (pa, pb, pc);
+            let (oa, ob) = offsets(i);
+            // SAFETY: entry i of the checked operands; entries write disjoint output matrices.
+            unsafe {
+                super::bf16gemm::gemm(
+                    (m, n, k),
+                    pc.0.add(i * m * n),
+                    n,
+                    pa.0.add(oa),
+                    (ast[r - 2], ast[r - 1]),
+                    pb.0.add(ob),
+                    (bst[r - 2], bst[r - 1]),
+                    false,
+                    t,
+                )
+            };
+        };
+        let per = m * n * k.max(1);
+        if threads > 1 && per >= PAR_WORK {
+            (0..nb).for_each(|i| one(i, threads));
+        } else if threads > 1 && nb * per >= PAR_WORK {
+            let grain = BATCH_GRAIN_WORK.div_ceil(per).max(1);
+            crate::threads::parallel_for(nb, grain, |s, e| (s..e).for_each(|i| one(i, 1)));
+        } else {
+            (0..nb).for_each(|i| one(i, 1));
+        }
+    }
+    Ok(Tensor::from_cpu_buffer(buf, shape, DType::F32))
 }
 
 /// Monomorphic entry: routes `T` to its kernel (only called for native dtypes).

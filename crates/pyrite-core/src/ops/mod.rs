@@ -7,6 +7,8 @@
 //! - `Tensor::build`: a fresh contiguous tensor filled by a closure.
 
 pub mod attention;
+#[cfg(target_arch = "x86_64")]
+pub mod bf16gemm;
 pub mod binary;
 pub mod cast;
 pub mod compare;
@@ -24,7 +26,6 @@ pub mod pool;
 pub mod random;
 pub mod reduce;
 pub mod scan;
-#[cfg(target_arch = "x86_64")]
 mod sgemm;
 pub mod softmax;
 pub mod sort;
