@@ -50,6 +50,41 @@ pub mod warnings;
 
 pub use half;
 
+/// `torch.backends.cpu`: which of the CPU kernels this machine runs.
+pub mod backends {
+    /// The CPU's kernels.
+    pub mod cpu {
+        /// The widest vector instruction set the kernels use here, in PyTorch's words:
+        /// `"AVX512"`, `"AVX2"` or `"DEFAULT"` (`torch.backends.cpu.get_cpu_capability()`).
+        pub fn get_cpu_capability() -> &'static str {
+            #[cfg(target_arch = "x86_64")]
+            {
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    return "AVX512";
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    return "AVX2";
+                }
+            }
+            "DEFAULT"
+        }
+
+        /// Whether bf16 products (matmul, linear, conv, attention) run on the AVX512-BF16
+        /// kernel: the CPU has the instructions, `PYRITE_BF16_KERNEL=0` is not set, and
+        /// [`set_bf16_kernel_enabled`] has not turned it off. Otherwise bf16 operands are
+        /// converted to f32 and multiplied there (the same values up to the order of the
+        /// f32 additions).
+        pub fn bf16_kernel_available() -> bool {
+            crate::ops::bf16gemm::available()
+        }
+
+        /// Turns the AVX512-BF16 kernel off (or back on) for the whole process.
+        pub fn set_bf16_kernel_enabled(on: bool) {
+            crate::ops::bf16gemm::set_enabled(on)
+        }
+    }
+}
+
 pub use device::{cuda_is_available, Device};
 pub use dtype::{get_default_dtype, promote_types, set_default_dtype, DType, Element, FloatElement, Scalar};
 pub use error::{Error, ErrorKind, ModuleFrame, Result};

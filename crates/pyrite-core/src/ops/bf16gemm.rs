@@ -101,20 +101,15 @@ pub(crate) unsafe fn gemm(
     #[cfg(target_arch = "x86_64")]
     {
         let pairs = k.div_ceil(2);
-        // Rows of A with contiguous, even-length depth are read in place; else packed.
-        let packed_a: Vec<u16>;
+        // Rows of A with contiguous, even-length depth are read in place; else packed into
+        // this thread's buffer (kept between calls, as the packed B is).
+        let mut packed_a = None;
         let (ap, lda) = if acs == 1 && k % 2 == 0 {
             (a, ars)
         } else {
-            let kp = 2 * pairs;
-            let mut v = vec![0u16; m * kp];
-            for i in 0..m {
-                for p in 0..k {
-                    v[i * kp + p] = *a.add(i * ars + p * acs);
-                }
-            }
-            packed_a = v;
-            (packed_a.as_ptr(), kp)
+            let v = PACKED_A.with(|b| std::mem::take(&mut *b.borrow_mut()));
+            let v = packed_a.insert(pack_a(v, m, k, a, (ars, acs)));
+            (v.as_ptr() as *const u16, 2 * pairs)
         };
         let steps = pairs.div_ceil(DEPTH_PAIRS);
         let dp = pairs.div_ceil(steps);
@@ -159,12 +154,47 @@ pub(crate) unsafe fn gemm(
                 (0..tasks).for_each(task);
             }
         }
+        if let Some(v) = packed_a {
+            PACKED_A.with(|b| *b.borrow_mut() = v);
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (c, ldc, a, ars, acs, b, brs, bcs, acc, threads);
         unreachable!("bf16gemm::gemm without AVX512-BF16");
     }
+}
+
+thread_local! {
+    /// Rows of `A` packed to even length, kept between calls.
+    static PACKED_A: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `A` (`m x k`, strides `(ars, acs)`) as `m` rows of `ceil(k / 2)` bf16 pairs (a zero after
+/// an odd `k`), in `buf` (grown as needed). A transposed `A` (unit row stride) is read in
+/// blocks of rows, so that both the reads and the writes stay in cache.
+unsafe fn pack_a(
+    mut buf: Vec<u32>,
+    m: usize,
+    k: usize,
+    a: *const u16,
+    (ars, acs): (usize, usize),
+) -> Vec<u32> {
+    let pairs = k.div_ceil(2);
+    if buf.len() < m * pairs {
+        buf = vec![0; m * pairs];
+    }
+    let at = |i: usize, p: usize| if p < k { *a.add(i * ars + p * acs) as u32 } else { 0 };
+    const BLOCK: usize = 32;
+    for i0 in (0..m).step_by(BLOCK) {
+        let i1 = (i0 + BLOCK).min(m);
+        for q in 0..pairs {
+            for i in i0..i1 {
+                buf[i * pairs + q] = at(i, 2 * q) | at(i, 2 * q + 1) << 16;
+            }
+        }
+    }
+    buf
 }
 
 /// One depth step of one block of the product: `C[.., ..] (+)= A[.., 2q..2q+2dq] @ B[2q..2q+2dq,

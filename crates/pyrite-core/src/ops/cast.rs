@@ -26,6 +26,7 @@ pub(crate) fn convert(src: &Tensor, dst: DType, out: Out<'_>, op: &str) -> Resul
     // The conversions autocast makes all the time, on the bits (the same results as through
     // f64, several times faster: they vectorize).
     match (src.dtype(), dst) {
+        (a, b) if a == b => dispatch_all!(a, T => map1::<T, T>(src, &shape, out, op, |x| x)),
         (DType::F32, DType::BF16) => {
             map1::<f32, bf16>(src, &shape, out, op, |x| bf16::from_bits(f32_to_bf16_bits(x)))
         }

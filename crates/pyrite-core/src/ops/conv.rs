@@ -150,7 +150,7 @@ pub(crate) fn valid_range(o_len: usize, in_len: usize, s: usize, off: usize, p: 
 /// Unfolds output rows `r0..r1` (a row: one `(z, y)` pair of the output) of one group of one
 /// batch item (`cin_g` channels of `big` spatial sizes, contiguous) into `col`
 /// (`rows x (r1 - r0) * ow`, row-major).
-fn im2col<T: Real>(x: &[T], col: &mut [T], g: &Geo, r0: usize, r1: usize) {
+fn im2col<T: Copy + Default>(x: &[T], col: &mut [T], g: &Geo, r0: usize, r1: usize) {
     let [bd, bh, bw] = g.big;
     let [_, oh, ow] = g.small;
     let [kd, kh, kw] = g.k;
@@ -172,14 +172,14 @@ fn im2col<T: Real>(x: &[T], col: &mut [T], g: &Geo, r0: usize, r1: usize) {
                         let (z, y) = (r / oh, r % oh);
                         let out = &mut dst[(r - r0) * ow..(r - r0 + 1) * ow];
                         if z < d_lo || z >= d_hi || y < h_lo || y >= h_hi || w_lo >= w_hi {
-                            out.fill(T::ZERO);
+                            out.fill(T::default());
                             continue;
                         }
                         let iz = z * s[0] + a * d[0] - p[0];
                         let iy = y * s[1] + b * d[1] - p[1];
                         let src = &xc[(iz * bh + iy) * bw..(iz * bh + iy + 1) * bw];
-                        out[..w_lo].fill(T::ZERO);
-                        out[w_hi..].fill(T::ZERO);
+                        out[..w_lo].fill(T::default());
+                        out[w_hi..].fill(T::default());
                         let base = w_lo * s[2] + e * d[2] - p[2];
                         let mid = &mut out[w_lo..w_hi];
                         if s[2] == 1 {
@@ -344,51 +344,102 @@ fn nc_shape(n: usize, c: usize, sp: &[usize; 3], nd: usize) -> Vec<usize> {
     v
 }
 
-/// `dst = lhs @ rhs` (or `+=` with `acc`) on the calling thread.
-///
-/// # Safety
-/// As [`super::linalg::gemm_raw`].
-#[allow(clippy::too_many_arguments)]
-unsafe fn mm<T: Real + Element>(
-    mnk: (usize, usize, usize),
-    dst: *mut T,
-    d: (usize, usize),
-    lhs: *const T,
-    l: (usize, usize),
-    rhs: *const T,
-    r: (usize, usize),
-    acc: bool,
-) {
-    super::linalg::gemm_raw(mnk, dst, d, lhs, l, rhs, r, T::ONE, acc.then_some(T::ONE), 1)
+/// The element types of a convolution kernel: `In` for the tensors it reads (and the column
+/// buffers that `im2col` fills), `Acc` for what its products add into and for its result.
+/// f32 and f64 are both; bf16 reads bf16 and adds in f32 on the AVX512-BF16 kernel (the
+/// caller rounds the f32 result to bf16 once).
+trait Kernel {
+    type In: Element + Default;
+    type Acc: Real + Element;
+    fn widen(x: Self::In) -> Self::Acc;
+    /// `dst = lhs @ rhs` (or `+=` with `acc`) on the calling thread.
+    ///
+    /// # Safety
+    /// As [`super::linalg::gemm_raw`]; `dst` has unit column stride.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn mm(
+        mnk: (usize, usize, usize),
+        dst: *mut Self::Acc,
+        d: (usize, usize),
+        lhs: *const Self::In,
+        l: (usize, usize),
+        rhs: *const Self::In,
+        r: (usize, usize),
+        acc: bool,
+    );
+}
+
+/// A kernel that reads and adds in the same type (f32, f64).
+struct Same<T>(std::marker::PhantomData<T>);
+
+impl<T: Real + Element + Default> Kernel for Same<T> {
+    type In = T;
+    type Acc = T;
+    fn widen(x: T) -> T {
+        x
+    }
+    unsafe fn mm(
+        mnk: (usize, usize, usize),
+        dst: *mut T,
+        d: (usize, usize),
+        lhs: *const T,
+        l: (usize, usize),
+        rhs: *const T,
+        r: (usize, usize),
+        acc: bool,
+    ) {
+        super::linalg::gemm_raw(mnk, dst, d, lhs, l, rhs, r, T::ONE, acc.then_some(T::ONE), 1)
+    }
+}
+
+/// bf16 operands, f32 sums ([`super::bf16gemm`]).
+struct Bf16;
+
+impl Kernel for Bf16 {
+    type In = half::bf16;
+    type Acc = f32;
+    fn widen(x: half::bf16) -> f32 {
+        x.to_f32()
+    }
+    unsafe fn mm(
+        mnk: (usize, usize, usize),
+        dst: *mut f32,
+        d: (usize, usize),
+        lhs: *const half::bf16,
+        l: (usize, usize),
+        rhs: *const half::bf16,
+        r: (usize, usize),
+        acc: bool,
+    ) {
+        debug_assert_eq!(d.1, 1);
+        super::bf16gemm::gemm(mnk, dst, d.0, lhs as *const u16, l, rhs as *const u16, r, acc, 1)
+    }
 }
 
 /// Forward kernel: `y = conv(x, w) + bias` (`x: [n, big_c, big]`, `w: [small_c, cin_g, k]`).
 /// Unit by unit (an item's range of output rows): im2col of those rows, then per group one
 /// product `W_g @ col` straight into the output's columns.
-fn forward_kernel<T: Real + Element>(
-    x: &Tensor,
-    w: &Tensor,
-    bias: Option<&Tensor>,
-    g: &Geo,
-) -> Result<Tensor> {
+fn forward_kernel<K: Kernel>(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, g: &Geo) -> Result<Tensor> {
+    type T<K> = <K as Kernel>::In;
+    type A<K> = <K as Kernel>::Acc;
     let shape = nc_shape(g.n, g.small_c, &g.small, g.p.nd);
     let b = bias.unwrap_or(w);
     let (rows, ls, lb, cin_g, cout_g) = (g.rows(), g.l_small(), g.l_big(), g.cin_g(), g.cout_g());
     let ow = g.small[2];
     let units = Units::of(g);
     let fail = Scratch::default();
-    let t = build_raw::<T>(shape, |yp| {
+    let t = build_raw::<A<K>>(shape, |yp| {
         if g.n * g.small_c * ls == 0 {
             return;
         }
-        read_all::<3, T, _>([x, w, b], |[xp, wp, bp]| {
+        read_all::<3, T<K>, _>([x, w, b], |[xp, wp, bp]| {
             over_units(units.total, g.work_per_item() / units.pieces, |u0, u1| {
                 let (xp, wp, bp, yp) = (xp, wp, bp, yp);
                 let cols_max = units.rows.div_ceil(units.pieces) * ow;
                 let mut col = if g.identity_cols() {
                     None
                 } else {
-                    match fail.get::<T>(rows * cols_max) {
+                    match fail.get::<T<K>>(rows * cols_max) {
                         Some(b) => Some(b),
                         None => return,
                     }
@@ -409,22 +460,22 @@ fn forward_kernel<T: Real + Element>(
                             }
                             let xg = xp.0.add((i * g.big_c + gr * cin_g) * lb);
                             let (cp, crs) = match &mut col {
-                                None => (xg.add(c0) as *const T, lb),
+                                None => (xg.add(c0) as *const T<K>, lb),
                                 Some(buf) => {
                                     let xs = std::slice::from_raw_parts(xg, cin_g * lb);
-                                    im2col(xs, &mut buf.as_mut_slice::<T>()[..rows * nc], g, r0, r1);
-                                    (buf.as_ptr() as *const T, nc)
+                                    im2col(xs, &mut buf.as_mut_slice::<T<K>>()[..rows * nc], g, r0, r1);
+                                    (buf.as_ptr() as *const T<K>, nc)
                                 }
                             };
                             let wg = wp.0.add(gr * cout_g * rows);
-                            mm((cout_g, nc, rows), dst, (ls, 1), wg, (rows, 1), cp, (crs, 1), false);
+                            K::mm((cout_g, nc, rows), dst, (ls, 1), wg, (rows, 1), cp, (crs, 1), false);
                         }
                     }
                     if bias.is_some() {
                         for c in 0..g.small_c {
                             // SAFETY: as above.
                             unsafe {
-                                let bv = *bp.0.add(c);
+                                let bv = K::widen(*bp.0.add(c));
                                 let row = std::slice::from_raw_parts_mut(
                                     yp.0.add((i * g.small_c + c) * ls + c0),
                                     nc,
@@ -446,12 +497,14 @@ fn forward_kernel<T: Real + Element>(
 /// product `W_g^T @ y_g` into a column buffer, folded back by col2im. Large batches run item
 /// by item on the threads; small ones compute an item's columns in units of output rows, then
 /// fold back channel by channel in parallel.
-fn backward_input_kernel<T: Real + Element>(
+fn backward_input_kernel<K: Kernel>(
     y: &Tensor,
     w: &Tensor,
     bias: Option<&Tensor>,
     g: &Geo,
 ) -> Result<Tensor> {
+    type T<K> = <K as Kernel>::Acc;
+    type I<K> = <K as Kernel>::In;
     let shape = nc_shape(g.n, g.big_c, &g.big, g.p.nd);
     let b = bias.unwrap_or(w);
     let (rows, ls, lb, cin_g, cout_g) = (g.rows(), g.l_small(), g.l_big(), g.cin_g(), g.cout_g());
@@ -460,18 +513,18 @@ fn backward_input_kernel<T: Real + Element>(
     let units = Units::of(g);
     let groups = g.p.groups;
     let fail = Scratch::default();
-    let t = build_raw::<T>(shape, |xp| {
+    let t = build_raw::<T<K>>(shape, |xp| {
         if g.n * g.big_c * lb == 0 {
             return;
         }
-        read_all::<3, T, _>([y, w, b], |[yp, wp, bp]| {
+        read_all::<3, I<K>, _>([y, w, b], |[yp, wp, bp]| {
             let add_bias = |i: usize| {
                 let (xp, bp) = (xp, bp);
                 if bias.is_some() {
                     for c in 0..g.big_c {
                         // SAFETY: item i's planes of the result; the bias has big_c elements.
                         unsafe {
-                            let bv = *bp.0.add(c);
+                            let bv = K::widen(*bp.0.add(c));
                             let row = std::slice::from_raw_parts_mut(xp.0.add((i * g.big_c + c) * lb), lb);
                             row.iter_mut().for_each(|v| *v = *v + bv);
                         }
@@ -480,13 +533,13 @@ fn backward_input_kernel<T: Real + Element>(
             };
             // Columns of output rows r0..r1 of item i, group gr: into `dst` (row stride drs).
             // SAFETY (callers): dst holds rows x drs elements from column r0 * ow on.
-            let columns = |i: usize, gr: usize, r0: usize, r1: usize, dst: *mut T, drs: usize| unsafe {
+            let columns = |i: usize, gr: usize, r0: usize, r1: usize, dst: *mut T<K>, drs: usize| unsafe {
                 let (yp, wp) = (yp, wp);
                 let (c0, nc) = (r0 * ow, (r1 - r0) * ow);
                 let yg = yp.0.add((i * g.small_c + gr * cout_g) * ls + c0);
                 let wg = wp.0.add(gr * cout_g * rows);
                 // W_g^T: (rows x cout_g) with strides (1, rows).
-                mm((rows, nc, cout_g), dst.add(c0), (drs, 1), wg, (1, rows), yg, (ls, 1), false);
+                K::mm((rows, nc, cout_g), dst.add(c0), (drs, 1), wg, (1, rows), yg, (ls, 1), false);
             };
             if cout_g == 0 || rows == 0 {
                 for i in 0..g.n {
@@ -502,7 +555,7 @@ fn backward_input_kernel<T: Real + Element>(
                     let mut col = if identity {
                         None
                     } else {
-                        match fail.get::<T>(rows * ls) {
+                        match fail.get::<T<K>>(rows * ls) {
                             Some(b) => Some(b),
                             None => return,
                         }
@@ -514,13 +567,13 @@ fn backward_input_kernel<T: Real + Element>(
                             match &mut col {
                                 None => columns(i, gr, 0, units.rows, dst, lb),
                                 Some(buf) => {
-                                    columns(i, gr, 0, units.rows, buf.as_mut_ptr() as *mut T, ls);
+                                    columns(i, gr, 0, units.rows, buf.as_mut_ptr() as *mut T<K>, ls);
                                     // SAFETY: as above.
                                     let xs = unsafe {
                                         std::ptr::write_bytes(dst, 0, cin_g * lb);
                                         std::slice::from_raw_parts_mut(dst, cin_g * lb)
                                     };
-                                    col2im(&buf.as_slice::<T>()[..rows * ls], xs, g, 0, cin_g);
+                                    col2im(&buf.as_slice::<T<K>>()[..rows * ls], xs, g, 0, cin_g);
                                 }
                             }
                         }
@@ -533,12 +586,12 @@ fn backward_input_kernel<T: Real + Element>(
             let mut col = if identity {
                 None
             } else {
-                match fail.get::<T>(groups * rows * ls) {
+                match fail.get::<T<K>>(groups * rows * ls) {
                     Some(b) => Some(b),
                     None => return,
                 }
             };
-            let cp = col.as_mut().map(|b| SendPtr(b.as_mut_ptr() as *mut T));
+            let cp = col.as_mut().map(|b| SendPtr(b.as_mut_ptr() as *mut T<K>));
             for i in 0..g.n {
                 let per = g.work_per_item() / (groups * units.pieces);
                 over_units(groups * units.pieces, per, |u0, u1| {
@@ -591,7 +644,9 @@ fn backward_input_kernel<T: Real + Element>(
 /// v[n, co, o] * x[n, ci, o * s + k * d - p]` (`x` the conv's input, `v` its output gradient),
 /// of shape `[small_c, cin_g, *k]`. Summed per chunk of units (at most eight chunks; their
 /// number depends on the batch size and geometry only), the chunks' sums added in order.
-fn backward_weight_kernel<T: Real + Element>(x: &Tensor, v: &Tensor, g: &Geo) -> Result<Tensor> {
+fn backward_weight_kernel<K: Kernel>(x: &Tensor, v: &Tensor, g: &Geo) -> Result<Tensor> {
+    type T<K> = <K as Kernel>::Acc;
+    type I<K> = <K as Kernel>::In;
     let mut shape = vec![g.small_c, g.cin_g()];
     shape.extend_from_slice(&g.k[3 - g.p.nd..]);
     let (rows, ls, lb, cin_g, cout_g) = (g.rows(), g.l_small(), g.l_big(), g.cin_g(), g.cout_g());
@@ -605,14 +660,14 @@ fn backward_weight_kernel<T: Real + Element>(x: &Tensor, v: &Tensor, g: &Geo) ->
     let chunks = if units.total == 0 { 1 } else { units.total.div_ceil(per_chunk) };
     // Partial sums of chunks 1.. (chunk 0 sums into the result itself).
     let mut partial =
-        CpuBuffer::for_elems(wlen.saturating_mul(chunks.saturating_sub(1)), std::mem::size_of::<T>())?;
-    let pp = SendPtr(partial.as_mut_ptr() as *mut T);
+        CpuBuffer::for_elems(wlen.saturating_mul(chunks.saturating_sub(1)), std::mem::size_of::<T<K>>())?;
+    let pp = SendPtr(partial.as_mut_ptr() as *mut T<K>);
     let fail = Scratch::default();
-    let t = build_raw::<T>(shape, |gp| {
+    let t = build_raw::<T<K>>(shape, |gp| {
         if wlen == 0 {
             return;
         }
-        read_all::<2, T, _>([x, v], |[xp, vp]| {
+        read_all::<2, I<K>, _>([x, v], |[xp, vp]| {
             let run = |c: usize| {
                 let (xp, vp, gp, pp) = (xp, vp, gp, pp);
                 // SAFETY: chunk c owns its own buffer of wlen elements.
@@ -631,7 +686,7 @@ fn backward_weight_kernel<T: Real + Element>(x: &Tensor, v: &Tensor, g: &Geo) ->
                 let mut col = if g.identity_cols() {
                     None
                 } else {
-                    match fail.get::<T>(rows * cols_max) {
+                    match fail.get::<I<K>>(rows * cols_max) {
                         Some(b) => Some(b),
                         None => return,
                     }
@@ -645,17 +700,17 @@ fn backward_weight_kernel<T: Real + Element>(x: &Tensor, v: &Tensor, g: &Geo) ->
                         unsafe {
                             let xg = xp.0.add((i * g.big_c + gr * cin_g) * lb);
                             let (cp, crs) = match &mut col {
-                                None => (xg.add(c0) as *const T, lb),
+                                None => (xg.add(c0) as *const I<K>, lb),
                                 Some(buf) => {
                                     let xs = std::slice::from_raw_parts(xg, cin_g * lb);
-                                    im2col(xs, &mut buf.as_mut_slice::<T>()[..rows * nc], g, r0, r1);
-                                    (buf.as_ptr() as *const T, nc)
+                                    im2col(xs, &mut buf.as_mut_slice::<I<K>>()[..rows * nc], g, r0, r1);
+                                    (buf.as_ptr() as *const I<K>, nc)
                                 }
                             };
                             let vg = vp.0.add((i * g.small_c + gr * cout_g) * ls + c0);
                             // (cout_g x nc) @ col^T (nc x rows, strides (1, crs))
                             let dst = dst0.add(gr * cout_g * rows);
-                            mm((cout_g, rows, nc), dst, (rows, 1), vg, (ls, 1), cp, (1, crs), true);
+                            K::mm((cout_g, rows, nc), dst, (rows, 1), vg, (ls, 1), cp, (1, crs), true);
                         }
                     }
                 }
@@ -931,6 +986,28 @@ macro_rules! float_kernel {
 }
 pub(crate) use float_kernel;
 
+/// Runs a convolution kernel for `$dtype` with `$K` its [`Kernel`]: f32 and f64 as they are,
+/// bf16 on the AVX512-BF16 kernel with its f32 result rounded to bf16.
+macro_rules! conv_kernel {
+    ($dtype:expr, $K:ident => $body:expr) => {
+        match $dtype {
+            DType::F32 => {
+                type $K = Same<f32>;
+                $body
+            }
+            DType::F64 => {
+                type $K = Same<f64>;
+                $body
+            }
+            DType::BF16 if super::bf16gemm::available() => {
+                type $K = Bf16;
+                $body.and_then(|t: Tensor| t.to_dtype(DType::BF16))
+            }
+            d => bail!(NotImplemented, "convolution kernel for {d}"),
+        }
+    };
+}
+
 /// Contiguous copies (or the tensors themselves) for the kernels.
 fn contig(t: &Tensor) -> Result<Tensor> {
     if t.is_contiguous() {
@@ -945,7 +1022,7 @@ fn contig(t: &Tensor) -> Result<Tensor> {
 fn conv_core(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, geo: Geo) -> Result<Tensor> {
     let (xc, wc) = (contig(x)?, contig(w)?);
     let bc = bias.map(contig).transpose()?;
-    let y = float_kernel!(x.dtype(), T => forward_kernel::<T>(&xc, &wc, bc.as_ref(), &geo))?;
+    let y = conv_kernel!(x.dtype(), K => forward_kernel::<K>(&xc, &wc, bc.as_ref(), &geo))?;
     let mut inputs = vec![x, w];
     inputs.extend(bias);
     if !needs_grad(&inputs) {
@@ -979,7 +1056,7 @@ fn conv_transpose_core(y: &Tensor, w: &Tensor, bias: Option<&Tensor>, geo: Geo) 
     let (yc, wc) = (contig(y)?, contig(w)?);
     let bc = bias.map(contig).transpose()?;
     let geo = Geo { n: y.dims()[0], ..geo };
-    let x = float_kernel!(y.dtype(), T => backward_input_kernel::<T>(&yc, &wc, bc.as_ref(), &geo))?;
+    let x = conv_kernel!(y.dtype(), K => backward_input_kernel::<K>(&yc, &wc, bc.as_ref(), &geo))?;
     let mut inputs = vec![y, w];
     inputs.extend(bias);
     if !needs_grad(&inputs) {
@@ -1003,7 +1080,7 @@ fn conv_transpose_core(y: &Tensor, w: &Tensor, bias: Option<&Tensor>, geo: Geo) 
 fn weight_grad(x: &Tensor, v: &Tensor, geo: Geo) -> Result<Tensor> {
     let (xc, vc) = (contig(x)?, contig(v)?);
     let geo = Geo { n: x.dims()[0], ..geo };
-    let gw = float_kernel!(x.dtype(), T => backward_weight_kernel::<T>(&xc, &vc, &geo))?;
+    let gw = conv_kernel!(x.dtype(), K => backward_weight_kernel::<K>(&xc, &vc, &geo))?;
     if !needs_grad(&[x, v]) {
         return Ok(gw);
     }
@@ -1025,7 +1102,7 @@ fn via_f32(
     f: impl FnOnce(&[Option<Tensor>]) -> Result<Tensor>,
 ) -> Result<Option<Tensor>> {
     let dt = ts[0].unwrap().dtype();
-    if !matches!(dt, DType::F16 | DType::BF16) {
+    if !matches!(dt, DType::F16 | DType::BF16) || (dt == DType::BF16 && super::bf16gemm::available()) {
         return Ok(None);
     }
     let conv: Vec<Option<Tensor>> =

@@ -8,7 +8,7 @@
 
 pub mod attention;
 #[cfg(target_arch = "x86_64")]
-pub mod bf16gemm;
+pub(crate) mod bf16gemm;
 pub mod binary;
 pub mod cast;
 pub mod compare;
