@@ -184,13 +184,21 @@ unsafe fn pack_a(
     if buf.len() < m * pairs {
         buf = vec![0; m * pairs];
     }
-    let at = |i: usize, p: usize| if p < k { *a.add(i * ars + p * acs) as u32 } else { 0 };
+    let d = buf.as_mut_ptr();
+    let whole = k / 2;
     const BLOCK: usize = 32;
     for i0 in (0..m).step_by(BLOCK) {
         let i1 = (i0 + BLOCK).min(m);
-        for q in 0..pairs {
+        for q in 0..whole {
+            let (lo, hi) = (a.add(2 * q * acs), a.add((2 * q + 1) * acs));
             for i in i0..i1 {
-                buf[i * pairs + q] = at(i, 2 * q) | at(i, 2 * q + 1) << 16;
+                *d.add(i * pairs + q) = *lo.add(i * ars) as u32 | (*hi.add(i * ars) as u32) << 16;
+            }
+        }
+        if whole < pairs {
+            let lo = a.add(2 * whole * acs);
+            for i in i0..i1 {
+                *d.add(i * pairs + whole) = *lo.add(i * ars) as u32;
             }
         }
     }

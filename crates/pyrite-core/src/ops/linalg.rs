@@ -926,14 +926,26 @@ fn addbmm_core(
     match dtype {
         DType::BF16 if super::bf16gemm::available() => {
             // bf16 x bf16 -> f32 on the AVX512-BF16 kernel, then alpha, beta and the input in
-            // f32, rounded to bf16 once.
-            let mut r32 = bf16_product(a, b)?;
-            if alpha.to_f64() != 1.0 {
-                r32 = r32.mul_scalar(alpha)?;
-            }
-            if let Some(i) = input {
-                let i32_ = convert_compact(i, DType::F32)?;
-                r32 = if beta.to_f64() == 1.0 { r32.add(&i32_)? } else { r32.add(&i32_.mul_scalar(beta)?)? };
+            // f32, rounded to bf16 once. The common `input + a @ b` (linear's bias) sums onto
+            // the input converted to f32.
+            let plain = alpha.to_f64() == 1.0 && (input.is_none() || beta.to_f64() == 1.0);
+            let init = match input {
+                Some(i) if plain => {
+                    let t = Tensor::empty(shape.clone(), DType::F32)?;
+                    t.copy_(i)?;
+                    Some(t)
+                }
+                _ => None,
+            };
+            let mut r32 = bf16_product(a, b, init)?;
+            if !plain {
+                if alpha.to_f64() != 1.0 {
+                    r32 = r32.mul_scalar(alpha)?;
+                }
+                if let Some(i) = input {
+                    let i32_ = convert_compact(i, DType::F32)?;
+                    r32 = r32.add(&i32_.mul_scalar(beta)?)?;
+                }
             }
             match out {
                 Some(o) => {
@@ -990,10 +1002,11 @@ fn addbmm_core(
 }
 
 /// `a @ b` for bf16 `a: (batch..., m, k)` and `b: (batch..., k, n)` (batch dims already
-/// broadcast to the same sizes, any strides) as a fresh contiguous f32 tensor, on the
-/// AVX512-BF16 kernel ([`super::bf16gemm`]). A batch that `b` is broadcast over is folded into
-/// the rows of one product when `a`'s strides allow.
-fn bf16_product(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+/// broadcast to the same sizes, any strides) as a contiguous f32 tensor, on the AVX512-BF16
+/// kernel ([`super::bf16gemm`]): a fresh one, or `init + a @ b` in `init` (a fresh contiguous
+/// f32 tensor of the result's shape). A batch that `b` is broadcast over is folded into the
+/// rows of one product when `a`'s strides allow.
+fn bf16_product(a: &Tensor, b: &Tensor, init: Option<Tensor>) -> Result<Tensor> {
     let r = a.rank();
     let batch: DimVec = a.dims()[..r - 2].iter().copied().collect();
     let (m, k, n) = (a.dims()[r - 2], a.dims()[r - 1], b.dims()[r - 1]);
@@ -1001,19 +1014,24 @@ fn bf16_product(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     dims.push(m);
     dims.push(n);
     let shape = Shape(dims);
-    let mut buf = CpuBuffer::for_shape(&shape, 4)?;
+    let acc = init.is_some();
+    let out = match init {
+        Some(t) => t,
+        None => Tensor::empty(shape.clone(), DType::F32)?,
+    };
+    debug_assert!(out.is_contiguous() && out.dims() == shape.dims());
     if shape.numel() == 0 {
-        return Ok(Tensor::from_cpu_buffer(buf, shape, DType::F32));
+        return Ok(out);
     }
     let nb: usize = batch.iter().product();
     let (la, lb) = (a.layout(), b.layout());
     let (ast, bst) = (la.strides(), lb.strides());
     let threads = crate::get_num_threads();
     {
-        let (_g, _, [pa, pb]) = super::lock_all(None, [&**a.storage(), &**b.storage()]);
+        let (_g, po, [pa, pb]) = super::lock_all(Some(&**out.storage()), [&**a.storage(), &**b.storage()]);
         // SAFETY: the layouts' offsets lie inside their storages.
         let (pa, pb) = unsafe { ((pa as *const u16).add(la.offset()), (pb as *const u16).add(lb.offset())) };
-        let pc = buf.as_mut_ptr() as *mut f32;
+        let pc = po.expect("the output is locked for writing") as *mut f32;
         // Rows of all batch entries as one product when b is the same matrix for every entry.
         if bst[..r - 2].iter().zip(&batch).all(|(&s, &d)| s == 0 || d == 1) {
             let sizes: DimVec = a.dims()[..r - 1].iter().copied().collect();
@@ -1031,11 +1049,12 @@ fn bf16_product(a: &Tensor, b: &Tensor) -> Result<Tensor> {
                         (st[1], ast[r - 1]),
                         pb,
                         (bst[r - 2], bst[r - 1]),
-                        false,
+                        acc,
                         threads,
                     )
                 };
-                return Ok(Tensor::from_cpu_buffer(buf, shape, DType::F32));
+                drop(_g);
+                return Ok(out);
             }
         }
         let offsets = |mut idx: usize| {
@@ -1062,7 +1081,7 @@ fn bf16_product(a: &Tensor, b: &Tensor) -> Result<Tensor> {
                     (ast[r - 2], ast[r - 1]),
                     pb.0.add(ob),
                     (bst[r - 2], bst[r - 1]),
-                    false,
+                    acc,
                     t,
                 )
             };
@@ -1077,7 +1096,7 @@ fn bf16_product(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             (0..nb).for_each(|i| one(i, 1));
         }
     }
-    Ok(Tensor::from_cpu_buffer(buf, shape, DType::F32))
+    Ok(out)
 }
 
 /// Monomorphic entry: routes `T` to its kernel (only called for native dtypes).
