@@ -1085,6 +1085,13 @@ fn named_tensors(root: &dyn Module, params: bool, options: &NamedOptions) -> Vec
 
 /// Replaces every parameter and buffer `t` by `f(t)` when it returns `Some` (parameters stay
 /// leaves with their `requires_grad`).
+/// `module.to(dtype)` on a module behind `dyn`: converts every floating-point parameter and
+/// buffer of the subtree (as [`Module::to_dtype`]). Parameters are replaced by new tensors:
+/// build optimizers after converting.
+pub fn convert_floating(m: &mut dyn Module, dtype: DType) -> Result<()> {
+    convert(m, &mut |t| if t.dtype().is_floating_point() { t.to_dtype(dtype).map(Some) } else { Ok(None) })
+}
+
 pub(crate) fn convert(
     m: &mut dyn Module,
     f: &mut dyn FnMut(&Tensor) -> Result<Option<Tensor>>,

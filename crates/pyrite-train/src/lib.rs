@@ -21,6 +21,7 @@ pub mod loggers;
 pub mod module;
 pub mod oom;
 pub mod plot;
+pub mod precision;
 pub mod results;
 pub mod seed;
 pub mod trainer;
@@ -34,6 +35,7 @@ pub use module::{
     Flow, HParam, Interval, LightningModule, LrSchedulerConfig, OptimizerConfig, Scheduler, StepOutput,
 };
 pub use oom::{MicroBatching, OomRecovery};
+pub use precision::Precision;
 pub use results::{Context, LogOptions, LogValue, ReduceFx, Stage};
 pub use seed::seed_everything;
 pub use trainer::{CkptPath, EvalOptions, FitOptions, GradientClipAlgorithm, Limit, Trainer, TrainerOptions};

@@ -263,6 +263,13 @@ pub trait LightningModule {
     /// (`self` when the struct is itself a module).
     fn module(&self) -> &dyn Module;
 
+    /// The same module, mutable: the Trainer converts its parameters for a `*-true`
+    /// precision (`"bf16-true"`, `"16-true"`, `"64-true"`), as Lightning's `module.to(dtype)`.
+    /// Default: `None` (those precisions then fail with a message saying so).
+    fn module_mut(&mut self) -> Option<&mut dyn Module> {
+        None
+    }
+
     /// One training step: the loss of `batch` (and values logged with `ctx.log`).
     fn training_step(&mut self, batch: &Sample, batch_idx: usize, ctx: &mut Context) -> Result<StepOutput>;
 

@@ -19,6 +19,7 @@ use crate::callbacks::{ModelCheckpoint, ModelCheckpointOptions, ProgressBar, Tim
 use crate::loggers::{Logger, TensorBoardLogger, TensorBoardLoggerOptions};
 use crate::module::{Flow, Interval, LightningModule, OptimizerConfig, Scheduler, StepOutput};
 use crate::oom::{Backward, MicroBatching, OomRecovery};
+use crate::precision::Precision;
 use crate::results::{check_loss, dict_of, infer_batch_size, Context, HookLevel, Metrics, Results, Stage};
 use pyrite_core::{autograd, bail, err, Error, Result, Tensor};
 use pyrite_data::{DataLoader, DataLoaderOptions, DataLoaderState, Sample};
@@ -162,6 +163,9 @@ pub struct TrainerOptions {
     /// `micro_batch_size` (default `None`: an out-of-memory ends `fit`; Pyrite's addition, see
     /// [`crate::oom`] for what differs, BatchNorm's statistics above all).
     pub oom_recovery: Option<OomRecovery>,
+    /// Lightning's `precision` (default `"32-true"`): `"bf16-mixed"` runs every step under
+    /// bf16 autocast; see [`Precision`].
+    pub precision: Precision,
     pub callbacks: Vec<Box<dyn Callback>>,
     /// The loggers; `None` (default) is Lightning's `logger=True`: a TensorBoard logger
     /// under `default_root_dir/lightning_logs`; `Some(vec![])` logs nowhere.
@@ -196,6 +200,7 @@ impl Default for TrainerOptions {
             detect_anomaly: false,
             plot_curves: true,
             oom_recovery: None,
+            precision: Precision::F32True,
             callbacks: vec![],
             logger: None,
         }
@@ -329,6 +334,7 @@ enum Which {
 impl Trainer {
     /// A Trainer; checks the options.
     pub fn new(mut options: TrainerOptions) -> Result<Trainer> {
+        options.precision = options.precision.on_cpu();
         for (name, l) in [
             ("limit_train_batches", options.limit_train_batches),
             ("limit_val_batches", options.limit_val_batches),
@@ -689,6 +695,40 @@ impl Trainer {
         f(module, &mut self.ctx)
     }
 
+    /// Runs a `*_step` on `batch` in the precision's context: under autocast for a mixed
+    /// precision, on the converted batch for a `*-true` one.
+    fn run_step<T>(
+        &mut self,
+        module: &mut dyn LightningModule,
+        batch: &Sample,
+        f: impl FnOnce(&mut dyn LightningModule, &Sample, &mut Context) -> Result<T>,
+    ) -> Result<T> {
+        let precision = self.settings.precision;
+        let converted = precision.convert_input(batch)?;
+        let batch = converted.as_ref().unwrap_or(batch);
+        let _amp = precision.forward_context()?;
+        self.with_ctx(module, HookLevel::Step, |m, ctx| f(m, batch, ctx))
+    }
+
+    /// A `*-true` precision other than f32 converts the module's floating-point parameters
+    /// and buffers (once: a module already in the dtype is left as it is).
+    fn convert_module(&mut self, module: &mut dyn LightningModule) -> Result<()> {
+        let Some(dtype) = self.settings.precision.module_dtype() else { return Ok(()) };
+        let params = module.module().parameters();
+        if params.iter().all(|p| !p.dtype().is_floating_point() || p.dtype() == dtype) {
+            return Ok(());
+        }
+        let precision = self.settings.precision;
+        let Some(m) = module.module_mut() else {
+            bail!(
+                Value,
+                "precision={precision:?} converts the module's parameters to {dtype}: implement LightningModule::module_mut to hand the Trainer the module",
+                precision = precision.as_str()
+            );
+        };
+        pyrite_nn::module::convert_floating(m, dtype)
+    }
+
     // ----- fit -----
 
     /// Trains `module` on `train_dataloaders` (and validates on `val_dataloaders`), as
@@ -749,6 +789,7 @@ impl Trainer {
 
         self.ctx.stage = Stage::Train;
         self.call_callbacks(module, Which::All, &mut |c, t, m| c.setup(t, m, Stage::Train))?;
+        self.convert_module(module)?;
         let optim = module.configure_optimizers()?;
         self.micro = match &self.settings.oom_recovery {
             Some(o) => {
@@ -1037,7 +1078,7 @@ impl Trainer {
         } else {
             let out = {
                 let _g = autograd::enable_grad();
-                self.with_ctx(module, HookLevel::Step, |m, ctx| m.training_step(batch, idx, ctx))?
+                self.run_step(module, batch, |m, b, ctx| m.training_step(b, idx, ctx))?
             };
             check_loss(&out, epoch, idx, step)?;
             out
@@ -1150,7 +1191,7 @@ impl Trainer {
                 self.ctx.batch_size = infer_batch_size(b);
                 let out = {
                     let _g = autograd::enable_grad();
-                    self.with_ctx(module, HookLevel::Step, |m, ctx| m.training_step(b, idx, ctx))?
+                    self.run_step(module, b, |m, b, ctx| m.training_step(b, idx, ctx))?
                 };
                 check_loss(&out, epoch, idx, step)?;
                 if let Some(loss) = &out.loss {
@@ -1337,6 +1378,7 @@ impl Trainer {
         kind: Stage,
     ) -> Result<BTreeMap<String, f64>> {
         let validating = kind == Stage::Validate;
+        self.convert_module(module)?;
         module.module().eval();
         let _g = autograd::no_grad();
         self.ctx.eval_results.reset();
@@ -1356,7 +1398,7 @@ impl Trainer {
                 self.call_callbacks(module, Which::All, &mut |c, t, m| {
                     c.on_validation_batch_start(t, m, &batch, i)
                 })?;
-                self.with_ctx(module, HookLevel::Step, |m, ctx| m.validation_step(&batch, i, ctx))?;
+                self.run_step(module, &batch, |m, b, ctx| m.validation_step(b, i, ctx))?;
                 self.call_callbacks(module, Which::All, &mut |c, t, m| {
                     c.on_validation_batch_end(t, m, &batch, i)
                 })?;
@@ -1364,7 +1406,7 @@ impl Trainer {
                 self.call_callbacks(module, Which::All, &mut |c, t, m| {
                     c.on_test_batch_start(t, m, &batch, i)
                 })?;
-                self.with_ctx(module, HookLevel::Step, |m, ctx| m.test_step(&batch, i, ctx))?;
+                self.run_step(module, &batch, |m, b, ctx| m.test_step(b, i, ctx))?;
                 self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_test_batch_end(t, m, &batch, i))?;
             }
             self.eval_step_count += 1;
@@ -1482,13 +1524,18 @@ impl Trainer {
         self.ctx.stage = Stage::Predict;
         self.call_callbacks(module, Which::All, &mut |c, t, m| c.setup(t, m, Stage::Predict))?;
         self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_predict_start(t, m))?;
+        self.convert_module(module)?;
         module.module().eval();
         let n = self.settings.limit_predict_batches.of(dataloaders.len());
         let mut out = vec![];
         {
             let _g = autograd::no_grad();
             for (i, batch) in dataloaders.iter()?.take(n).enumerate() {
-                out.push(module.predict_step(&batch?, i)?);
+                let batch = batch?;
+                let precision = self.settings.precision;
+                let converted = precision.convert_input(&batch)?;
+                let _amp = precision.forward_context()?;
+                out.push(module.predict_step(converted.as_ref().unwrap_or(&batch), i)?);
             }
         }
         self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_predict_end(t, m))?;
@@ -1821,7 +1868,7 @@ impl Trainer {
         self.ctx.batch_size = infer_batch_size(batch);
         let out: StepOutput = {
             let _g = autograd::enable_grad();
-            self.with_ctx(module, HookLevel::Step, |m, ctx| m.training_step(batch, idx, ctx))?
+            self.run_step(module, batch, |m, b, ctx| m.training_step(b, idx, ctx))?
         };
         self.ctx.train_results.reset();
         let Some(loss) = out.loss else { return Ok(None) };

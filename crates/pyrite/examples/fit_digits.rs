@@ -8,6 +8,7 @@
 //! ```text
 //! cargo run --release -p pyrite --example fit_digits -- [--seed 0] [--epochs 20] [--lr 5e-3]
 //!                                                      [--workers 2] [--root DIR] [--resume]
+//!                                                      [--precision bf16-mixed]
 //! ```
 //!
 //! `--resume` continues from `DIR/checkpoints/last.ckpt` exactly where it was left. The last
@@ -61,6 +62,9 @@ struct Args {
     /// Resume from `ROOT/checkpoints/last.ckpt`.
     #[arg(long)]
     resume: bool,
+    /// Lightning's precision: 32-true, bf16-mixed, bf16-true, ...
+    #[arg(long, default_value = "32-true")]
+    precision: String,
 }
 
 /// Two 3x3 convolutions, a 2x2 max-pool and two linear layers, with dropout.
@@ -140,6 +144,10 @@ fn step(net: &Net, batch: &Sample) -> Result<(Tensor, Tensor, Tensor)> {
 impl LightningModule for LitDigits {
     fn module(&self) -> &dyn Module {
         &self.net
+    }
+
+    fn module_mut(&mut self) -> Option<&mut dyn Module> {
+        Some(&mut self.net)
     }
 
     fn training_step(&mut self, batch: &Sample, _batch_idx: usize, ctx: &mut Context) -> Result<StepOutput> {
@@ -255,6 +263,7 @@ fn run(args: &Args) -> Result<()> {
         max_epochs: Some(args.epochs as usize),
         default_root_dir: args.root.clone(),
         log_every_n_steps: 5,
+        precision: args.precision.parse()?,
         callbacks: vec![Box::new(checkpoint), Box::new(stopper), Box::new(LearningRateMonitor::default())],
         logger: Some(vec![Box::new(csv), Box::new(tensorboard)]),
         ..Default::default()
