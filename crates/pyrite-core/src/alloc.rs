@@ -248,6 +248,9 @@ impl CpuBuffer {
                 if crate::memory_history::is_recording() {
                     crate::memory_history::on_alloc(addr, cap as u64);
                 }
+                if crate::profiler_record::is_memory_active() {
+                    crate::profiler_record::on_memory(bytes as i64);
+                }
                 // SAFETY: addr came from a successful `alloc` of this class.
                 return Ok(CpuBuffer {
                     ptr: unsafe { NonNull::new_unchecked(addr as *mut u8) },
@@ -321,6 +324,9 @@ impl CpuBuffer {
         if crate::memory_history::is_recording() {
             crate::memory_history::on_alloc(ptr as usize, cap as u64);
         }
+        if crate::profiler_record::is_memory_active() {
+            crate::profiler_record::on_memory(bytes as i64);
+        }
         // SAFETY: checked non-null above.
         Ok(CpuBuffer { ptr: unsafe { NonNull::new_unchecked(ptr) }, bytes, cap, class })
     }
@@ -373,6 +379,9 @@ impl Drop for CpuBuffer {
         // recorded after the next allocation of the same address.
         if crate::memory_history::is_recording() {
             crate::memory_history::on_free(self.ptr.as_ptr() as usize, self.cap as u64);
+        }
+        if crate::profiler_record::is_memory_active() {
+            crate::profiler_record::on_memory(-(self.bytes as i64));
         }
         let mut g = state();
         let s = g.as_mut().unwrap();

@@ -202,6 +202,7 @@ impl Tensor {
     /// assert!(t.t().unwrap().view([6]).is_err());
     /// ```
     pub fn view(&self, shape: impl Into<ViewShape>) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::view", &[self]);
         let shape = shape.into().infer(self.numel(), "view")?;
         match self.layout().view_strides(shape.dims()) {
             Some(strides) => {
@@ -217,6 +218,7 @@ impl Tensor {
 
     /// `t.reshape(shape)`: a view when the strides allow it, a copy otherwise.
     pub fn reshape(&self, shape: impl Into<ViewShape>) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::reshape", &[self]);
         let shape = shape.into().infer(self.numel(), "reshape")?;
         match self.layout().view_strides(shape.dims()) {
             Some(strides) => {
@@ -258,6 +260,7 @@ impl Tensor {
 
     /// Inserts a size-1 dim at `dim` (`t.unsqueeze(dim)`, `-1` appends).
     pub fn unsqueeze(&self, dim: isize) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::unsqueeze", &[self]);
         let d = wrap_dim(dim, self.rank() + 1)?;
         let out = self.with_layout(self.layout().unsqueeze(d));
         self.view_ad("UnsqueezeBackward0", out, reshape_back(self))
@@ -265,6 +268,7 @@ impl Tensor {
 
     /// Reorders dims (`t.permute(dims)`).
     pub fn permute(&self, dims: &[isize]) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::permute", &[self]);
         if dims.len() != self.rank() {
             bail!(
                 Shape,
@@ -284,6 +288,7 @@ impl Tensor {
 
     /// Swaps two dims (`t.transpose(d0, d1)`).
     pub fn transpose(&self, d0: isize, d1: isize) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::transpose", &[self]);
         let a = wrap_dim(d0, self.rank())?;
         let b = wrap_dim(d1, self.rank())?;
         if self.rank() == 0 {
@@ -295,6 +300,7 @@ impl Tensor {
 
     /// `t.t()`: transposes a 2-d tensor; 0-d and 1-d tensors are returned as is.
     pub fn t(&self) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::t", &[self]);
         match self.rank() {
             0 | 1 => Ok(self.clone()),
             2 => self.transpose(0, 1),
@@ -304,6 +310,7 @@ impl Tensor {
 
     /// Broadcasts to `shape` without copying (`t.expand(shape)`; `-1` keeps a dim).
     pub fn expand(&self, shape: impl Into<ViewShape>) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::expand", &[self]);
         let vs = shape.into();
         let n = vs.0.len();
         let r = self.rank();
@@ -354,6 +361,7 @@ impl Tensor {
 
     /// `len` elements of `dim` starting at `start` (negative counts from the end), as a view.
     pub fn narrow(&self, dim: isize, start: isize, len: usize) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::narrow", &[self]);
         if self.rank() == 0 {
             bail!(Index, "narrow() cannot be applied to a 0-dim tensor.");
         }
@@ -409,6 +417,7 @@ impl Tensor {
 
     /// Merges dims `start..=end` into one (`t.flatten(start_dim, end_dim)`); a view when possible.
     pub fn flatten(&self, start_dim: isize, end_dim: isize) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::flatten", &[self]);
         if self.rank() == 0 {
             return self.reshape([1]);
         }

@@ -34,6 +34,7 @@ impl Tensor {
     /// assert_eq!(t.to_vec::<i64>().unwrap(), vec![1, -1]);
     /// ```
     pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::to", &[self]);
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
@@ -54,6 +55,7 @@ impl Tensor {
 
     /// A contiguous tensor with the same values: `self` if already contiguous, else a copy.
     pub fn contiguous(&self) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::contiguous", &[self]);
         if self.is_contiguous() {
             Ok(self.clone())
         } else {
@@ -63,6 +65,7 @@ impl Tensor {
 
     /// A new tensor with its own copy of the data (PyTorch's `t.clone()`), contiguous.
     pub fn deep_clone(&self) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::clone", &[self]);
         let y = convert(self, self.dtype(), Out::New, "clone")?;
         if !needs_grad(&[self]) {
             return Ok(y);
@@ -73,6 +76,7 @@ impl Tensor {
     /// Copies `src` into this tensor in place, broadcasting and converting dtype
     /// (`t.copy_(src)`). Visible through every view of this tensor's storage.
     pub fn copy_(&self, src: &Tensor) -> Result<&Tensor> {
+        let _prof = crate::profiler_record::op("aten::copy_", &[self, src]);
         if src.device() != self.device() {
             src.device().check_available()?;
         }

@@ -390,6 +390,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn index_select(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::index_select", &[self, index]);
         let y = self.index_select_impl(dim, index)?;
         if !needs_grad(&[self]) {
             return Ok(y);
@@ -459,6 +460,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn gather(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::gather", &[self, index]);
         let y = self.gather_impl(dim, index)?;
         if !needs_grad(&[self]) {
             return Ok(y);

@@ -1224,6 +1224,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::matmul", &[self, other]);
         if crate::autocast::is_active() {
             return crate::autocast::lower2(self, other, |a, b| a.matmul(b));
         }
@@ -1268,6 +1269,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn mm(&self, mat2: &Tensor) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::mm", &[self, mat2]);
         if crate::autocast::is_active() {
             return crate::autocast::lower2(self, mat2, |a, b| a.mm(b));
         }
@@ -1298,6 +1300,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn bmm(&self, mat2: &Tensor) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::bmm", &[self, mat2]);
         if crate::autocast::is_active() {
             return crate::autocast::lower2(self, mat2, |a, b| a.bmm(b));
         }
@@ -1320,6 +1323,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::linear", &[self, weight]);
         if crate::autocast::is_active() {
             return crate::autocast::lower3(self, weight, bias, |x, w, b| x.linear(w, b));
         }
@@ -1336,9 +1340,16 @@ impl Tensor {
         }
         let rec =
             crate::autograd::record::needs_grad(&[self, weight]) || bias.is_some_and(|b| b.requires_grad());
+        // The profiler's inner op, kept open while the node is recorded (as in PyTorch, the
+        // backward node links to aten::addmm / aten::mm).
+        let _mm;
         let y = {
             let _g = crate::autograd::no_grad();
             let wt = weight.t()?;
+            _mm = match bias {
+                Some(b) => crate::profiler_record::op("aten::addmm", &[b, self, &wt]),
+                None => crate::profiler_record::op("aten::mm", &[self, &wt]),
+            };
             match bias {
                 Some(b) => {
                     addbmm_core(self, &wt, Some(b), Scalar::Int(1), Scalar::Int(1), None, "addmm_impl_cpu_")?
@@ -1403,6 +1414,7 @@ impl Tensor {
         beta: impl Into<Scalar>,
         alpha: impl Into<Scalar>,
     ) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::addmm", &[self, mat1, mat2]);
         let (beta, alpha) = scalars(beta, alpha);
         if crate::autocast::is_active() {
             return crate::autocast::lower3(mat1, mat2, Some(self), |m1, m2, s| {
@@ -1473,6 +1485,7 @@ impl Tensor {
         beta: impl Into<Scalar>,
         alpha: impl Into<Scalar>,
     ) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::baddbmm", &[self, batch1, batch2]);
         let (beta, alpha) = scalars(beta, alpha);
         if crate::autocast::is_active() {
             return crate::autocast::lower3(batch1, batch2, Some(self), |b1, b2, s| {

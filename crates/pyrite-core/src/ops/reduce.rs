@@ -1011,6 +1011,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn sum_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::sum", &[self]);
         let mask = reduce_mask(self.rank(), dims, true, "sum")?;
         let rec = needs_grad(&[self]);
         let y = {
@@ -1118,6 +1119,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn mean_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::mean", &[self]);
         require_float(self, || {
             format!("mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", self.dtype().type_name())
         })?;

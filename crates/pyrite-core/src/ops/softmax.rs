@@ -402,6 +402,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn softmax(&self, dim: isize) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::softmax", &[self]);
         softmax_ad(self, dim, false)
     }
 
@@ -414,6 +415,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn log_softmax(&self, dim: isize) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::log_softmax", &[self]);
         softmax_ad(self, dim, true)
     }
 

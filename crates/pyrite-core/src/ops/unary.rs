@@ -139,6 +139,7 @@ macro_rules! float_methods {
         impl Tensor {$(
             #[doc = concat!("`torch.", stringify!($name), "`: ", $doc, ". Integer inputs give the default float dtype.")]
             pub fn $name(&self) -> Result<Tensor> {
+                let _prof = crate::profiler_record::op(concat!("aten::", stringify!($name)), &[self]);
                 unary_ad(stringify!($name), self, float_op!(self, Out::New, stringify!($name), |$v| $body)?)
             }
             #[doc = concat!("`torch.", stringify!($name), "(self, out=out)`.")]
@@ -190,6 +191,7 @@ impl Tensor {
     /// assert!((y.to_vec::<f32>().unwrap()[1] - std::f32::consts::E).abs() < 1e-6);
     /// ```
     pub fn exp(&self) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::exp", &[self]);
         unary_ad("exp", self, self.exp_impl(Out::New)?)
     }
 
@@ -271,6 +273,7 @@ impl Tensor {
 
     /// `torch.sigmoid`: `1 / (1 + exp(-x))`.
     pub fn sigmoid(&self) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::sigmoid", &[self]);
         unary_ad("sigmoid", self, self.sigmoid_into(Out::New)?)
     }
 
@@ -280,6 +283,7 @@ impl Tensor {
 
     /// `torch.nn.functional.silu`: `x * sigmoid(x)`.
     pub fn silu(&self) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::silu", &[self]);
         require_float(self, "silu_cpu")?;
         unary_ad(
             "silu",
@@ -290,6 +294,7 @@ impl Tensor {
 
     /// `torch.nn.functional.gelu(x, approximate='none' | 'tanh')`.
     pub fn gelu(&self, tanh_approximation: bool) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::gelu", &[self]);
         require_float(self, "GeluKernelImpl")?;
         if tanh_approximation {
             let y = float_op!(self, Out::New, "gelu", |v| {
@@ -351,11 +356,13 @@ impl Tensor {
 
     /// `torch.relu`: `max(x, 0)`, keeping the dtype; NaN stays NaN.
     pub fn relu(&self) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::relu", &[self]);
         unary_ad("relu", self, self.clamp_impl(Some(Scalar::Int(0)), None, Out::New)?)
     }
 
     /// `torch.neg`: `-x`. Fails for bool tensors, as in PyTorch.
     pub fn neg(&self) -> Result<Tensor> {
+        let _prof = crate::profiler_record::op("aten::neg", &[self]);
         if self.dtype() == DType::Bool {
             bail!(
                 DType,
