@@ -41,10 +41,8 @@ use std::time::Instant;
 
 /// Bit of [`STATE`]: ranges are recorded.
 const ON: u8 = 1;
-/// Bit of [`STATE`]: allocations are attributed to ranges.
-const MEMORY: u8 = 2;
 /// Bit of [`STATE`]: input shapes and dtypes are recorded.
-const SHAPES: u8 = 4;
+const SHAPES: u8 = 2;
 
 /// What is recorded now (0: nothing). Read relaxed by every hook.
 static STATE: AtomicU8 = AtomicU8::new(0);
@@ -201,13 +199,11 @@ pub fn start(options: RecordOptions) -> Result<()> {
     base();
     SESSION.fetch_add(1, Ordering::SeqCst);
     let mut state = ON;
-    if options.profile_memory {
-        state |= MEMORY;
-    }
     if options.record_shapes {
         state |= SHAPES;
     }
     STATE.store(state, Ordering::SeqCst);
+    crate::alloc::set_alloc_hook(crate::alloc::HOOK_PROFILER, options.profile_memory);
     Ok(())
 }
 
@@ -221,6 +217,7 @@ pub fn stop() -> Vec<Event> {
 pub fn stop_with_threads() -> (Vec<Event>, Vec<ThreadInfo>) {
     let _c = CONTROL.lock().unwrap_or_else(|e| e.into_inner());
     STATE.store(0, Ordering::SeqCst);
+    crate::alloc::set_alloc_hook(crate::alloc::HOOK_PROFILER, false);
     let session = SESSION.load(Ordering::SeqCst);
     let buffers = BUFFERS.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let mut events = Vec::new();
@@ -267,6 +264,28 @@ pub fn op(name: &'static str, inputs: &[&Tensor]) -> OpGuard {
     }
     open(Cow::Borrowed(name), EventKind::Op, inputs, None)
 }
+
+/// Runs `f` inside a range for op `name`: the out-of-line half of [`profiled!`] for the
+/// hottest ops, whose fast path then holds no guard at all.
+#[cold]
+#[inline(never)]
+pub(crate) fn run_profiled<R>(name: &'static str, inputs: &[&Tensor], f: impl FnOnce() -> R) -> R {
+    let _g = open(Cow::Borrowed(name), EventKind::Op, inputs, None);
+    f()
+}
+
+/// `profiled!("aten::add", [a, b], expr)`: `expr`, recorded as op `aten::add` when a
+/// profiler is active. When none is, one relaxed load and a branch, and no guard.
+macro_rules! profiled {
+    ($name:expr, [$($t:expr),*], $body:expr) => {
+        if $crate::profiler_record::is_active() {
+            $crate::profiler_record::run_profiled($name, &[$($t),*], || $body)
+        } else {
+            $body
+        }
+    };
+}
+pub(crate) use profiled;
 
 /// PyTorch's `torch.profiler.record_function(label)`: a user range named `label` until the
 /// guard is dropped. Nothing is recorded (and nothing allocated) when no profiler is active.
@@ -412,15 +431,7 @@ fn close(id: u64) {
     });
 }
 
-/// Whether allocations are being attributed to ranges.
-#[inline]
-pub(crate) fn is_memory_active() -> bool {
-    STATE.load(Ordering::Relaxed) & MEMORY != 0
-}
-
 /// The allocator handed out (positive) or took back (negative) `bytes` on this thread.
-#[cold]
-#[inline(never)]
 pub(crate) fn on_memory(bytes: i64) {
     let _ = LOCAL.try_with(|l| {
         if let Ok(mut l) = l.try_borrow_mut() {
