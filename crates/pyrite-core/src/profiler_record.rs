@@ -184,7 +184,7 @@ fn os_tid() -> u64 {
 }
 
 /// Whether a profiler is recording.
-#[inline]
+#[inline(always)]
 pub fn is_active() -> bool {
     STATE.load(Ordering::Relaxed) & ON != 0
 }
@@ -247,7 +247,7 @@ impl OpGuard {
 }
 
 impl Drop for OpGuard {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         if self.id != 0 {
             close(self.id);
@@ -257,7 +257,7 @@ impl Drop for OpGuard {
 
 /// Opens a range for op `name` (`"aten::addmm"`) on `inputs`. One relaxed load when no
 /// profiler is active.
-#[inline]
+#[inline(always)]
 pub fn op(name: &'static str, inputs: &[&Tensor]) -> OpGuard {
     if STATE.load(Ordering::Relaxed) & ON == 0 {
         return OpGuard::NONE;
@@ -289,7 +289,7 @@ pub(crate) use profiled;
 
 /// PyTorch's `torch.profiler.record_function(label)`: a user range named `label` until the
 /// guard is dropped. Nothing is recorded (and nothing allocated) when no profiler is active.
-#[inline]
+#[inline(always)]
 pub fn record_function(label: &str) -> OpGuard {
     if STATE.load(Ordering::Relaxed) & ON == 0 {
         return OpGuard::NONE;

@@ -53,7 +53,8 @@ use pyrite_core::profiler_record::{self as rec, RecordOptions};
 use pyrite_core::{bail, Result};
 use std::path::{Path, PathBuf};
 
-/// What to record (PyTorch's `ProfilerActivity`).
+/// What to record (PyTorch's `ProfilerActivity`, with its spelling).
+#[allow(clippy::upper_case_acronyms)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ProfilerActivity {
     /// Ops and ranges run on the CPU.

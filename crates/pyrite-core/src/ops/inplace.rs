@@ -49,16 +49,16 @@ impl Tensor {
     /// assert_eq!(t.to_vec::<f32>().unwrap(), vec![0., 7., 7., 0., 7., 7.]);
     /// ```
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<&Tensor> {
-        let _prof = crate::profiler_record::op("aten::fill_", &[self]);
-        let v = value.into();
-        let s = dispatch_all!(self.dtype(), T => Tensor::scalar::<T>(T::from_scalar(v))?);
-        self.copy_(&s)
+        crate::profiler_record::profiled!("aten::fill_", [self], {
+            let v = value.into();
+            let s = dispatch_all!(self.dtype(), T => Tensor::scalar::<T>(T::from_scalar(v))?);
+            self.copy_(&s)
+        })
     }
 
     /// Sets every element to zero (`t.zero_()`).
     pub fn zero_(&self) -> Result<&Tensor> {
-        let _prof = crate::profiler_record::op("aten::zero_", &[self]);
-        self.fill_(0)
+        crate::profiler_record::profiled!("aten::zero_", [self], { self.fill_(0) })
     }
 
     /// In-place clamp (`t.clamp_(min, max)`).
