@@ -26,12 +26,12 @@ impl Tensor {
 
     /// A tensor of zeros (`torch.zeros`).
     pub fn zeros(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
-        crate::profiler_record::profiled!("aten::zeros", [], { Tensor::full(shape, 0, dtype) })
+        crate::profiler_record::profiled!("aten::zeros", [], Tensor::full(shape, 0, dtype))
     }
 
     /// A tensor of ones (`torch.ones`).
     pub fn ones(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
-        crate::profiler_record::profiled!("aten::ones", [], { Tensor::full(shape, 1, dtype) })
+        crate::profiler_record::profiled!("aten::ones", [], Tensor::full(shape, 1, dtype))
     }
 
     /// A tensor whose contents are unspecified (`torch.empty`): reused memory is not cleared.

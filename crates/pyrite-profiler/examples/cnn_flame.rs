@@ -29,7 +29,7 @@ fn main() -> Result<()> {
     let mut opt = Adam::new(model.parameters(), AdamOptions { lr: 1e-3, ..Default::default() })?;
     let x = Tensor::randn([64, 1, 28, 28], DType::F32)?;
     let y = Tensor::randint(0, 10, [64], DType::I64)?;
-    let mut step = |opt: &mut Adam| -> Result<()> {
+    let step = |opt: &mut Adam| -> Result<()> {
         let _r = record_function("train_step");
         opt.zero_grad()?;
         let loss = {

@@ -318,12 +318,7 @@ impl EventList {
         push(&sep);
         push(&row(&headers.iter().map(|h| h.to_string()).collect::<Vec<_>>()));
         push(&sep);
-        let mut rows = 0;
-        for e in &events {
-            if rows == options.row_limit {
-                break;
-            }
-            rows += 1;
+        for e in events.iter().take(options.row_limit) {
             let mut name = e.key.clone();
             let max = options.max_name_column_width;
             if name.chars().count() >= max.saturating_sub(3) {

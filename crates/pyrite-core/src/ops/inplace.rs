@@ -58,7 +58,7 @@ impl Tensor {
 
     /// Sets every element to zero (`t.zero_()`).
     pub fn zero_(&self) -> Result<&Tensor> {
-        crate::profiler_record::profiled!("aten::zero_", [self], { self.fill_(0) })
+        crate::profiler_record::profiled!("aten::zero_", [self], self.fill_(0))
     }
 
     /// In-place clamp (`t.clamp_(min, max)`).
