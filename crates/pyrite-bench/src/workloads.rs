@@ -17,6 +17,7 @@ pub fn all() -> Vec<(&'static str, Workload)> {
         ("cnn", crate::models::cnn),
         ("transformer", crate::transformer::transformer),
         ("overhead", overhead),
+        ("profiler_overhead", profiler_overhead),
         ("autograd", autograd),
         ("dataloader", crate::data::dataloader),
         ("checkpoint", crate::checkpoint::checkpoint),
@@ -112,6 +113,50 @@ fn overhead(args: &Args) -> Map<String, Value> {
     res.insert("add_1x1_us_best".into(), json!(round(min(&times) * 1e6, 3)));
     res.insert("add_1x1_spread".into(), json!(spread(&times)));
     crate::models::linear8(args, &mut res);
+    res
+}
+
+/// The profiler's cost per op: `a.add(&b)` on 1x1 tensors in loops of 10,000, alternately
+/// with no profiler and inside `pyrite::profiler::profile` (CPU activity, PyTorch's defaults;
+/// the profile is collected after each loop, outside the timing). `profiled_minus_off_us` is
+/// what recording one op costs; `reference/bench/profiler_overhead.py` measures PyTorch the
+/// same way.
+fn profiler_overhead(args: &Args) -> Map<String, Value> {
+    use pyrite::profiler::{profile, ProfileOptions};
+    let a = Tensor::ones([1, 1], DType::F32).unwrap();
+    let b = Tensor::ones([1, 1], DType::F32).unwrap();
+    let n = 10_000;
+    let run = || {
+        let t0 = std::time::Instant::now();
+        for _ in 0..n {
+            drop(std::hint::black_box(a.add(&b).unwrap()));
+        }
+        t0.elapsed().as_secs_f64() / n as f64
+    };
+    let profiled = |record_shapes: bool| {
+        let mut p = profile(ProfileOptions { record_shapes, ..Default::default() }).unwrap();
+        let t = run();
+        p.stop().unwrap();
+        assert_eq!(p.events().len(), n, "one event per add");
+        t
+    };
+    run();
+    profiled(false); // warm-up
+    let (mut off, mut on, mut shapes) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..args.repeats.max(5) {
+        off.push(run());
+        on.push(profiled(false));
+        shapes.push(profiled(true));
+    }
+    let us = |v: &[f64]| round(crate::timing::median(v) * 1e6, 4);
+    let mut res = Map::new();
+    res.insert("ops_per_loop".into(), json!(n));
+    res.insert("add_1x1_off_us".into(), json!(us(&off)));
+    res.insert("add_1x1_profiled_us".into(), json!(us(&on)));
+    res.insert("add_1x1_profiled_shapes_us".into(), json!(us(&shapes)));
+    res.insert("profiled_minus_off_us".into(), json!(round(us(&on) - us(&off), 4)));
+    res.insert("profiled_shapes_minus_off_us".into(), json!(round(us(&shapes) - us(&off), 4)));
+    res.insert("spread".into(), json!(spread(&on)));
     res
 }
 

@@ -19,7 +19,7 @@ use std::alloc::{alloc, alloc_zeroed, dealloc, Layout as AllocLayout};
 use std::cell::UnsafeCell;
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 /// Alignment of every buffer: a cache line, and enough for AVX-512 loads.
 pub const ALIGN: usize = 64;
@@ -245,8 +245,9 @@ impl CpuBuffer {
                 s.allocation.add(1);
                 s.cache_hits += 1;
                 drop(g);
-                if crate::memory_history::is_recording() {
-                    crate::memory_history::on_alloc(addr, cap as u64);
+                let hooks = ALLOC_HOOKS.load(Ordering::Relaxed);
+                if hooks != 0 {
+                    on_alloc_hooks(hooks, addr, cap, bytes);
                 }
                 // SAFETY: addr came from a successful `alloc` of this class.
                 return Ok(CpuBuffer {
@@ -318,8 +319,9 @@ impl CpuBuffer {
         s.allocation.add(1);
         s.segment.add(1);
         drop(g);
-        if crate::memory_history::is_recording() {
-            crate::memory_history::on_alloc(ptr as usize, cap as u64);
+        let hooks = ALLOC_HOOKS.load(Ordering::Relaxed);
+        if hooks != 0 {
+            on_alloc_hooks(hooks, ptr as usize, cap, bytes);
         }
         // SAFETY: checked non-null above.
         Ok(CpuBuffer { ptr: unsafe { NonNull::new_unchecked(ptr) }, bytes, cap, class })
@@ -364,6 +366,44 @@ impl CpuBuffer {
     }
 }
 
+/// Who watches allocations and frees: [`HOOK_HISTORY`] (memory history) and
+/// [`HOOK_PROFILER`] (the profiler's `profile_memory`). One relaxed load per allocation and
+/// free when nobody does.
+static ALLOC_HOOKS: AtomicU8 = AtomicU8::new(0);
+pub(crate) const HOOK_HISTORY: u8 = 1;
+pub(crate) const HOOK_PROFILER: u8 = 2;
+
+/// Turns a watcher of allocations on or off.
+pub(crate) fn set_alloc_hook(bit: u8, on: bool) {
+    if on {
+        ALLOC_HOOKS.fetch_or(bit, Ordering::SeqCst);
+    } else {
+        ALLOC_HOOKS.fetch_and(!bit, Ordering::SeqCst);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn on_alloc_hooks(hooks: u8, addr: usize, cap: usize, bytes: usize) {
+    if hooks & HOOK_HISTORY != 0 && crate::memory_history::is_recording() {
+        crate::memory_history::on_alloc(addr, cap as u64);
+    }
+    if hooks & HOOK_PROFILER != 0 {
+        crate::profiler_record::on_memory(bytes as i64);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn on_free_hooks(hooks: u8, addr: usize, cap: usize, bytes: usize) {
+    if hooks & HOOK_HISTORY != 0 && crate::memory_history::is_recording() {
+        crate::memory_history::on_free(addr, cap as u64);
+    }
+    if hooks & HOOK_PROFILER != 0 {
+        crate::profiler_record::on_memory(-(bytes as i64));
+    }
+}
+
 impl Drop for CpuBuffer {
     fn drop(&mut self) {
         if self.cap == 0 {
@@ -371,8 +411,9 @@ impl Drop for CpuBuffer {
         }
         // Recorded before the buffer can be handed out again, so that a free is never
         // recorded after the next allocation of the same address.
-        if crate::memory_history::is_recording() {
-            crate::memory_history::on_free(self.ptr.as_ptr() as usize, self.cap as u64);
+        let hooks = ALLOC_HOOKS.load(Ordering::Relaxed);
+        if hooks != 0 {
+            on_free_hooks(hooks, self.ptr.as_ptr() as usize, self.cap, self.bytes);
         }
         let mut g = state();
         let s = g.as_mut().unwrap();

@@ -15,31 +15,35 @@ impl Tensor {
     /// assert_eq!(t.to_vec::<f64>().unwrap(), vec![1.5; 4]);
     /// ```
     pub fn full(shape: impl Into<Shape>, value: impl Into<Scalar>, dtype: DType) -> Result<Tensor> {
-        let v = value.into();
-        dispatch_all!(dtype, T => {
-            let x = T::from_scalar(v);
-            Tensor::build::<T>(shape.into(), |o| o.fill(x))
+        crate::profiler_record::profiled!("aten::full", [], {
+            let v = value.into();
+            dispatch_all!(dtype, T => {
+                let x = T::from_scalar(v);
+                Tensor::build::<T>(shape.into(), |o| o.fill(x))
+            })
         })
     }
 
     /// A tensor of zeros (`torch.zeros`).
     pub fn zeros(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
-        Tensor::full(shape, 0, dtype)
+        crate::profiler_record::profiled!("aten::zeros", [], Tensor::full(shape, 0, dtype))
     }
 
     /// A tensor of ones (`torch.ones`).
     pub fn ones(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
-        Tensor::full(shape, 1, dtype)
+        crate::profiler_record::profiled!("aten::ones", [], Tensor::full(shape, 1, dtype))
     }
 
     /// A tensor whose contents are unspecified (`torch.empty`): reused memory is not cleared.
     pub fn empty(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
-        let shape = shape.into();
-        if dtype == DType::Bool {
-            return Tensor::zeros(shape, dtype);
-        }
-        let buf = crate::alloc::CpuBuffer::for_shape(&shape, dtype.size_in_bytes())?;
-        Ok(Tensor::from_cpu_buffer(buf, shape, dtype))
+        crate::profiler_record::profiled!("aten::empty", [], {
+            let shape = shape.into();
+            if dtype == DType::Bool {
+                return Tensor::zeros(shape, dtype);
+            }
+            let buf = crate::alloc::CpuBuffer::for_shape(&shape, dtype.size_in_bytes())?;
+            Ok(Tensor::from_cpu_buffer(buf, shape, dtype))
+        })
     }
 
     /// `torch.zeros_like`.

@@ -37,6 +37,7 @@ pub mod memory_history;
 mod memory_viz;
 pub mod npy;
 pub mod ops;
+pub mod profiler_record;
 pub mod random;
 pub mod shape;
 mod simd;

@@ -243,6 +243,7 @@ pub fn record_memory_history(options: HistoryOptions) -> Result<()> {
     let mut h = history();
     if !options.enabled {
         RECORDING.store(false, Ordering::SeqCst);
+        crate::alloc::set_alloc_hook(crate::alloc::HOOK_HISTORY, false);
         return Ok(());
     }
     if RECORDING.load(Ordering::SeqCst) {
@@ -264,6 +265,7 @@ pub fn record_memory_history(options: HistoryOptions) -> Result<()> {
         live: HashMap::new(),
     });
     RECORDING.store(true, Ordering::SeqCst);
+    crate::alloc::set_alloc_hook(crate::alloc::HOOK_HISTORY, true);
     Ok(())
 }
 

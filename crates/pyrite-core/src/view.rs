@@ -202,29 +202,33 @@ impl Tensor {
     /// assert!(t.t().unwrap().view([6]).is_err());
     /// ```
     pub fn view(&self, shape: impl Into<ViewShape>) -> Result<Tensor> {
-        let shape = shape.into().infer(self.numel(), "view")?;
-        match self.layout().view_strides(shape.dims()) {
-            Some(strides) => {
-                let out = self.with_layout(Layout { shape, strides, offset: self.storage_offset() });
-                self.view_ad("ViewBackward0", out, reshape_back(self))
+        crate::profiler_record::profiled!("aten::view", [self], {
+            let shape = shape.into().infer(self.numel(), "view")?;
+            match self.layout().view_strides(shape.dims()) {
+                Some(strides) => {
+                    let out = self.with_layout(Layout { shape, strides, offset: self.storage_offset() });
+                    self.view_ad("ViewBackward0", out, reshape_back(self))
+                }
+                None => bail!(
+                    Shape,
+                    "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+                ),
             }
-            None => bail!(
-                Shape,
-                "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead."
-            ),
-        }
+        })
     }
 
     /// `t.reshape(shape)`: a view when the strides allow it, a copy otherwise.
     pub fn reshape(&self, shape: impl Into<ViewShape>) -> Result<Tensor> {
-        let shape = shape.into().infer(self.numel(), "reshape")?;
-        match self.layout().view_strides(shape.dims()) {
-            Some(strides) => {
-                let out = self.with_layout(Layout { shape, strides, offset: self.storage_offset() });
-                self.view_ad("ViewBackward0", out, reshape_back(self))
+        crate::profiler_record::profiled!("aten::reshape", [self], {
+            let shape = shape.into().infer(self.numel(), "reshape")?;
+            match self.layout().view_strides(shape.dims()) {
+                Some(strides) => {
+                    let out = self.with_layout(Layout { shape, strides, offset: self.storage_offset() });
+                    self.view_ad("ViewBackward0", out, reshape_back(self))
+                }
+                None => self.deep_clone()?.view(shape.dims()),
             }
-            None => self.deep_clone()?.view(shape.dims()),
-        }
+        })
     }
 
     /// Removes every size-1 dim (`t.squeeze()`).
@@ -258,71 +262,81 @@ impl Tensor {
 
     /// Inserts a size-1 dim at `dim` (`t.unsqueeze(dim)`, `-1` appends).
     pub fn unsqueeze(&self, dim: isize) -> Result<Tensor> {
-        let d = wrap_dim(dim, self.rank() + 1)?;
-        let out = self.with_layout(self.layout().unsqueeze(d));
-        self.view_ad("UnsqueezeBackward0", out, reshape_back(self))
+        crate::profiler_record::profiled!("aten::unsqueeze", [self], {
+            let d = wrap_dim(dim, self.rank() + 1)?;
+            let out = self.with_layout(self.layout().unsqueeze(d));
+            self.view_ad("UnsqueezeBackward0", out, reshape_back(self))
+        })
     }
 
     /// Reorders dims (`t.permute(dims)`).
     pub fn permute(&self, dims: &[isize]) -> Result<Tensor> {
-        if dims.len() != self.rank() {
-            bail!(
-                Shape,
-                "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = {} is not equal to len(dims) = {}",
-                self.rank(),
-                dims.len()
-            );
-        }
-        let ds = wrap_dims(dims, self.rank(), "permute")?;
-        let out = self.with_layout(self.layout().permute(&ds));
-        let mut inverse = vec![0isize; ds.len()];
-        for (i, &d) in ds.iter().enumerate() {
-            inverse[d] = i as isize;
-        }
-        self.view_ad("PermuteBackward0", out, move |g| g.permute(&inverse))
+        crate::profiler_record::profiled!("aten::permute", [self], {
+            if dims.len() != self.rank() {
+                bail!(
+                    Shape,
+                    "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = {} is not equal to len(dims) = {}",
+                    self.rank(),
+                    dims.len()
+                );
+            }
+            let ds = wrap_dims(dims, self.rank(), "permute")?;
+            let out = self.with_layout(self.layout().permute(&ds));
+            let mut inverse = vec![0isize; ds.len()];
+            for (i, &d) in ds.iter().enumerate() {
+                inverse[d] = i as isize;
+            }
+            self.view_ad("PermuteBackward0", out, move |g| g.permute(&inverse))
+        })
     }
 
     /// Swaps two dims (`t.transpose(d0, d1)`).
     pub fn transpose(&self, d0: isize, d1: isize) -> Result<Tensor> {
-        let a = wrap_dim(d0, self.rank())?;
-        let b = wrap_dim(d1, self.rank())?;
-        if self.rank() == 0 {
-            return Ok(self.clone());
-        }
-        let out = self.with_layout(self.layout().transpose(a, b));
-        self.view_ad("TransposeBackward0", out, move |g| g.transpose(a as isize, b as isize))
+        crate::profiler_record::profiled!("aten::transpose", [self], {
+            let a = wrap_dim(d0, self.rank())?;
+            let b = wrap_dim(d1, self.rank())?;
+            if self.rank() == 0 {
+                return Ok(self.clone());
+            }
+            let out = self.with_layout(self.layout().transpose(a, b));
+            self.view_ad("TransposeBackward0", out, move |g| g.transpose(a as isize, b as isize))
+        })
     }
 
     /// `t.t()`: transposes a 2-d tensor; 0-d and 1-d tensors are returned as is.
     pub fn t(&self) -> Result<Tensor> {
-        match self.rank() {
-            0 | 1 => Ok(self.clone()),
-            2 => self.transpose(0, 1),
-            r => bail!(Shape, "t() expects a tensor with <= 2 dimensions, but self is {r}D"),
-        }
+        crate::profiler_record::profiled!("aten::t", [self], {
+            match self.rank() {
+                0 | 1 => Ok(self.clone()),
+                2 => self.transpose(0, 1),
+                r => bail!(Shape, "t() expects a tensor with <= 2 dimensions, but self is {r}D"),
+            }
+        })
     }
 
     /// Broadcasts to `shape` without copying (`t.expand(shape)`; `-1` keeps a dim).
     pub fn expand(&self, shape: impl Into<ViewShape>) -> Result<Tensor> {
-        let vs = shape.into();
-        let n = vs.0.len();
-        let r = self.rank();
-        let mut target = DimVec::new();
-        for (i, &d) in vs.0.iter().enumerate() {
-            if d == -1 {
-                if i < n.saturating_sub(r) {
-                    bail!(Shape, "expand: -1 is not allowed in a leading, non-existing dimension {i}");
+        crate::profiler_record::profiled!("aten::expand", [self], {
+            let vs = shape.into();
+            let n = vs.0.len();
+            let r = self.rank();
+            let mut target = DimVec::new();
+            for (i, &d) in vs.0.iter().enumerate() {
+                if d == -1 {
+                    if i < n.saturating_sub(r) {
+                        bail!(Shape, "expand: -1 is not allowed in a leading, non-existing dimension {i}");
+                    }
+                    target.push(self.dims()[i + r - n]);
+                } else if d < 0 {
+                    bail!(Value, "expand: invalid size {d}");
+                } else {
+                    target.push(d as usize);
                 }
-                target.push(self.dims()[i + r - n]);
-            } else if d < 0 {
-                bail!(Value, "expand: invalid size {d}");
-            } else {
-                target.push(d as usize);
             }
-        }
-        let out = self.with_layout(self.layout().expand(&target, "expand")?);
-        let shape = self.shape().clone();
-        self.view_ad("ExpandBackward0", out, move |g| g.sum_to_size(shape.clone()))
+            let out = self.with_layout(self.layout().expand(&target, "expand")?);
+            let shape = self.shape().clone();
+            self.view_ad("ExpandBackward0", out, move |g| g.sum_to_size(shape.clone()))
+        })
     }
 
     /// Broadcasts to `shape` (`torch.broadcast_to`).
@@ -354,25 +368,27 @@ impl Tensor {
 
     /// `len` elements of `dim` starting at `start` (negative counts from the end), as a view.
     pub fn narrow(&self, dim: isize, start: isize, len: usize) -> Result<Tensor> {
-        if self.rank() == 0 {
-            bail!(Index, "narrow() cannot be applied to a 0-dim tensor.");
-        }
-        let d = wrap_dim(dim, self.rank())?;
-        let size = self.dims()[d];
-        let s = if start < 0 { start + size as isize } else { start };
-        if s < 0 || s as usize > size {
-            bail!(
-                Index,
-                "start out of range (expected to be in range of [{}, {size}], but got {start})",
-                -(size as isize)
-            );
-        }
-        if len > size - s as usize {
-            bail!(Index, "start ({start}) + length ({len}) exceeds dimension size ({size}).");
-        }
-        let out = self.with_layout(self.layout().narrow(d, s as usize, len));
-        let s = s as isize;
-        self.scatter_view_ad("SliceBackward0", out, move |t| t.narrow(d as isize, s, len))
+        crate::profiler_record::profiled!("aten::narrow", [self], {
+            if self.rank() == 0 {
+                bail!(Index, "narrow() cannot be applied to a 0-dim tensor.");
+            }
+            let d = wrap_dim(dim, self.rank())?;
+            let size = self.dims()[d];
+            let s = if start < 0 { start + size as isize } else { start };
+            if s < 0 || s as usize > size {
+                bail!(
+                    Index,
+                    "start out of range (expected to be in range of [{}, {size}], but got {start})",
+                    -(size as isize)
+                );
+            }
+            if len > size - s as usize {
+                bail!(Index, "start ({start}) + length ({len}) exceeds dimension size ({size}).");
+            }
+            let out = self.with_layout(self.layout().narrow(d, s as usize, len));
+            let s = s as isize;
+            self.scatter_view_ad("SliceBackward0", out, move |t| t.narrow(d as isize, s, len))
+        })
     }
 
     /// `t[start:end:step]` along `dim` with Python's clamping; `step` must be positive.
@@ -409,18 +425,20 @@ impl Tensor {
 
     /// Merges dims `start..=end` into one (`t.flatten(start_dim, end_dim)`); a view when possible.
     pub fn flatten(&self, start_dim: isize, end_dim: isize) -> Result<Tensor> {
-        if self.rank() == 0 {
-            return self.reshape([1]);
-        }
-        let s = wrap_dim(start_dim, self.rank())?;
-        let e = wrap_dim(end_dim, self.rank())?;
-        if s > e {
-            bail!(Value, "flatten() has invalid args: start_dim cannot come after end_dim");
-        }
-        let mut dims: Vec<usize> = self.dims()[..s].to_vec();
-        dims.push(self.dims()[s..=e].iter().product());
-        dims.extend_from_slice(&self.dims()[e + 1..]);
-        self.reshape(dims)
+        crate::profiler_record::profiled!("aten::flatten", [self], {
+            if self.rank() == 0 {
+                return self.reshape([1]);
+            }
+            let s = wrap_dim(start_dim, self.rank())?;
+            let e = wrap_dim(end_dim, self.rank())?;
+            if s > e {
+                bail!(Value, "flatten() has invalid args: start_dim cannot come after end_dim");
+            }
+            let mut dims: Vec<usize> = self.dims()[..s].to_vec();
+            dims.push(self.dims()[s..=e].iter().product());
+            dims.extend_from_slice(&self.dims()[e + 1..]);
+            self.reshape(dims)
+        })
     }
 
     /// Splits `dim` into `sizes` (`t.unflatten(dim, sizes)`, one size may be `-1`).

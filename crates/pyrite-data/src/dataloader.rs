@@ -818,6 +818,12 @@ impl Iterator for DataLoaderIter<'_> {
     type Item = Result<Sample>;
 
     fn next(&mut self) -> Option<Result<Sample>> {
+        // The profiler's range for fetching one batch, named as PyTorch names it.
+        let _prof = pyrite_core::profiler_record::record_function(if self.pool.is_some() {
+            "enumerate(DataLoader)#_MultiProcessDataLoaderIter.__next__"
+        } else {
+            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+        });
         if self.pool.is_some() {
             return self.next_from_workers();
         }

@@ -393,6 +393,12 @@ pub fn conv_transpose(
 }
 
 fn run_conv(cfg: &ConvConfig, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    let name = match cfg.spatial {
+        1 => "aten::conv1d",
+        2 => "aten::conv2d",
+        _ => "aten::conv3d",
+    };
+    let _prof = pyrite_core::profiler_record::op(name, &[x, weight]);
     let (x, unbatched) = cfg.batched(x)?;
     let symmetric = cfg.pad_lr.iter().all(|(l, r)| l == r);
     let y = if cfg.padding_mode == PadMode::Constant && symmetric {

@@ -573,6 +573,13 @@ pub trait Optimizer: Send + AsDynOptimizer {
     /// freed. The update allocates before it writes, so the parameters are untouched too,
     /// except where an earlier parameter group was already updated when a later one failed.
     fn step(&mut self) -> Result<()> {
+        // The profiler's range, named as PyTorch names it (`Optimizer.step#Adam.step`).
+        let _prof = pyrite_core::profiler_record::is_active().then(|| {
+            pyrite_core::profiler_record::record_function(&format!(
+                "Optimizer.step#{0}.step",
+                self.base().name()
+            ))
+        });
         self.base_mut().run_step_hooks(true);
         {
             let _ng = autograd::no_grad();
@@ -626,6 +633,12 @@ pub trait Optimizer: Send + AsDynOptimizer {
 
     /// `zero_grad(set_to_none)`: with `false`, zeroes existing gradients in place.
     fn zero_grad_with(&self, set_to_none: bool) -> Result<()> {
+        let _prof = pyrite_core::profiler_record::is_active().then(|| {
+            pyrite_core::profiler_record::record_function(&format!(
+                "Optimizer.zero_grad#{0}.zero_grad",
+                self.base().name()
+            ))
+        });
         for g in self.base().groups() {
             for p in &g.params {
                 if set_to_none {
@@ -715,6 +728,12 @@ impl<O: Optimizer + ?Sized> Optimizer for Box<O> {
         (**self).zero_grad()
     }
     fn zero_grad_with(&self, set_to_none: bool) -> Result<()> {
+        let _prof = pyrite_core::profiler_record::is_active().then(|| {
+            pyrite_core::profiler_record::record_function(&format!(
+                "Optimizer.zero_grad#{0}.zero_grad",
+                self.base().name()
+            ))
+        });
         (**self).zero_grad_with(set_to_none)
     }
     fn param_groups(&self) -> &[ParamGroup] {

@@ -69,6 +69,12 @@ pub mod utils {
     }
 }
 
+/// `torch.profiler`: `profile`, `record_function`, `schedule`, `tensorboard_trace_handler`,
+/// `key_averages().table(...)` and Chrome traces (the `pyrite-profiler` crate).
+pub mod profiler {
+    pub use pyrite_profiler::*;
+}
+
 /// Training with Lightning's ergonomics: the `Trainer`, `LightningModule`, callbacks, loggers
 /// and plots, and the checkpoint manager of hand-written loops (the `pyrite-train` crate).
 pub mod train {

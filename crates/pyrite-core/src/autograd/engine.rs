@@ -220,6 +220,13 @@ fn tag_grad(leaf: &Tensor) {
 /// Runs one node: materialises missing incoming gradients as zeros, applies the formula (or
 /// accumulates into the leaf) and checks what comes out.
 fn call(node: &Arc<Node>, grads: Vec<Option<Tensor>>, create_graph: bool) -> Result<Vec<Option<Tensor>>> {
+    // Profiler: `autograd::engine::evaluate_function: {name}` around `{name}`.
+    let _ranges = if crate::profiler_record::is_active() {
+        let inputs: Vec<&Tensor> = grads.iter().flatten().collect();
+        Some(crate::profiler_record::backward_ranges(&node.name, node.seq, &inputs))
+    } else {
+        None
+    };
     let _mode = super::set_grad_enabled(create_graph);
     // Memory history: what the formula allocates is named after its node.
     let _scope = if crate::memory_history::is_recording() { Some(node_scope(node)) } else { None };

@@ -73,6 +73,9 @@ pub(crate) fn record(
     if crate::memory_history::is_recording() {
         note_memory(&node, &outputs, &saved_tensors);
     }
+    if crate::profiler_record::is_active() {
+        crate::profiler_record::note_forward(node.seq);
+    }
     node.saved.lock().unwrap().tensors = saved_tensors;
     Ok(outputs
         .into_iter()

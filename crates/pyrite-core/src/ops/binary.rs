@@ -489,11 +489,12 @@ macro_rules! binary_methods {
         impl Tensor {$(
             #[doc = concat!("`torch.", stringify!($name), "(self, other)`: ", $doc, " with broadcasting and type promotion.")]
             pub fn $name(&self, other: &Tensor) -> Result<Tensor> {
-                binary_ad(self, other, BinaryOp::$op)
+                crate::profiler_record::profiled!(concat!("aten::", stringify!($name)), [self, other], binary_ad(self, other, BinaryOp::$op))
             }
             #[doc = concat!("`torch.", stringify!($name), "(self, scalar)`: ", $doc, " with a Python-style scalar.")]
             pub fn $scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
-                binary_ad(self, &scalar_tensor(other.into(), self.dtype())?, BinaryOp::$op)
+                let other = other.into();
+                crate::profiler_record::profiled!(concat!("aten::", stringify!($name)), [self], binary_ad(self, &scalar_tensor(other, self.dtype())?, BinaryOp::$op))
             }
             #[doc = concat!("`torch.", stringify!($name), "(self, other, out=out)`: writes into `out`, which must have the broadcast shape.")]
             pub fn $out(&self, other: &Tensor, out: &Tensor) -> Result<Tensor> {

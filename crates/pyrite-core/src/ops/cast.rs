@@ -66,15 +66,17 @@ impl Tensor {
     /// assert_eq!(t.to_vec::<i64>().unwrap(), vec![1, -1]);
     /// ```
     pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
-        if dtype == self.dtype() {
-            return Ok(self.clone());
-        }
-        let y = convert(self, dtype, Out::New, "to")?;
-        if !needs_grad(&[self]) || !dtype.is_floating_point() {
-            return Ok(y);
-        }
-        let from = self.dtype();
-        record1("ToCopyBackward0", &[self], y, &[], move |_, g| Ok(vec![Some(g[0].to_dtype(from)?)]))
+        crate::profiler_record::profiled!("aten::to", [self], {
+            if dtype == self.dtype() {
+                return Ok(self.clone());
+            }
+            let y = convert(self, dtype, Out::New, "to")?;
+            if !needs_grad(&[self]) || !dtype.is_floating_point() {
+                return Ok(y);
+            }
+            let from = self.dtype();
+            record1("ToCopyBackward0", &[self], y, &[], move |_, g| Ok(vec![Some(g[0].to_dtype(from)?)]))
+        })
     }
 
     /// This tensor on `device` (`t.to(device)`). Fails with a clear error for CUDA until a CUDA
@@ -86,44 +88,50 @@ impl Tensor {
 
     /// A contiguous tensor with the same values: `self` if already contiguous, else a copy.
     pub fn contiguous(&self) -> Result<Tensor> {
-        if self.is_contiguous() {
-            Ok(self.clone())
-        } else {
-            self.deep_clone()
-        }
+        crate::profiler_record::profiled!("aten::contiguous", [self], {
+            if self.is_contiguous() {
+                Ok(self.clone())
+            } else {
+                self.deep_clone()
+            }
+        })
     }
 
     /// A new tensor with its own copy of the data (PyTorch's `t.clone()`), contiguous.
     pub fn deep_clone(&self) -> Result<Tensor> {
-        let y = convert(self, self.dtype(), Out::New, "clone")?;
-        if !needs_grad(&[self]) {
-            return Ok(y);
-        }
-        record1("CloneBackward0", &[self], y, &[], |_, g| Ok(vec![Some(g[0].clone())]))
+        crate::profiler_record::profiled!("aten::clone", [self], {
+            let y = convert(self, self.dtype(), Out::New, "clone")?;
+            if !needs_grad(&[self]) {
+                return Ok(y);
+            }
+            record1("CloneBackward0", &[self], y, &[], |_, g| Ok(vec![Some(g[0].clone())]))
+        })
     }
 
     /// Copies `src` into this tensor in place, broadcasting and converting dtype
     /// (`t.copy_(src)`). Visible through every view of this tensor's storage.
     pub fn copy_(&self, src: &Tensor) -> Result<&Tensor> {
-        if src.device() != self.device() {
-            src.device().check_available()?;
-        }
-        crate::shape::broadcast_shapes(self.dims(), src.dims(), "copy_")?;
-        if src.layout().expand(self.dims(), "copy_").is_err() {
-            bail!(
-                Shape,
-                "copy_: the size of the source {} must be broadcastable to the destination {}",
-                src.shape(),
-                self.shape()
-            );
-        }
-        inplace_ad(
-            self,
-            &[src],
-            |old| src.to_dtype(old.dtype())?.expand(old.dims()),
-            || convert(src, self.dtype(), Out::Into(self), "copy_").map(drop),
-        )?;
-        Ok(self)
+        crate::profiler_record::profiled!("aten::copy_", [self, src], {
+            if src.device() != self.device() {
+                src.device().check_available()?;
+            }
+            crate::shape::broadcast_shapes(self.dims(), src.dims(), "copy_")?;
+            if src.layout().expand(self.dims(), "copy_").is_err() {
+                bail!(
+                    Shape,
+                    "copy_: the size of the source {} must be broadcastable to the destination {}",
+                    src.shape(),
+                    self.shape()
+                );
+            }
+            inplace_ad(
+                self,
+                &[src],
+                |old| src.to_dtype(old.dtype())?.expand(old.dims()),
+                || convert(src, self.dtype(), Out::Into(self), "copy_").map(drop),
+            )?;
+            Ok(self)
+        })
     }
 }
 

@@ -1155,6 +1155,7 @@ fn conv_nd(
     groups: usize,
     nd: Option<usize>,
 ) -> Result<Tensor> {
+    let _prof = crate::profiler_record::op("aten::convolution", &[input, weight]);
     let c = check_conv(input, weight, bias, stride, padding, dilation, groups, None, nd)?;
     if let Some(r) = via_f32(&[Some(input), Some(weight), bias], |t| {
         conv_core(t[0].as_ref().unwrap(), t[1].as_ref().unwrap(), t[2].as_ref(), c.geo)
@@ -1212,6 +1213,7 @@ fn conv_transpose_nd(
     groups: usize,
     nd: Option<usize>,
 ) -> Result<Tensor> {
+    let _prof = crate::profiler_record::op("aten::convolution", &[input, weight]);
     let c = check_conv(input, weight, bias, stride, padding, dilation, groups, Some(output_padding), nd)?;
     if let Some(r) = via_f32(&[Some(input), Some(weight), bias], |t| {
         conv_transpose_core(t[0].as_ref().unwrap(), t[1].as_ref().unwrap(), t[2].as_ref(), c.geo)
@@ -1233,6 +1235,7 @@ macro_rules! conv_fixed {
             dilation: &[usize],
             groups: usize,
         ) -> Result<Tensor> {
+            let _prof = crate::profiler_record::op(concat!("aten::", stringify!($name)), &[input, weight]);
             conv_nd(input, weight, bias, stride, padding, dilation, groups, Some($nd))
         }
 
@@ -1248,6 +1251,7 @@ macro_rules! conv_fixed {
             groups: usize,
             dilation: &[usize],
         ) -> Result<Tensor> {
+            let _prof = crate::profiler_record::op(concat!("aten::", stringify!($tname)), &[input, weight]);
             conv_transpose_nd(input, weight, bias, stride, padding, output_padding, dilation, groups, Some($nd))
         }
     };

@@ -390,13 +390,15 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn index_select(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
-        let y = self.index_select_impl(dim, index)?;
-        if !needs_grad(&[self]) {
-            return Ok(y);
-        }
-        let shape = self.shape().clone();
-        record1("IndexSelectBackward0", &[self], y, &[Save::Input(index)], move |ctx, g| {
-            Ok(vec![Some(index_add_into_zeros(&g[0], dim, &ctx.saved(0)?, &shape)?)])
+        crate::profiler_record::profiled!("aten::index_select", [self, index], {
+            let y = self.index_select_impl(dim, index)?;
+            if !needs_grad(&[self]) {
+                return Ok(y);
+            }
+            let shape = self.shape().clone();
+            record1("IndexSelectBackward0", &[self], y, &[Save::Input(index)], move |ctx, g| {
+                Ok(vec![Some(index_add_into_zeros(&g[0], dim, &ctx.saved(0)?, &shape)?)])
+            })
         })
     }
 
@@ -459,13 +461,15 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn gather(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
-        let y = self.gather_impl(dim, index)?;
-        if !needs_grad(&[self]) {
-            return Ok(y);
-        }
-        let shape = self.shape().clone();
-        record1("GatherBackward0", &[self], y, &[Save::Input(index)], move |ctx, g| {
-            Ok(vec![Some(scatter_into_zeros(&g[0], dim, &ctx.saved(0)?, &shape)?)])
+        crate::profiler_record::profiled!("aten::gather", [self, index], {
+            let y = self.gather_impl(dim, index)?;
+            if !needs_grad(&[self]) {
+                return Ok(y);
+            }
+            let shape = self.shape().clone();
+            record1("GatherBackward0", &[self], y, &[Save::Input(index)], move |ctx, g| {
+                Ok(vec![Some(scatter_into_zeros(&g[0], dim, &ctx.saved(0)?, &shape)?)])
+            })
         })
     }
 

@@ -14,6 +14,7 @@ macro_rules! inplace_binary {
         impl Tensor {$(
             #[doc = concat!("In-place `", stringify!($op), "`: `other` broadcasts to this tensor's shape and the result must be castable to its dtype.")]
             pub fn $name(&self, other: &Tensor) -> Result<&Tensor> {
+                let _prof = crate::profiler_record::op(concat!("aten::", stringify!($name)), &[self, other]);
                 inplace_ad(
                     self,
                     &[other],
@@ -48,14 +49,16 @@ impl Tensor {
     /// assert_eq!(t.to_vec::<f32>().unwrap(), vec![0., 7., 7., 0., 7., 7.]);
     /// ```
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<&Tensor> {
-        let v = value.into();
-        let s = dispatch_all!(self.dtype(), T => Tensor::scalar::<T>(T::from_scalar(v))?);
-        self.copy_(&s)
+        crate::profiler_record::profiled!("aten::fill_", [self], {
+            let v = value.into();
+            let s = dispatch_all!(self.dtype(), T => Tensor::scalar::<T>(T::from_scalar(v))?);
+            self.copy_(&s)
+        })
     }
 
     /// Sets every element to zero (`t.zero_()`).
     pub fn zero_(&self) -> Result<&Tensor> {
-        self.fill_(0)
+        crate::profiler_record::profiled!("aten::zero_", [self], self.fill_(0))
     }
 
     /// In-place clamp (`t.clamp_(min, max)`).

@@ -144,6 +144,7 @@ impl Tensor {
     /// ```
     pub fn cat<T: AsRef<Tensor>>(tensors: &[T], dim: isize) -> Result<Tensor> {
         let ts: Vec<&Tensor> = tensors.iter().map(|t| t.as_ref()).collect();
+        let _prof = crate::profiler_record::op("aten::cat", &ts);
         let rec = needs_grad(&ts);
         let y = {
             let _g = paused(rec);
@@ -259,6 +260,7 @@ impl Tensor {
     /// ```
     pub fn stack<T: AsRef<Tensor>>(tensors: &[T], dim: isize) -> Result<Tensor> {
         let ts: Vec<&Tensor> = tensors.iter().map(|t| t.as_ref()).collect();
+        let _prof = crate::profiler_record::op("aten::stack", &ts);
         if ts.is_empty() {
             bail!(Value, "stack expects a non-empty TensorList");
         }

@@ -1353,18 +1353,25 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
-        if crate::autocast::is_active() {
-            return crate::autocast::lower2(self, other, |a, b| a.matmul(b));
-        }
-        let plan = plan_matmul(self, other)?;
-        let r = addbmm_core(&plan.a, &plan.b, None, Scalar::Int(0), Scalar::Int(1), None, "addmm_impl_cpu_")?;
-        let r =
-            product_ad(if plan.a.rank() == 2 { "MmBackward0" } else { "BmmBackward0" }, &plan.a, &plan.b, r)?;
-        if r.dims() == plan.result.as_slice() {
-            Ok(r)
-        } else {
-            r.view(plan.result)
-        }
+        crate::profiler_record::profiled!("aten::matmul", [self, other], {
+            if crate::autocast::is_active() {
+                return crate::autocast::lower2(self, other, |a, b| a.matmul(b));
+            }
+            let plan = plan_matmul(self, other)?;
+            let r =
+                addbmm_core(&plan.a, &plan.b, None, Scalar::Int(0), Scalar::Int(1), None, "addmm_impl_cpu_")?;
+            let r = product_ad(
+                if plan.a.rank() == 2 { "MmBackward0" } else { "BmmBackward0" },
+                &plan.a,
+                &plan.b,
+                r,
+            )?;
+            if r.dims() == plan.result.as_slice() {
+                Ok(r)
+            } else {
+                r.view(plan.result)
+            }
+        })
     }
 
     /// `torch.matmul(a, b, out=out)`: writes the product into `out`, which must already have
@@ -1397,13 +1404,15 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn mm(&self, mat2: &Tensor) -> Result<Tensor> {
-        if crate::autocast::is_active() {
-            return crate::autocast::lower2(self, mat2, |a, b| a.mm(b));
-        }
-        check_mm_shapes(self, mat2, "mm")?;
-        check_same_dtype_mm(self, mat2)?;
-        let r = addbmm_core(self, mat2, None, Scalar::Int(0), Scalar::Int(1), None, "addmm_impl_cpu_")?;
-        product_ad("MmBackward0", self, mat2, r)
+        crate::profiler_record::profiled!("aten::mm", [self, mat2], {
+            if crate::autocast::is_active() {
+                return crate::autocast::lower2(self, mat2, |a, b| a.mm(b));
+            }
+            check_mm_shapes(self, mat2, "mm")?;
+            check_same_dtype_mm(self, mat2)?;
+            let r = addbmm_core(self, mat2, None, Scalar::Int(0), Scalar::Int(1), None, "addmm_impl_cpu_")?;
+            product_ad("MmBackward0", self, mat2, r)
+        })
     }
 
     /// `torch.mm(a, b, out=out)`; returns `out`.
@@ -1427,12 +1436,14 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn bmm(&self, mat2: &Tensor) -> Result<Tensor> {
-        if crate::autocast::is_active() {
-            return crate::autocast::lower2(self, mat2, |a, b| a.bmm(b));
-        }
-        check_bmm(self, mat2, "bmm")?;
-        let r = addbmm_core(self, mat2, None, Scalar::Int(0), Scalar::Int(1), None, "bmm")?;
-        product_ad("BmmBackward0", self, mat2, r)
+        crate::profiler_record::profiled!("aten::bmm", [self, mat2], {
+            if crate::autocast::is_active() {
+                return crate::autocast::lower2(self, mat2, |a, b| a.bmm(b));
+            }
+            check_bmm(self, mat2, "bmm")?;
+            let r = addbmm_core(self, mat2, None, Scalar::Int(0), Scalar::Int(1), None, "bmm")?;
+            product_ad("BmmBackward0", self, mat2, r)
+        })
     }
 
     /// `F.linear(self, weight, bias)` for a matrix input: `self @ weight.T + bias`, with
@@ -1449,59 +1460,79 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
-        if crate::autocast::is_active() {
-            return crate::autocast::lower3(self, weight, bias, |x, w, b| x.linear(w, b));
-        }
-        if self.rank() != 2 || weight.rank() != 2 || self.dims()[1] != weight.dims()[1] {
-            let (m, k) = if self.rank() == 2 { (self.dims()[0], self.dims()[1]) } else { (1, self.numel()) };
-            let (wo, wi) =
-                if weight.rank() == 2 { (weight.dims()[0], weight.dims()[1]) } else { (weight.numel(), 1) };
-            bail!(Shape, "linear: mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {wi}x{wo})");
-        }
-        check_same_dtype_mm(self, weight)?;
-        let out = [self.dims()[0], weight.dims()[0]];
-        if let Some(b) = bias {
-            check_input(b, &out, self.dtype(), "mat2", "addmm")?;
-        }
-        let rec =
-            crate::autograd::record::needs_grad(&[self, weight]) || bias.is_some_and(|b| b.requires_grad());
-        let y = {
-            let _g = crate::autograd::no_grad();
-            let wt = weight.t()?;
+        crate::profiler_record::profiled!("aten::linear", [self, weight], {
+            if crate::autocast::is_active() {
+                return crate::autocast::lower3(self, weight, bias, |x, w, b| x.linear(w, b));
+            }
+            if self.rank() != 2 || weight.rank() != 2 || self.dims()[1] != weight.dims()[1] {
+                let (m, k) =
+                    if self.rank() == 2 { (self.dims()[0], self.dims()[1]) } else { (1, self.numel()) };
+                let (wo, wi) = if weight.rank() == 2 {
+                    (weight.dims()[0], weight.dims()[1])
+                } else {
+                    (weight.numel(), 1)
+                };
+                bail!(Shape, "linear: mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {wi}x{wo})");
+            }
+            check_same_dtype_mm(self, weight)?;
+            let out = [self.dims()[0], weight.dims()[0]];
+            if let Some(b) = bias {
+                check_input(b, &out, self.dtype(), "mat2", "addmm")?;
+            }
+            let rec = crate::autograd::record::needs_grad(&[self, weight])
+                || bias.is_some_and(|b| b.requires_grad());
+            // The profiler's inner op, kept open while the node is recorded (as in PyTorch, the
+            // backward node links to aten::addmm / aten::mm).
+            let _mm;
+            let y = {
+                let _g = crate::autograd::no_grad();
+                let wt = weight.t()?;
+                _mm = match bias {
+                    Some(b) => crate::profiler_record::op("aten::addmm", &[b, self, &wt]),
+                    None => crate::profiler_record::op("aten::mm", &[self, &wt]),
+                };
+                match bias {
+                    Some(b) => addbmm_core(
+                        self,
+                        &wt,
+                        Some(b),
+                        Scalar::Int(1),
+                        Scalar::Int(1),
+                        None,
+                        "addmm_impl_cpu_",
+                    )?,
+                    None => {
+                        addbmm_core(self, &wt, None, Scalar::Int(0), Scalar::Int(1), None, "addmm_impl_cpu_")?
+                    }
+                }
+            };
+            if !rec || !crate::autograd::is_grad_enabled() {
+                return Ok(y);
+            }
+            use crate::autograd::record::{record1, Save};
+            let x_and_w = [Save::Input(self), Save::Input(weight)];
             match bias {
                 Some(b) => {
-                    addbmm_core(self, &wt, Some(b), Scalar::Int(1), Scalar::Int(1), None, "addmm_impl_cpu_")?
+                    let bshape = b.shape().clone();
+                    record1("AddmmBackward0", &[b, self, weight], y, &x_and_w, move |ctx, g| {
+                        let g = &g[0];
+                        let gb =
+                            if ctx.needs_input_grad(0) { Some(g.sum_to_size(bshape.clone())?) } else { None };
+                        let gx = if ctx.needs_input_grad(1) { Some(g.matmul(&ctx.saved(1)?)?) } else { None };
+                        let gw =
+                            if ctx.needs_input_grad(2) { Some(g.t()?.matmul(&ctx.saved(0)?)?) } else { None };
+                        Ok(vec![gb, gx, gw])
+                    })
                 }
-                None => {
-                    addbmm_core(self, &wt, None, Scalar::Int(0), Scalar::Int(1), None, "addmm_impl_cpu_")?
-                }
-            }
-        };
-        if !rec || !crate::autograd::is_grad_enabled() {
-            return Ok(y);
-        }
-        use crate::autograd::record::{record1, Save};
-        let x_and_w = [Save::Input(self), Save::Input(weight)];
-        match bias {
-            Some(b) => {
-                let bshape = b.shape().clone();
-                record1("AddmmBackward0", &[b, self, weight], y, &x_and_w, move |ctx, g| {
+                None => record1("MmBackward0", &[self, weight], y, &x_and_w, move |ctx, g| {
                     let g = &g[0];
-                    let gb =
-                        if ctx.needs_input_grad(0) { Some(g.sum_to_size(bshape.clone())?) } else { None };
-                    let gx = if ctx.needs_input_grad(1) { Some(g.matmul(&ctx.saved(1)?)?) } else { None };
+                    let gx = if ctx.needs_input_grad(0) { Some(g.matmul(&ctx.saved(1)?)?) } else { None };
                     let gw =
-                        if ctx.needs_input_grad(2) { Some(g.t()?.matmul(&ctx.saved(0)?)?) } else { None };
-                    Ok(vec![gb, gx, gw])
-                })
+                        if ctx.needs_input_grad(1) { Some(g.t()?.matmul(&ctx.saved(0)?)?) } else { None };
+                    Ok(vec![gx, gw])
+                }),
             }
-            None => record1("MmBackward0", &[self, weight], y, &x_and_w, move |ctx, g| {
-                let g = &g[0];
-                let gx = if ctx.needs_input_grad(0) { Some(g.matmul(&ctx.saved(1)?)?) } else { None };
-                let gw = if ctx.needs_input_grad(1) { Some(g.t()?.matmul(&ctx.saved(0)?)?) } else { None };
-                Ok(vec![gx, gw])
-            }),
-        }
+        })
     }
 
     /// `torch.bmm(a, b, out=out)`; returns `out`.
@@ -1532,19 +1563,21 @@ impl Tensor {
         beta: impl Into<Scalar>,
         alpha: impl Into<Scalar>,
     ) -> Result<Tensor> {
-        let (beta, alpha) = scalars(beta, alpha);
-        if crate::autocast::is_active() {
-            return crate::autocast::lower3(mat1, mat2, Some(self), |m1, m2, s| {
-                s.unwrap().addmm(m1, m2, beta, alpha)
-            });
-        }
-        check_mm_shapes(mat1, mat2, "addmm")?;
-        check_same_dtype_mm(mat1, mat2)?;
-        check_input(self, &[mat1.dims()[0], mat2.dims()[1]], mat1.dtype(), "mat2", "addmm")?;
-        if crate::autograd::record::needs_grad(&[self, mat1, mat2]) {
-            return scaled_product_ad("AddmmBackward0", self, mat1, mat2, beta, alpha, "addmm_impl_cpu_");
-        }
-        addbmm_core(mat1, mat2, Some(self), beta, alpha, None, "addmm_impl_cpu_")
+        crate::profiler_record::profiled!("aten::addmm", [self, mat1, mat2], {
+            let (beta, alpha) = scalars(beta, alpha);
+            if crate::autocast::is_active() {
+                return crate::autocast::lower3(mat1, mat2, Some(self), |m1, m2, s| {
+                    s.unwrap().addmm(m1, m2, beta, alpha)
+                });
+            }
+            check_mm_shapes(mat1, mat2, "addmm")?;
+            check_same_dtype_mm(mat1, mat2)?;
+            check_input(self, &[mat1.dims()[0], mat2.dims()[1]], mat1.dtype(), "mat2", "addmm")?;
+            if crate::autograd::record::needs_grad(&[self, mat1, mat2]) {
+                return scaled_product_ad("AddmmBackward0", self, mat1, mat2, beta, alpha, "addmm_impl_cpu_");
+            }
+            addbmm_core(mat1, mat2, Some(self), beta, alpha, None, "addmm_impl_cpu_")
+        })
     }
 
     /// `torch.addmm(input, mat1, mat2, beta=beta, alpha=alpha, out=out)`; returns `out`.
@@ -1602,19 +1635,21 @@ impl Tensor {
         beta: impl Into<Scalar>,
         alpha: impl Into<Scalar>,
     ) -> Result<Tensor> {
-        let (beta, alpha) = scalars(beta, alpha);
-        if crate::autocast::is_active() {
-            return crate::autocast::lower3(batch1, batch2, Some(self), |b1, b2, s| {
-                s.unwrap().baddbmm(b1, b2, beta, alpha)
-            });
-        }
-        check_bmm(batch1, batch2, "baddbmm")?;
-        let shape = [batch1.dims()[0], batch1.dims()[1], batch2.dims()[2]];
-        check_input(self, &shape, batch1.dtype(), "batch2", "baddbmm")?;
-        if crate::autograd::record::needs_grad(&[self, batch1, batch2]) {
-            return scaled_product_ad("BaddbmmBackward0", self, batch1, batch2, beta, alpha, "baddbmm");
-        }
-        addbmm_core(batch1, batch2, Some(self), beta, alpha, None, "baddbmm")
+        crate::profiler_record::profiled!("aten::baddbmm", [self, batch1, batch2], {
+            let (beta, alpha) = scalars(beta, alpha);
+            if crate::autocast::is_active() {
+                return crate::autocast::lower3(batch1, batch2, Some(self), |b1, b2, s| {
+                    s.unwrap().baddbmm(b1, b2, beta, alpha)
+                });
+            }
+            check_bmm(batch1, batch2, "baddbmm")?;
+            let shape = [batch1.dims()[0], batch1.dims()[1], batch2.dims()[2]];
+            check_input(self, &shape, batch1.dtype(), "batch2", "baddbmm")?;
+            if crate::autograd::record::needs_grad(&[self, batch1, batch2]) {
+                return scaled_product_ad("BaddbmmBackward0", self, batch1, batch2, beta, alpha, "baddbmm");
+            }
+            addbmm_core(batch1, batch2, Some(self), beta, alpha, None, "baddbmm")
+        })
     }
 
     /// `torch.baddbmm(..., out=out)`; returns `out` (which may be `input` itself).

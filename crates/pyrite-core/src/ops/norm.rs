@@ -32,6 +32,7 @@ pub fn fused_layer_norm(
     bias: Option<&Tensor>,
     eps: f64,
 ) -> Result<Option<Tensor>> {
+    let _prof = crate::profiler_record::op("aten::native_layer_norm", &[x]);
     let affine_ok = |t: Option<&Tensor>| {
         t.is_none_or(|t| {
             t.dtype() == DType::F32 && t.is_contiguous() && t.numel() == n && t.device() == x.device()

@@ -666,6 +666,25 @@ fn via_f32<R>(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<R>) -> Result<Option
     Ok(None)
 }
 
+/// The profiler's name of a pooling op on a `nd`-d input (PyTorch's aten op names).
+fn prof_name(kind: &str, input: &Tensor, nd: Option<usize>) -> &'static str {
+    let nd = nd.unwrap_or(input.rank().saturating_sub(2)).clamp(1, 3);
+    match (kind, nd) {
+        ("max", 1) => "aten::max_pool1d_with_indices",
+        ("max", 2) => "aten::max_pool2d_with_indices",
+        ("max", _) => "aten::max_pool3d_with_indices",
+        ("avg", 1) => "aten::avg_pool1d",
+        ("avg", 2) => "aten::avg_pool2d",
+        ("avg", _) => "aten::avg_pool3d",
+        ("aavg", 1) => "aten::adaptive_avg_pool1d",
+        ("aavg", 2) => "aten::adaptive_avg_pool2d",
+        ("aavg", _) => "aten::adaptive_avg_pool3d",
+        (_, 1) => "aten::adaptive_max_pool1d",
+        (_, 2) => "aten::adaptive_max_pool2d",
+        _ => "aten::adaptive_max_pool3d",
+    }
+}
+
 // ------------------------------------------------------------------------------------------
 // Max pooling
 
@@ -678,6 +697,7 @@ fn max_pool_nd(
     ceil_mode: bool,
     nd: Option<usize>,
 ) -> Result<(Tensor, Tensor)> {
+    let _prof = crate::profiler_record::op(prof_name("max", input, nd), &[input]);
     let nd = check_input(input, nd, "max_pool")?;
     let op = pool_name("max_pool", nd);
     let g = check_windows(input, nd, &op, kernel_size, stride, padding, dilation, ceil_mode, Kind::Max)?;
@@ -752,6 +772,7 @@ fn avg_pool_nd(
     divisor_override: Option<usize>,
     nd: Option<usize>,
 ) -> Result<Tensor> {
+    let _prof = crate::profiler_record::op(prof_name("avg", input, nd), &[input]);
     let nd = check_input(input, nd, "avg_pool")?;
     let op = pool_name("avg_pool", nd);
     if divisor_override == Some(0) {
@@ -873,6 +894,7 @@ pub fn adaptive_avg_pool(input: &Tensor, output_size: &[usize]) -> Result<Tensor
 }
 
 fn adaptive_avg_pool_nd(input: &Tensor, output_size: &[usize], nd: Option<usize>) -> Result<Tensor> {
+    let _prof = crate::profiler_record::op(prof_name("aavg", input, nd), &[input]);
     let g = check_adaptive(input, output_size, nd, "adaptive_avg_pool")?;
     let dt = input.dtype();
     if let Some(r) = via_f32(input, |x| avg_core(x, g))? {
@@ -903,6 +925,7 @@ fn adaptive_max_pool_nd(
     output_size: &[usize],
     nd: Option<usize>,
 ) -> Result<(Tensor, Tensor)> {
+    let _prof = crate::profiler_record::op(prof_name("amax", input, nd), &[input]);
     let g = check_adaptive(input, output_size, nd, "adaptive_max_pool")?;
     let dt = input.dtype();
     if let Some((v, i)) = via_f32(input, |x| max_pool_core(x, &g))? {

@@ -1011,19 +1011,21 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn sum_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
-        let mask = reduce_mask(self.rank(), dims, true, "sum")?;
-        let rec = needs_grad(&[self]);
-        let y = {
-            let _g = paused(rec);
-            sum_plan(&Plan::new(self, &mask, keepdim)?, false)?
-        };
-        if !rec {
-            return Ok(y);
-        }
-        let shape = self.shape().clone();
-        let name = if dims.is_empty() { "SumBackward0" } else { "SumBackward1" };
-        record1(name, &[self], y, &[], move |_, g| {
-            Ok(vec![Some(unreduce(&g[0], &shape, &mask, keepdim)?.expand(shape.dims())?)])
+        crate::profiler_record::profiled!("aten::sum", [self], {
+            let mask = reduce_mask(self.rank(), dims, true, "sum")?;
+            let rec = needs_grad(&[self]);
+            let y = {
+                let _g = paused(rec);
+                sum_plan(&Plan::new(self, &mask, keepdim)?, false)?
+            };
+            if !rec {
+                return Ok(y);
+            }
+            let shape = self.shape().clone();
+            let name = if dims.is_empty() { "SumBackward0" } else { "SumBackward1" };
+            record1(name, &[self], y, &[], move |_, g| {
+                Ok(vec![Some(unreduce(&g[0], &shape, &mask, keepdim)?.expand(shape.dims())?)])
+            })
         })
     }
 
@@ -1118,24 +1120,26 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn mean_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
-        require_float(self, || {
-            format!("mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", self.dtype().type_name())
-        })?;
-        let mask = reduce_mask(self.rank(), dims, true, "mean")?;
-        let rec = needs_grad(&[self]);
-        let y = {
-            let _g = paused(rec);
-            mean_plan(&Plan::new(self, &mask, keepdim)?, false)?
-        };
-        if !rec {
-            return Ok(y);
-        }
-        let shape = self.shape().clone();
-        let count: usize = shape.dims().iter().zip(&mask).filter(|(_, &m)| m).map(|(&d, _)| d).product();
-        let name = if dims.is_empty() { "MeanBackward0" } else { "MeanBackward1" };
-        record1(name, &[self], y, &[], move |_, g| {
-            let g = unreduce(&g[0], &shape, &mask, keepdim)?.div_scalar(count as f64)?;
-            Ok(vec![Some(g.expand(shape.dims())?)])
+        crate::profiler_record::profiled!("aten::mean", [self], {
+            require_float(self, || {
+                format!("mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", self.dtype().type_name())
+            })?;
+            let mask = reduce_mask(self.rank(), dims, true, "mean")?;
+            let rec = needs_grad(&[self]);
+            let y = {
+                let _g = paused(rec);
+                mean_plan(&Plan::new(self, &mask, keepdim)?, false)?
+            };
+            if !rec {
+                return Ok(y);
+            }
+            let shape = self.shape().clone();
+            let count: usize = shape.dims().iter().zip(&mask).filter(|(_, &m)| m).map(|(&d, _)| d).product();
+            let name = if dims.is_empty() { "MeanBackward0" } else { "MeanBackward1" };
+            record1(name, &[self], y, &[], move |_, g| {
+                let g = unreduce(&g[0], &shape, &mask, keepdim)?.div_scalar(count as f64)?;
+                Ok(vec![Some(g.expand(shape.dims())?)])
+            })
         })
     }
 

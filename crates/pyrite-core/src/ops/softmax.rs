@@ -409,7 +409,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn softmax(&self, dim: isize) -> Result<Tensor> {
-        softmax_ad(self, dim, false)
+        crate::profiler_record::profiled!("aten::softmax", [self], softmax_ad(self, dim, false))
     }
 
     /// `torch.log_softmax(x, dim)`: `x - max - log(sum(exp(x - max)))` along `dim`.
@@ -421,7 +421,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn log_softmax(&self, dim: isize) -> Result<Tensor> {
-        softmax_ad(self, dim, true)
+        crate::profiler_record::profiled!("aten::log_softmax", [self], softmax_ad(self, dim, true))
     }
 
     /// `torch.softmax(x, dim, dtype=dtype)`: converts to the floating-point `dtype` first.

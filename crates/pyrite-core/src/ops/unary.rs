@@ -139,6 +139,7 @@ macro_rules! float_methods {
         impl Tensor {$(
             #[doc = concat!("`torch.", stringify!($name), "`: ", $doc, ". Integer inputs give the default float dtype.")]
             pub fn $name(&self) -> Result<Tensor> {
+                let _prof = crate::profiler_record::op(concat!("aten::", stringify!($name)), &[self]);
                 unary_ad(stringify!($name), self, float_op!(self, Out::New, stringify!($name), |$v| $body)?)
             }
             #[doc = concat!("`torch.", stringify!($name), "(self, out=out)`.")]
@@ -190,7 +191,9 @@ impl Tensor {
     /// assert!((y.to_vec::<f32>().unwrap()[1] - std::f32::consts::E).abs() < 1e-6);
     /// ```
     pub fn exp(&self) -> Result<Tensor> {
-        unary_ad("exp", self, self.exp_impl(Out::New)?)
+        crate::profiler_record::profiled!("aten::exp", [self], {
+            unary_ad("exp", self, self.exp_impl(Out::New)?)
+        })
     }
 
     /// `torch.exp(self, out=out)`.
@@ -271,7 +274,9 @@ impl Tensor {
 
     /// `torch.sigmoid`: `1 / (1 + exp(-x))`.
     pub fn sigmoid(&self) -> Result<Tensor> {
-        unary_ad("sigmoid", self, self.sigmoid_into(Out::New)?)
+        crate::profiler_record::profiled!("aten::sigmoid", [self], {
+            unary_ad("sigmoid", self, self.sigmoid_into(Out::New)?)
+        })
     }
 
     fn sigmoid_into(&self, out: Out<'_>) -> Result<Tensor> {
@@ -280,50 +285,55 @@ impl Tensor {
 
     /// `torch.nn.functional.silu`: `x * sigmoid(x)`.
     pub fn silu(&self) -> Result<Tensor> {
-        require_float(self, "silu_cpu")?;
-        unary_ad(
-            "silu",
-            self,
-            float_unary(self, Out::New, "silu", |v| v * sigmoid32(v), |v: f64| v / (1.0 + (-v).exp()))?,
-        )
+        crate::profiler_record::profiled!("aten::silu", [self], {
+            require_float(self, "silu_cpu")?;
+            unary_ad(
+                "silu",
+                self,
+                float_unary(self, Out::New, "silu", |v| v * sigmoid32(v), |v: f64| v / (1.0 + (-v).exp()))?,
+            )
+        })
     }
 
     /// `torch.nn.functional.gelu(x, approximate='none' | 'tanh')`.
     pub fn gelu(&self, tanh_approximation: bool) -> Result<Tensor> {
-        require_float(self, "GeluKernelImpl")?;
-        if tanh_approximation {
-            let y = float_op!(self, Out::New, "gelu", |v| {
-                let k = 0.797_884_560_802_865_4;
-                0.5 * v * (1.0 + (k * (v + 0.044715 * v * v * v)).tanh())
-            })?;
-            unary_ad("gelu_tanh", self, y)
-        } else {
-            let y = if self.dtype() == DType::F32 && self.is_contiguous() {
-                // the vectorised kernel (every path computes `simd::gelu_f32`'s bits)
-                let n = self.numel();
-                let mut buf = crate::alloc::CpuBuffer::for_elems(n, 4)?;
-                if n > 0 {
-                    let g = self.storage().read();
-                    // SAFETY: self is contiguous with `n` elements from its offset; the
-                    // output is a fresh buffer of `n` elements, written in disjoint ranges.
-                    let src = unsafe { (g.cpu().as_ptr() as *const f32).add(self.storage_offset()) } as usize;
-                    let dst = buf.as_mut_ptr() as usize;
-                    crate::threads::parallel_for(n, super::GRAIN / 8, |a, b| unsafe {
-                        crate::simd::gelu_f32_slice(
-                            (src as *const f32).add(a),
-                            (dst as *mut f32).add(a),
-                            b - a,
-                        )
-                    });
-                }
-                Tensor::from_cpu_buffer(buf, self.shape().clone(), DType::F32)
+        crate::profiler_record::profiled!("aten::gelu", [self], {
+            require_float(self, "GeluKernelImpl")?;
+            if tanh_approximation {
+                let y = float_op!(self, Out::New, "gelu", |v| {
+                    let k = 0.797_884_560_802_865_4;
+                    0.5 * v * (1.0 + (k * (v + 0.044715 * v * v * v)).tanh())
+                })?;
+                unary_ad("gelu_tanh", self, y)
             } else {
-                float_unary(self, Out::New, "gelu", crate::simd::gelu_f32, |v: f64| {
-                    0.5 * v * (1.0 + (v * std::f64::consts::FRAC_1_SQRT_2).erf_())
-                })?
-            };
-            unary_ad("gelu", self, y)
-        }
+                let y = if self.dtype() == DType::F32 && self.is_contiguous() {
+                    // the vectorised kernel (every path computes `simd::gelu_f32`'s bits)
+                    let n = self.numel();
+                    let mut buf = crate::alloc::CpuBuffer::for_elems(n, 4)?;
+                    if n > 0 {
+                        let g = self.storage().read();
+                        // SAFETY: self is contiguous with `n` elements from its offset; the
+                        // output is a fresh buffer of `n` elements, written in disjoint ranges.
+                        let src =
+                            unsafe { (g.cpu().as_ptr() as *const f32).add(self.storage_offset()) } as usize;
+                        let dst = buf.as_mut_ptr() as usize;
+                        crate::threads::parallel_for(n, super::GRAIN / 8, |a, b| unsafe {
+                            crate::simd::gelu_f32_slice(
+                                (src as *const f32).add(a),
+                                (dst as *mut f32).add(a),
+                                b - a,
+                            )
+                        });
+                    }
+                    Tensor::from_cpu_buffer(buf, self.shape().clone(), DType::F32)
+                } else {
+                    float_unary(self, Out::New, "gelu", crate::simd::gelu_f32, |v: f64| {
+                        0.5 * v * (1.0 + (v * std::f64::consts::FRAC_1_SQRT_2).erf_())
+                    })?
+                };
+                unary_ad("gelu", self, y)
+            }
+        })
     }
 
     /// `torch.nn.functional.softplus(x, beta, threshold)`: `log(1 + exp(beta x)) / beta`, linear
@@ -351,18 +361,22 @@ impl Tensor {
 
     /// `torch.relu`: `max(x, 0)`, keeping the dtype; NaN stays NaN.
     pub fn relu(&self) -> Result<Tensor> {
-        unary_ad("relu", self, self.clamp_impl(Some(Scalar::Int(0)), None, Out::New)?)
+        crate::profiler_record::profiled!("aten::relu", [self], {
+            unary_ad("relu", self, self.clamp_impl(Some(Scalar::Int(0)), None, Out::New)?)
+        })
     }
 
     /// `torch.neg`: `-x`. Fails for bool tensors, as in PyTorch.
     pub fn neg(&self) -> Result<Tensor> {
-        if self.dtype() == DType::Bool {
-            bail!(
-                DType,
-                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
-            );
-        }
-        self.mul_scalar(-1)
+        crate::profiler_record::profiled!("aten::neg", [self], {
+            if self.dtype() == DType::Bool {
+                bail!(
+                    DType,
+                    "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+                );
+            }
+            self.mul_scalar(-1)
+        })
     }
 
     /// `torch.square`: `x * x`, keeping the dtype (bool squares to int64 as in PyTorch).

@@ -91,6 +91,7 @@ pub fn scaled_dot_product_attention(
     value: &Tensor,
     opts: &SdpaOptions,
 ) -> Result<Tensor> {
+    let _prof = pyrite_core::profiler_record::op("aten::scaled_dot_product_attention", &[query, key, value]);
     if pyrite_core::autocast::is_active() {
         // Autocast's lower-precision list: q, k, v and a float mask.
         return pyrite_core::autocast::lower_precision_op(

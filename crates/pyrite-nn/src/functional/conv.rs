@@ -17,6 +17,7 @@ fn check_rank(x: &Tensor, spatial: usize, op: &str) -> Result<()> {
 /// `F.max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode)` on `[N, C, H, W]`:
 /// the pooled values (use [`max_pool`] for the indices too).
 pub fn max_pool2d(x: &Tensor, kernel_size: &[usize], opts: &PoolOptions) -> Result<Tensor> {
+    let _prof = pyrite_core::profiler_record::op("aten::max_pool2d", &[x]);
     check_rank(x, 2, "max_pool2d")?;
     Ok(max_pool(x, kernel_size, opts)?.0)
 }

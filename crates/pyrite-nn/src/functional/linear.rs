@@ -119,6 +119,7 @@ impl Default for AlphaDropoutOptions<'_> {
 /// `F.dropout(x, p=0.5, training=True)`: zeroes each element with probability `p` and scales
 /// the rest by `1 / (1 - p)` in training; the identity otherwise.
 pub fn dropout(x: &Tensor, opts: &DropoutOptions) -> Result<Tensor> {
+    let _prof = pyrite_core::profiler_record::op("aten::dropout", &[x]);
     let DropoutOptions { p, training, generator: gen } = *opts;
     check_p(p)?;
     if !training || p == 0.0 {
@@ -193,6 +194,7 @@ pub struct EmbeddingOptions {
 /// `F.embedding(idx, weight, ...)`: the rows of `weight` at the int64 indices `idx`, shape
 /// `idx.shape + [embedding_dim]`.
 pub fn embedding(idx: &Tensor, weight: &Tensor, opts: &EmbeddingOptions) -> Result<Tensor> {
+    let _prof = pyrite_core::profiler_record::op("aten::embedding", &[weight, idx]);
     if idx.dtype() != DType::I64 && idx.dtype() != DType::I32 {
         bail!(
             DType,

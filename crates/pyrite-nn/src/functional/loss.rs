@@ -61,6 +61,7 @@ fn classes(op: &str, input: &Tensor) -> Result<usize> {
 /// `[N, d1, ...]` for `[N, C, d1, ...]`, 0-d for an unbatched `[C]`). Ignored targets get a
 /// zero gradient, even when every target is ignored and the mean is `0 / 0 = NaN`.
 pub fn nll_loss(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions) -> Result<Tensor> {
+    let _prof = pyrite_core::profiler_record::op("aten::nll_loss", &[input, target]);
     if pyrite_core::autocast::is_active() {
         // Autocast's float32 list.
         return pyrite_core::autocast::fp32_2(input, target, |input, target| nll_loss(input, target, opts));
@@ -163,6 +164,7 @@ pub fn nll_loss(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions) -> 
 /// floating-point); any other shape holds class indices (Long or Byte, `input`'s shape without
 /// the class dim).
 pub fn cross_entropy(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions) -> Result<Tensor> {
+    let _prof = pyrite_core::profiler_record::op("aten::cross_entropy_loss", &[input, target]);
     if pyrite_core::autocast::is_active() {
         // Autocast's float32 list.
         return pyrite_core::autocast::fp32_2(input, target, |input, target| {
@@ -240,6 +242,7 @@ pub fn cross_entropy(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions
 
 /// `F.mse_loss(input, target, reduction)`.
 pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    let _prof = pyrite_core::profiler_record::op("aten::mse_loss", &[input, target]);
     if pyrite_core::autocast::is_active() {
         // Autocast's float32 list.
         return pyrite_core::autocast::fp32_2(input, target, |input, target| {

@@ -82,6 +82,7 @@ pub fn batch_norm(
     running_var: Option<&Tensor>,
     opts: &BatchNormOptions,
 ) -> Result<Tensor> {
+    let _prof = pyrite_core::profiler_record::op("aten::batch_norm", &[x]);
     let (weight, bias) = (opts.weight.as_ref(), opts.bias.as_ref());
     let (training, momentum, eps) = (opts.training, opts.momentum, opts.eps);
     if x.rank() < 2 {
@@ -155,6 +156,7 @@ impl Default for LayerNormOptions {
 /// `F.layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5)`: normalises over the
 /// last `normalized_shape.len()` dims.
 pub fn layer_norm(x: &Tensor, normalized_shape: &[usize], opts: &LayerNormOptions) -> Result<Tensor> {
+    let _prof = pyrite_core::profiler_record::op("aten::layer_norm", &[x]);
     let (weight, bias, eps) = (opts.weight.as_ref(), opts.bias.as_ref(), opts.eps);
     let dims = last_dims(x, normalized_shape)?;
     // one fused pass per row when no gradient is needed (f32, contiguous)
