@@ -104,7 +104,7 @@ pub(crate) unsafe fn gemm(
         // Rows of A with contiguous, even-length depth are read in place; else packed into
         // this thread's buffer (kept between calls, as the packed B is).
         let mut packed_a = None;
-        let (ap, lda) = if acs == 1 && k % 2 == 0 {
+        let (ap, lda) = if acs == 1 && k.is_multiple_of(2) {
             (a, ars)
         } else {
             let v = PACKED_A.with(|b| std::mem::take(&mut *b.borrow_mut()));
@@ -287,7 +287,7 @@ mod x86 {
                     let w = NR.min(s.n - jp * NR);
                     let c = s.c.add(i * s.ldc + jp * NR);
                     let panel = bp.add(off) as *const u32;
-                    if h == MR && w % 16 == 0 {
+                    if h == MR && w.is_multiple_of(16) {
                         tile_any(w / 16, s.dq, &rows_a, panel, c, s.ldc, s.add);
                     } else {
                         // A staged tile for a short row group or a partial micro-panel.
