@@ -33,6 +33,7 @@ fn run(name: &str, dt: DType) -> Option<Result<Tensor>> {
         Tensor::rand(s.to_vec(), DType::F32).and_then(|t| t.mul_scalar(0.8)?.add_scalar(0.1)?.to_dtype(dt))
     };
     let tgt = || Tensor::new([1i64, 0, 3, 2]);
+    let sign = || Tensor::new([1f32, -1., 1., -1.]);
     let r = (|| -> Result<Tensor> {
         Ok(match name {
             "matmul" => f(&[4, 5])?.matmul(&f(&[5, 3])?)?,
@@ -88,6 +89,52 @@ fn run(name: &str, dt: DType) -> Option<Result<Tensor>> {
             "embedding" => F::embedding(&tgt()?, &f(&[5, 3])?, &Default::default())?,
             "max_pool2d" => F::max_pool2d(&f(&[1, 1, 4, 4])?, &[2], &Default::default())?,
             "avg_pool2d" => F::avg_pool2d(&f(&[1, 1, 4, 4])?, &[2], &Default::default())?,
+            "max_pool1d" => F::max_pool(&f(&[1, 1, 4])?, &[2], &Default::default())?.0,
+            "max_pool3d" => F::max_pool(&f(&[1, 1, 4, 4, 4])?, &[2], &Default::default())?.0,
+            "avg_pool3d" => F::avg_pool(&f(&[1, 1, 4, 4, 4])?, &[2], &Default::default())?,
+            "adaptive_avg_pool3d" => pyrite::ops::pool::adaptive_avg_pool(&f(&[1, 1, 4, 4, 4])?, &[2])?,
+            "prod" => f(&[4])?.prod()?,
+            "cumprod" => f(&[5])?.cumprod(0)?,
+            "logsumexp" => f(&[4, 5])?.logsumexp(&[1], false)?,
+            "reflection_pad1d" => {
+                F::pad(&f(&[1, 2, 5])?, &[1, 1], &F::PadOptions { mode: F::PadMode::Reflect, value: None })?
+            }
+            "replication_pad2d" => F::pad(
+                &f(&[1, 2, 5, 5])?,
+                &[1, 1, 1, 1],
+                &F::PadOptions { mode: F::PadMode::Replicate, value: None },
+            )?,
+            "pad_constant" => F::pad(&f(&[1, 2, 5])?, &[1, 1], &Default::default())?,
+            "margin_ranking_loss" => {
+                F::margin_ranking_loss(&f(&[4])?, &f(&[4])?, &sign()?.to_dtype(dt)?, &Default::default())?
+            }
+            "soft_margin_loss" => F::soft_margin_loss(&f(&[4])?, &sign()?.to_dtype(dt)?, Default::default())?,
+            "triplet_margin_loss" => {
+                F::triplet_margin_loss(&f(&[4, 5])?, &f(&[4, 5])?, &f(&[4, 5])?, &Default::default())?
+            }
+            "hinge_embedding_loss" => {
+                F::hinge_embedding_loss(&f(&[4])?, &sign()?.to_dtype(dt)?, &Default::default())?
+            }
+            "poisson_nll_loss" => F::poisson_nll_loss(&f(&[4])?, &pos(&[4])?, &Default::default())?,
+            "gaussian_nll_loss" => {
+                F::gaussian_nll_loss(&f(&[4])?, &f(&[4])?, &pos(&[4])?, &Default::default())?
+            }
+            "cosine_embedding_loss" => F::cosine_embedding_loss(
+                &f(&[4, 5])?,
+                &f(&[4, 5])?,
+                &sign()?.to_dtype(dt)?,
+                &Default::default(),
+            )?,
+            "multi_margin_loss" => F::multi_margin_loss(&f(&[4, 5])?, &tgt()?, &Default::default())?,
+            "multilabel_margin_loss" => {
+                let y = Tensor::new([[1i64, 0, -1, 0, 0]])?.expand([4, 5])?.contiguous()?;
+                F::multilabel_margin_loss(&f(&[4, 5])?, &y, Default::default())?
+            }
+            "grid_sample" => {
+                let grid = f(&[1, 3, 3, 2])?.clamp(Some((-1.0).into()), Some(1.0.into()))?;
+                F::grid_sample(&f(&[1, 1, 4, 4])?, &grid, &Default::default())?
+            }
+            "cosine_similarity" => F::cosine_similarity(&f(&[4, 5])?, &f(&[4, 5])?, &Default::default())?,
             _ => return Err(pyrite::Error::new(pyrite::ErrorKind::NotImplemented, "absent")),
         })
     })();
@@ -145,7 +192,7 @@ fn output_dtypes_match_pytorch() -> Result<()> {
             checked += 1;
         }
     }
-    assert_eq!(checked, 160, "cases checked");
+    assert_eq!(checked, 244, "cases checked");
     Ok(())
 }
 

@@ -136,6 +136,13 @@ fn suspend() -> AutocastGuard {
 }
 
 /// Whether autocast casts `t`: a floating tensor other than float64.
+/// For an op of the float32 list that is not a plain function of tensors: `t` cast to
+/// float32, and a guard that keeps autocast off while the op runs.
+pub(crate) fn fp32_input(t: &Tensor) -> Result<(Tensor, AutocastGuard)> {
+    let x = cast(t, DType::F32, false)?;
+    Ok((x, suspend()))
+}
+
 fn eligible(t: &Tensor) -> bool {
     t.dtype().is_floating_point() && t.dtype() != DType::F64
 }

@@ -699,6 +699,11 @@ fn max_pool_nd(
 ) -> Result<(Tensor, Tensor)> {
     let _prof = crate::profiler_record::op(prof_name("max", input, nd), &[input]);
     let nd = check_input(input, nd, "max_pool")?;
+    if nd == 3 && crate::autocast::is_active() {
+        // Autocast's float32 list (max_pool3d).
+        let (x, _off) = crate::autocast::fp32_input(input)?;
+        return max_pool_nd(&x, kernel_size, stride, padding, dilation, ceil_mode, Some(3));
+    }
     let op = pool_name("max_pool", nd);
     let g = check_windows(input, nd, &op, kernel_size, stride, padding, dilation, ceil_mode, Kind::Max)?;
     let dt = input.dtype();
@@ -774,6 +779,20 @@ fn avg_pool_nd(
 ) -> Result<Tensor> {
     let _prof = crate::profiler_record::op(prof_name("avg", input, nd), &[input]);
     let nd = check_input(input, nd, "avg_pool")?;
+    if nd == 3 && crate::autocast::is_active() {
+        // Autocast's float32 list (avg_pool3d).
+        let (x, _off) = crate::autocast::fp32_input(input)?;
+        return avg_pool_nd(
+            &x,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+            Some(3),
+        );
+    }
     let op = pool_name("avg_pool", nd);
     if divisor_override == Some(0) {
         bail!(Value, "divisor must be not zero");
@@ -896,6 +915,11 @@ pub fn adaptive_avg_pool(input: &Tensor, output_size: &[usize]) -> Result<Tensor
 fn adaptive_avg_pool_nd(input: &Tensor, output_size: &[usize], nd: Option<usize>) -> Result<Tensor> {
     let _prof = crate::profiler_record::op(prof_name("aavg", input, nd), &[input]);
     let g = check_adaptive(input, output_size, nd, "adaptive_avg_pool")?;
+    if g.nd == 3 && crate::autocast::is_active() {
+        // Autocast's float32 list (adaptive_avg_pool3d).
+        let (x, _off) = crate::autocast::fp32_input(input)?;
+        return adaptive_avg_pool_nd(&x, output_size, Some(3));
+    }
     let dt = input.dtype();
     if let Some(r) = via_f32(input, |x| avg_core(x, g))? {
         return r.to_dtype(dt);

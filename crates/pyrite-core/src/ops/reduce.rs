@@ -1177,6 +1177,12 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn prod_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        if crate::autocast::is_active() {
+            // Autocast's float32 list.
+            return crate::autocast::fp32_op(&[Some(self)], |t| {
+                t[0].as_ref().unwrap().prod_dims(dims, keepdim)
+            });
+        }
         let mask = reduce_mask(self.rank(), dims, true, "prod")?;
         let rec = needs_grad(&[self]);
         let y = {

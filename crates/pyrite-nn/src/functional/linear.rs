@@ -532,7 +532,12 @@ pub struct PadOptions {
 /// from the last dim, as in PyTorch. Negative pads crop. Reflect, replicate and circular go
 /// through an index lookup per padded dim (so gradients flow back to the source elements).
 pub fn pad(x: &Tensor, pad: &[isize], opts: &PadOptions) -> Result<Tensor> {
+    let pad_fn = self::pad;
     let mode = opts.mode;
+    if matches!(mode, PadMode::Reflect | PadMode::Replicate) && pyrite_core::autocast::is_active() {
+        // Autocast's float32 list (reflection_pad, replication_pad); constant padding is not.
+        return pyrite_core::autocast::fp32_op(&[Some(x)], |t| pad_fn(t[0].as_ref().unwrap(), pad, opts));
+    }
     let value = opts.value.unwrap_or(0.0);
     if mode != PadMode::Constant && value != 0.0 {
         let name = match mode {

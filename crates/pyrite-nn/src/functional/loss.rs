@@ -527,6 +527,17 @@ pub fn cosine_embedding_loss(
     y: &Tensor,
     opts: &CosineEmbeddingLossOptions,
 ) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's float32 list.
+        return pyrite_core::autocast::fp32_op(&[Some(x1), Some(x2), Some(y)], |t| {
+            cosine_embedding_loss(
+                t[0].as_ref().unwrap(),
+                t[1].as_ref().unwrap(),
+                t[2].as_ref().unwrap(),
+                opts,
+            )
+        });
+    }
     let CosineEmbeddingLossOptions { margin, reduction } = *opts;
     if x1.dims() != x2.dims() || x1.rank() == 0 || x1.rank() > 2 {
         bail!(
@@ -565,6 +576,12 @@ pub fn margin_ranking_loss(
     y: &Tensor,
     opts: &MarginRankingLossOptions,
 ) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's float32 list.
+        return pyrite_core::autocast::fp32_op(&[Some(x1), Some(x2), Some(y)], |t| {
+            margin_ranking_loss(t[0].as_ref().unwrap(), t[1].as_ref().unwrap(), t[2].as_ref().unwrap(), opts)
+        });
+    }
     let MarginRankingLossOptions { margin, reduction } = *opts;
     let loss = y
         .to_dtype(x1.dtype())?
@@ -602,6 +619,12 @@ pub fn triplet_margin_loss(
     negative: &Tensor,
     opts: &TripletMarginLossOptions,
 ) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's float32 list.
+        return pyrite_core::autocast::fp32_op(&[Some(anchor), Some(positive), Some(negative)], |t| {
+            triplet_margin_loss(t[0].as_ref().unwrap(), t[1].as_ref().unwrap(), t[2].as_ref().unwrap(), opts)
+        });
+    }
     let TripletMarginLossOptions { margin, p, eps, swap, reduction } = *opts;
     let dist = super::PairwiseDistanceOptions { p, eps, keepdim: false };
     let d_ap = super::pairwise_distance(anchor, positive, &dist)?;
@@ -629,6 +652,10 @@ impl Default for HingeEmbeddingLossOptions {
 /// `F.hinge_embedding_loss(x, y, margin=1.0, reduction='mean')`: `x` for `y = 1`,
 /// `max(0, margin - x)` for `y = -1`.
 pub fn hinge_embedding_loss(x: &Tensor, y: &Tensor, opts: &HingeEmbeddingLossOptions) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's float32 list.
+        return pyrite_core::autocast::fp32_2(x, y, |x, y| hinge_embedding_loss(x, y, opts));
+    }
     let HingeEmbeddingLossOptions { margin, reduction } = *opts;
     let y = y.to_dtype(x.dtype())?;
     let zeros = x.zeros_like()?;
@@ -640,6 +667,10 @@ pub fn hinge_embedding_loss(x: &Tensor, y: &Tensor, opts: &HingeEmbeddingLossOpt
 
 /// `F.soft_margin_loss(x, y, reduction)`: `log(1 + exp(-y x))`.
 pub fn soft_margin_loss(x: &Tensor, y: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's float32 list.
+        return pyrite_core::autocast::fp32_2(x, y, |x, y| soft_margin_loss(x, y, reduction));
+    }
     check_same_shape("soft_margin_loss", x, y)?;
     let z = y.to_dtype(x.dtype())?.neg()?.mul(x)?;
     reduction.apply(z.softplus(1.0, f64::INFINITY)?)
@@ -696,6 +727,10 @@ impl Default for MultiMarginLossOptions {
 /// multi-class hinge loss `sum_{i != y} max(0, margin - x[y] + x[i])^p / C` (weighted by
 /// `weight[y]`).
 pub fn multi_margin_loss(x: &Tensor, y: &Tensor, opts: &MultiMarginLossOptions) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's float32 list.
+        return pyrite_core::autocast::fp32_2(x, y, |x, y| multi_margin_loss(x, y, opts));
+    }
     let (p, margin, weight, reduction) = (opts.p, opts.margin, opts.weight.as_ref(), opts.reduction);
     if p != 1 && p != 2 {
         bail!(Value, "only p == 1 and p == 2 supported");
@@ -734,6 +769,10 @@ pub fn multi_margin_loss(x: &Tensor, y: &Tensor, opts: &MultiMarginLossOptions) 
 /// `F.multilabel_margin_loss(x, y, reduction)`: `y` lists target classes per row, ended by
 /// the first `-1`; `sum_{j in targets, i not in targets} max(0, 1 - (x[j] - x[i])) / C`.
 pub fn multilabel_margin_loss(x: &Tensor, y: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's float32 list.
+        return pyrite_core::autocast::fp32_2(x, y, |x, y| multilabel_margin_loss(x, y, reduction));
+    }
     check_same_shape("multilabel_margin_loss", x, y)?;
     if x.rank() != 1 && x.rank() != 2 {
         bail!(Shape, "multilabel_margin_loss: Expected non-empty vector or matrix with optional 0-dim batch size, but got: {:?}", x.dims());
@@ -790,6 +829,12 @@ impl Default for PoissonNllLossOptions {
 
 /// `F.poisson_nll_loss(input, target, log_input=True, full=False, eps=1e-8, reduction='mean')`.
 pub fn poisson_nll_loss(input: &Tensor, target: &Tensor, opts: &PoissonNllLossOptions) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's float32 list.
+        return pyrite_core::autocast::fp32_2(input, target, |input, target| {
+            poisson_nll_loss(input, target, opts)
+        });
+    }
     let PoissonNllLossOptions { log_input, full, eps, reduction } = *opts;
     let t = target.to_dtype(input.dtype())?;
     let mut loss = if log_input {
@@ -917,6 +962,21 @@ pub fn ctc_loss(
     target_lengths: &Tensor,
     opts: &CtcLossOptions,
 ) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's float32 list.
+        return pyrite_core::autocast::fp32_op(
+            &[Some(log_probs), Some(targets), Some(input_lengths), Some(target_lengths)],
+            |t| {
+                ctc_loss(
+                    t[0].as_ref().unwrap(),
+                    t[1].as_ref().unwrap(),
+                    t[2].as_ref().unwrap(),
+                    t[3].as_ref().unwrap(),
+                    opts,
+                )
+            },
+        );
+    }
     let CtcLossOptions { blank, reduction, zero_infinity } = *opts;
     check_float("ctc_loss", log_probs)?;
     let batched = log_probs.rank() == 3;

@@ -1035,6 +1035,10 @@ pub struct GridSampleOptions {
 /// # Ok::<(), pyrite::Error>(())
 /// ```
 pub fn grid_sample(input: &Tensor, grid: &Tensor, opts: &GridSampleOptions) -> Result<Tensor> {
+    if pyrite_core::autocast::is_active() {
+        // Autocast's float32 list (grid_sampler).
+        return pyrite_core::autocast::fp32_2(input, grid, |input, grid| grid_sample(input, grid, opts));
+    }
     let GridSampleOptions { mode, padding_mode, align_corners } = *opts;
     let r = input.rank();
     if r != grid.rank() {
