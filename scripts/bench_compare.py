@@ -40,6 +40,10 @@ TORCH_SCRIPTS = {
     "bert_forward": os.path.join(ROOT, "reference", "bench", "bert_forward.py"),
     "bert_ops": os.path.join(ROOT, "reference", "bench", "bert_ops.py"),
     "fit_digits": os.path.join(ROOT, "reference", "bench", "fit_digits.py"),
+    "matmul_bf16": os.path.join(ROOT, "reference", "bench", "amp_bf16.py"),
+    "cnn_bf16": os.path.join(ROOT, "reference", "bench", "amp_bf16.py"),
+    "transformer_bf16": os.path.join(ROOT, "reference", "bench", "amp_bf16.py"),
+    "profiler_overhead": os.path.join(ROOT, "reference", "bench", "profiler_overhead.py"),
 }
 
 

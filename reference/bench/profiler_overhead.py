@@ -4,24 +4,22 @@
 `torch.profiler.profile(activities=[ProfilerActivity.CPU])` (and with record_shapes=True); the
 median per-op time of each, and the difference (what recording one op costs).
 
-    python3 reference/bench/profiler_overhead.py [--repeats 7] [--threads 2]
+    python3 reference/bench/profiler_overhead.py [--only profiler_overhead] [--repeats 7] [--threads 2]
+
+Same command line and JSON record as torch_bench.py (reference/bench/harness.py), so
+scripts/bench_compare.py pairs it with `pyrite-bench --only profiler_overhead`.
 """
 
-import argparse
-import json
 import statistics
 import time
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+import harness
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--threads", type=int, default=2)
-    args = ap.parse_args()
-    torch.set_num_threads(args.threads)
+
+def profiler_overhead():
     a = torch.ones(1, 1)
     b = torch.ones(1, 1)
     n = 10_000
@@ -41,7 +39,7 @@ def main():
     run()
     profiled(False)  # warm-up
     off, on, shapes = [], [], []
-    for _ in range(max(args.repeats, 5)):
+    for _ in range(max(harness.ARGS.repeats, 5)):
         off.append(run())
         on.append(profiled(False))
         shapes.append(profiled(True))
@@ -58,8 +56,8 @@ def main():
         "profiled_minus_off_us": round(us(on) - us(off), 4),
         "profiled_shapes_minus_off_us": round(us(shapes) - us(off), 4),
     }
-    print(json.dumps({"profiler_overhead": res}, indent=1))
+    return res
 
 
 if __name__ == "__main__":
-    main()
+    harness.main({"profiler_overhead": profiler_overhead}, __doc__)

@@ -101,6 +101,7 @@ pub(crate) unsafe fn gemm(
     #[cfg(target_arch = "x86_64")]
     {
         let pairs = k.div_ceil(2);
+        let threads = if m * n * k < PAR_WORK { 1 } else { threads.max(1) };
         // Rows of A with contiguous, even-length depth are read in place; else packed into
         // this thread's buffer (kept between calls, as the packed B is).
         let mut packed_a = None;
@@ -108,14 +109,13 @@ pub(crate) unsafe fn gemm(
             (a, ars)
         } else {
             let v = PACKED_A.with(|b| std::mem::take(&mut *b.borrow_mut()));
-            let v = packed_a.insert(pack_a(v, m, k, a, (ars, acs)));
+            let v = packed_a.insert(pack_a(v, m, k, a, (ars, acs), threads));
             (v.as_ptr() as *const u16, 2 * pairs)
         };
         let steps = pairs.div_ceil(DEPTH_PAIRS);
         let dp = pairs.div_ceil(steps);
         let width = if n < 512 { 128 } else { 256 };
         let panels = n.div_ceil(width);
-        let threads = if m * n * k < PAR_WORK { 1 } else { threads.max(1) };
         // Too few column panels for the threads: rows are split too.
         let row_parts = if panels >= threads { 1 } else { threads.div_ceil(panels).min(m.div_ceil(MR)) };
         let row_chunk = m.div_ceil(row_parts).next_multiple_of(MR);
@@ -171,36 +171,50 @@ thread_local! {
 }
 
 /// `A` (`m x k`, strides `(ars, acs)`) as `m` rows of `ceil(k / 2)` bf16 pairs (a zero after
-/// an odd `k`), in `buf` (grown as needed). A transposed `A` (unit row stride) is read in
-/// blocks of rows, so that both the reads and the writes stay in cache.
+/// an odd `k`), in `buf` (grown as needed), blocks of rows shared among up to `threads`
+/// threads. A transposed `A` (unit row stride) is read in blocks of rows, so that both the
+/// reads and the writes stay in cache.
 unsafe fn pack_a(
     mut buf: Vec<u32>,
     m: usize,
     k: usize,
     a: *const u16,
     (ars, acs): (usize, usize),
+    threads: usize,
 ) -> Vec<u32> {
     let pairs = k.div_ceil(2);
     if buf.len() < m * pairs {
         buf = vec![0; m * pairs];
     }
-    let d = buf.as_mut_ptr();
+    let (d, a) = (SendPtr(buf.as_mut_ptr()), SendPtr(a as *mut u16));
     let whole = k / 2;
     const BLOCK: usize = 32;
-    for i0 in (0..m).step_by(BLOCK) {
-        let i1 = (i0 + BLOCK).min(m);
-        for q in 0..whole {
-            let (lo, hi) = (a.add(2 * q * acs), a.add((2 * q + 1) * acs));
-            for i in i0..i1 {
-                *d.add(i * pairs + q) = *lo.add(i * ars) as u32 | (*hi.add(i * ars) as u32) << 16;
+    let block = |b: usize| {
+        let (d, a) = (d, a);
+        let (d, a) = (d.0, a.0 as *const u16);
+        let (i0, i1) = (b * BLOCK, ((b + 1) * BLOCK).min(m));
+        // SAFETY: rows i0..i1 of the checked operand and of the buffer (m x pairs); blocks
+        // write disjoint rows.
+        unsafe {
+            for q in 0..whole {
+                let (lo, hi) = (a.add(2 * q * acs), a.add((2 * q + 1) * acs));
+                for i in i0..i1 {
+                    *d.add(i * pairs + q) = *lo.add(i * ars) as u32 | (*hi.add(i * ars) as u32) << 16;
+                }
+            }
+            if whole < pairs {
+                let lo = a.add(2 * whole * acs);
+                for i in i0..i1 {
+                    *d.add(i * pairs + whole) = *lo.add(i * ars) as u32;
+                }
             }
         }
-        if whole < pairs {
-            let lo = a.add(2 * whole * acs);
-            for i in i0..i1 {
-                *d.add(i * pairs + whole) = *lo.add(i * ars) as u32;
-            }
-        }
+    };
+    let blocks = m.div_ceil(BLOCK);
+    if threads > 1 && blocks > 1 {
+        crate::threads::parallel_for(blocks, 1, |s, e| (s..e).for_each(block));
+    } else {
+        (0..blocks).for_each(block);
     }
     buf
 }
