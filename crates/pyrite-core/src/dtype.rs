@@ -80,6 +80,22 @@ impl DType {
         }
     }
 
+    /// PyTorch's C++ spelling (`"float"`, `"long int"`, `"c10::BFloat16"`), as in "expected m1
+    /// and m2 to have the same dtype, but got: float != double" and in profiler traces' `Input
+    /// type`.
+    pub fn cpp_name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::U8 => "unsigned char",
+            DType::I32 => "int",
+            DType::I64 => "long int",
+            DType::F16 => "c10::Half",
+            DType::BF16 => "c10::BFloat16",
+            DType::F32 => "float",
+            DType::F64 => "double",
+        }
+    }
+
     /// Parses PyTorch's name (`"float32"`, `"torch.float32"`, `"float"`, `"long"`, ...).
     pub fn from_name(name: &str) -> Result<DType> {
         let n = name.strip_prefix("torch.").unwrap_or(name);

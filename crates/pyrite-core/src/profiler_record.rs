@@ -31,7 +31,7 @@
 //! # Ok::<(), pyrite_core::Error>(())
 //! ```
 
-use crate::{bail, DType, Result, Tensor};
+use crate::{bail, Result, Tensor};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::marker::PhantomData;
@@ -333,20 +333,6 @@ pub(crate) fn note_forward(seq: u64) {
     });
 }
 
-/// PyTorch's names of dtypes in traces (`Input type`).
-pub fn type_name(dt: DType) -> &'static str {
-    match dt {
-        DType::Bool => "bool",
-        DType::U8 => "unsigned char",
-        DType::I32 => "int",
-        DType::I64 => "long int",
-        DType::F16 => "c10::Half",
-        DType::BF16 => "c10::BFloat16",
-        DType::F32 => "float",
-        DType::F64 => "double",
-    }
-}
-
 fn new_local() -> Local {
     let tid = os_tid();
     let name = std::thread::current().name().unwrap_or("").to_owned();
@@ -362,7 +348,7 @@ fn open(name: Cow<'static, str>, kind: EventKind, inputs: &[&Tensor], flow: Opti
     let (input_shapes, input_types) = if shapes {
         (
             inputs.iter().map(|t| t.dims().to_vec()).collect(),
-            inputs.iter().map(|t| type_name(t.dtype())).collect(),
+            inputs.iter().map(|t| t.dtype().cpp_name()).collect(),
         )
     } else {
         (Vec::new(), Vec::new())

@@ -80,12 +80,10 @@ pub(crate) fn pad3(v: &[usize], fill: usize) -> [usize; 3] {
 
 /// PyTorch's C++ name of a float dtype, as in "Input type (float) and bias type (double)".
 fn cpp_name(d: DType) -> &'static str {
-    match d {
-        DType::F16 => "c10::Half",
-        DType::BF16 => "c10::BFloat16",
-        DType::F32 => "float",
-        DType::F64 => "double",
-        d => d.type_name(),
+    if d.is_floating_point() {
+        d.cpp_name()
+    } else {
+        d.type_name()
     }
 }
 

@@ -25,21 +25,6 @@ const PAR_WORK: usize = 64 * 64 * 64;
 /// Multiply-adds a thread should get at least when a batch is split across threads.
 const BATCH_GRAIN_WORK: usize = 32 * 1024;
 
-/// PyTorch's C++ spelling of a dtype, as in "expected m1 and m2 to have the same dtype, but
-/// got: float != double".
-fn cpp_name(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "bool",
-        DType::U8 => "unsigned char",
-        DType::I32 => "int",
-        DType::I64 => "long int",
-        DType::F16 => "c10::Half",
-        DType::BF16 => "c10::BFloat16",
-        DType::F32 => "float",
-        DType::F64 => "double",
-    }
-}
-
 // ------------------------------------------------------------------------------------------
 // Kernels
 
@@ -888,8 +873,8 @@ pub(crate) fn check_out(out: &Tensor, shape: &[usize], dtype: DType, op: &str) -
         bail!(
             DType,
             "{op}: Expected out tensor to have dtype {}, but got {} instead",
-            cpp_name(dtype),
-            cpp_name(out.dtype())
+            dtype.cpp_name(),
+            out.dtype().cpp_name()
         );
     }
     if out.dims() != shape {
@@ -1132,8 +1117,8 @@ fn check_same_dtype_mm(a: &Tensor, b: &Tensor) -> Result<()> {
         bail!(
             DType,
             "expected m1 and m2 to have the same dtype, but got: {} != {}",
-            cpp_name(a.dtype()),
-            cpp_name(b.dtype())
+            a.dtype().cpp_name(),
+            b.dtype().cpp_name()
         );
     }
     if a.dtype() == DType::Bool {
