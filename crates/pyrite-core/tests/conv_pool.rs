@@ -502,3 +502,37 @@ fn grad_fn_names_follow_pytorch() {
         "MaxPool3DWithIndicesBackward0"
     );
 }
+
+/// bf16 2x2 max pooling (stride 2) selects in bf16, natively: the same values and indices as
+/// pooling the f32 copy (NaN wins, ties keep the first tap, -inf everywhere keeps the first
+/// position), and the gradient lands on the same positions.
+#[test]
+fn bf16_max_pool_2x2_matches_the_f32_path() -> Result<()> {
+    use pyrite_core::ops::pool::max_pool;
+    pyrite_core::manual_seed(3);
+    let mut v = Tensor::randint(-3, 4, [2, 3, 6, 7], DType::F32)?.to_vec::<f32>()?;
+    v[0] = f32::NAN;
+    v[9] = f32::NAN;
+    for x in &mut v[14..16] {
+        *x = f32::NEG_INFINITY;
+    }
+    for x in &mut v[21..23] {
+        *x = f32::NEG_INFINITY;
+    }
+    let x32 = Tensor::from_vec(v, [2, 3, 6, 7])?.requires_grad_(true)?;
+    let x16 = x32.detach().to_dtype(DType::BF16)?.requires_grad_(true)?;
+    let (want_v, want_i) = max_pool(&x32, &[2], &[], &[0], &[1], false)?;
+    let want_vals = want_v.detach();
+    let (v16, i16) = max_pool(&x16, &[2], &[], &[0], &[1], false)?;
+    assert_eq!(v16.dtype(), DType::BF16);
+    assert_eq!(i16.to_vec::<i64>()?, want_i.to_vec::<i64>()?);
+    let (a, b) = (v16.to_dtype(DType::F32)?.to_vec::<f32>()?, want_vals.to_vec::<f32>()?);
+    assert!(a.iter().zip(&b).all(|(x, y)| x == y || (x.is_nan() && y.is_nan())));
+    let w = Tensor::randint(1, 5, want_v.dims().to_vec(), DType::F32)?;
+    v16.to_dtype(DType::F32)?.mul(&w)?.sum()?.backward()?;
+    want_v.mul(&w)?.sum()?.backward()?;
+    let g = x16.grad().unwrap();
+    assert_eq!(g.dtype(), DType::BF16);
+    assert_eq!(g.to_dtype(DType::F32)?.to_vec::<f32>()?, x32.grad().unwrap().to_vec::<f32>()?);
+    Ok(())
+}
