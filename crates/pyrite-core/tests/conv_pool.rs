@@ -503,8 +503,7 @@ fn grad_fn_names_follow_pytorch() {
     );
 }
 
-/// bf16 2x2 max pooling (stride 2) selects in bf16, natively: the same values and indices as
-/// pooling the f32 copy (NaN wins, ties keep the first tap, -inf everywhere keeps the first
+/// bf16 2x2 max pooling (stride 2): the same values and indices as pooling the f32 copy (NaN wins, ties keep the first tap, -inf everywhere keeps the first
 /// position), and the gradient lands on the same positions.
 #[test]
 fn bf16_max_pool_2x2_matches_the_f32_path() -> Result<()> {

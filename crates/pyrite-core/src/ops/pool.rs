@@ -330,7 +330,7 @@ fn with_read<T: Element, R>(t: &Tensor, f: impl FnOnce(SendPtr<T>) -> R) -> R {
 }
 
 /// A float with a branch-free select (max pooling's comparisons are unpredictable).
-trait Select: Real + Element + MaxVal {
+trait Select: Real + Element {
     /// `a` where `mask` is all ones, `b` where it is zero.
     fn select(mask: usize, a: Self, b: Self) -> Self;
 }
@@ -354,33 +354,6 @@ impl Select for f64 {
 /// Max over each window: values and flat argmax indices (NaN wins, the first maximum
 /// otherwise, as in PyTorch's CPU kernel).
 #[allow(clippy::needless_range_loop)] // oz and oy also address the output rows
-/// What [`max_2x2`] needs of an element: comparison and a NaN test (f32, f64, and bf16, which
-/// pools natively: selecting needs no arithmetic).
-trait MaxVal: Copy + PartialOrd {
-    fn nan(self) -> bool;
-}
-
-impl MaxVal for f32 {
-    #[inline(always)]
-    fn nan(self) -> bool {
-        self.is_nan()
-    }
-}
-
-impl MaxVal for f64 {
-    #[inline(always)]
-    fn nan(self) -> bool {
-        self.is_nan()
-    }
-}
-
-impl MaxVal for half::bf16 {
-    #[inline(always)]
-    fn nan(self) -> bool {
-        self.is_nan()
-    }
-}
-
 /// Whether a max pool is the 2-d 2x2 window with stride 2, no padding and no dilation.
 fn is_2x2(g: &PoolGeo) -> bool {
     let ([_, ih, iw], [od, oh, ow]) = (g.inp, g.out);
@@ -394,44 +367,12 @@ fn is_2x2(g: &PoolGeo) -> bool {
         && 2 * ow <= iw
 }
 
-/// A bf16 max pool with 2x2 windows ([`is_2x2`]): selected in bf16, no conversion.
-fn max_kernel_bf16_2x2(x: &Tensor, g: &PoolGeo) -> Result<(Tensor, Tensor)> {
-    let shape = shape_nc(g, &g.out);
-    let mut vb = CpuBuffer::for_shape(&shape, 2)?;
-    let mut ib = CpuBuffer::for_shape(&shape, 8)?;
-    let (vp, ip) = (SendPtr(vb.as_mut_ptr() as *mut half::bf16), SendPtr(ib.as_mut_ptr() as *mut i64));
-    let (li, lo) = (g.l_in(), g.l_out());
-    let [_, oh, ow] = g.out;
-    let iw = g.inp[2];
-    if shape.numel() > 0 {
-        with_read::<half::bf16, _>(x, |xp| {
-            over_plane_ranges(g.planes(), g.work(), |p0, p1| {
-                let (xp, vp, ip) = (xp, vp, ip);
-                for pl in p0..p1 {
-                    // SAFETY: plane `pl` of the input and outputs, within their checked sizes.
-                    let (src, vals, idx) = unsafe {
-                        (
-                            std::slice::from_raw_parts(xp.0.add(pl * li), li),
-                            std::slice::from_raw_parts_mut(vp.0.add(pl * lo), lo),
-                            std::slice::from_raw_parts_mut(ip.0.add(pl * lo), lo),
-                        )
-                    };
-                    max_2x2(src, vals, idx, iw, oh, ow);
-                }
-            })
-        });
-    }
-    Ok((
-        Tensor::from_cpu_buffer(vb, shape.clone(), DType::BF16),
-        Tensor::from_cpu_buffer(ib, shape, DType::I64),
-    ))
-}
-
 /// Max pooling of one plane (`iw` columns) with 2x2 windows and stride 2: the values and flat
 /// indices of `oh x ow` outputs. Each window's taps are taken in PyTorch's order, a later tap
 /// winning when greater or NaN; the selects are branch-free, and the columns of a row are
-/// independent, so the loop vectorizes.
-fn max_2x2<T: MaxVal>(src: &[T], vals: &mut [T], idx: &mut [i64], iw: usize, oh: usize, ow: usize) {
+/// independent, so the loop vectorizes. (bf16 pools through f32: a bf16 version of this
+/// kernel, measured, was slower than the two vectorized casts around the f32 one.)
+fn max_2x2<T: Select>(src: &[T], vals: &mut [T], idx: &mut [i64], iw: usize, oh: usize, ow: usize) {
     for oy in 0..oh {
         let (r0, r1) = (2 * oy * iw, (2 * oy + 1) * iw);
         let (a, b) = (&src[r0..r0 + 2 * ow], &src[r1..r1 + 2 * ow]);
@@ -440,7 +381,7 @@ fn max_2x2<T: MaxVal>(src: &[T], vals: &mut [T], idx: &mut [i64], iw: usize, oh:
             let c = 2 * ox;
             let (mut m, mut i) = (a[c], (r0 + c) as i64);
             for (t, at) in [(a[c + 1], r0 + c + 1), (b[c], r1 + c), (b[c + 1], r1 + c + 1)] {
-                let take = (t > m) | t.nan();
+                let take = (t > m) | t.is_nan_();
                 m = if take { t } else { m };
                 i = if take { at as i64 } else { i };
             }
@@ -751,10 +692,6 @@ fn gather_at(src: &Tensor, indices: &Tensor) -> Result<Tensor> {
 /// Adds `g` onto flat `indices` of planes of `big` spatial sizes (max pooling's backward),
 /// recorded as `name` with the gather at the same indices as its own gradient.
 fn scatter_add_at(g: &Tensor, indices: &Tensor, nd: usize, big: [usize; 3], name: String) -> Result<Tensor> {
-    if matches!(g.dtype(), DType::F16 | DType::BF16) {
-        // Sums in f32, rounded once (recorded casts).
-        return scatter_add_at(&g.to_dtype(DType::F32)?, indices, nd, big, name)?.to_dtype(g.dtype());
-    }
     let gc = contig(g)?;
     let ic = contig(indices)?;
     let r = float_kernel!(g.dtype(), T => scatter_kernel::<T>(&gc, &ic, nd, &big, true))?;
@@ -813,9 +750,6 @@ fn max_pool_nd(
     let op = pool_name("max_pool", nd);
     let g = check_windows(input, nd, &op, kernel_size, stride, padding, dilation, ceil_mode, Kind::Max)?;
     let dt = input.dtype();
-    if dt == DType::BF16 && is_2x2(&g) {
-        return max_pool_core(input, &g);
-    }
     if let Some((v, i)) = via_f32(input, |x| max_pool_core(x, &g))? {
         return Ok((v.to_dtype(dt)?, i));
     }
@@ -825,11 +759,7 @@ fn max_pool_nd(
 /// Max pooling (or adaptive max pooling) on f32/f64, recorded.
 fn max_pool_core(input: &Tensor, g: &PoolGeo) -> Result<(Tensor, Tensor)> {
     let xc = contig(input)?;
-    let (v, i) = if input.dtype() == DType::BF16 {
-        max_kernel_bf16_2x2(&xc, g)?
-    } else {
-        float_kernel!(input.dtype(), T => max_kernel::<T>(&xc, g))?
-    };
+    let (v, i) = float_kernel!(input.dtype(), T => max_kernel::<T>(&xc, g))?;
     if !needs_grad(&[input]) {
         return Ok((v, i));
     }
