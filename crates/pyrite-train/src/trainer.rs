@@ -1531,11 +1531,7 @@ impl Trainer {
         {
             let _g = autograd::no_grad();
             for (i, batch) in dataloaders.iter()?.take(n).enumerate() {
-                let batch = batch?;
-                let precision = self.settings.precision;
-                let converted = precision.convert_input(&batch)?;
-                let _amp = precision.forward_context()?;
-                out.push(module.predict_step(converted.as_ref().unwrap_or(&batch), i)?);
+                out.push(self.run_step(module, &batch?, |m, b, _| m.predict_step(b, i))?);
             }
         }
         self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_predict_end(t, m))?;

@@ -1020,10 +1020,10 @@ fn bf16_product(a: &Tensor, b: &Tensor, init: Option<Tensor>) -> Result<Tensor> 
         // Rows of all batch entries as one product when b is the same matrix for every entry.
         if bst[..r - 2].iter().zip(&batch).all(|(&s, &d)| s == 0 || d == 1) {
             let sizes: DimVec = a.dims()[..r - 1].iter().copied().collect();
-            let out_st: DimVec =
-                sizes.iter().rev().scan(n, |acc, &d| Some(std::mem::replace(acc, *acc * d))).collect();
-            let out_st: DimVec = out_st.into_iter().rev().collect();
-            if let Some((rows, st)) = merge_dims(&sizes, &[&out_st, &ast[..r - 1]]) {
+            // The output's (contiguous) strides over the batch dims and the rows.
+            let out_layout = Layout::contiguous(shape.clone());
+            let out_st = &out_layout.strides()[..r - 1];
+            if let Some((rows, st)) = merge_dims(&sizes, &[out_st, &ast[..r - 1]]) {
                 // SAFETY: operands of the checked shapes; the output is a fresh buffer.
                 unsafe {
                     super::bf16gemm::gemm(
