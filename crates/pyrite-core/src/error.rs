@@ -26,6 +26,10 @@ pub enum ErrorKind {
     /// Autograd misuse: a second backward through a freed graph, a saved tensor modified in
     /// place, an in-place op on a leaf that requires grad, ...
     Autograd,
+    /// A collective or point-to-point operation failed: a rank that never arrived (a
+    /// timeout), ranks that called different collectives, a missing or failed backend
+    /// (PyTorch's `torch.distributed.DistBackendError`).
+    Distributed,
 }
 
 /// Pyrite's error: a kind, a message as clear as PyTorch's, and, for an error raised inside a
@@ -124,6 +128,7 @@ impl Error {
             ErrorKind::Io => "IoError",
             ErrorKind::NotImplemented => "NotImplementedError",
             ErrorKind::Autograd => "AutogradError",
+            ErrorKind::Distributed => "DistBackendError",
         }
     }
 }

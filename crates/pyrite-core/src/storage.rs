@@ -193,6 +193,24 @@ impl UntypedStorage {
         f(g.cpu().as_slice::<u8>())
     }
 
+    /// Calls `f` with all the bytes, writable (write-locked for the call, and counted as an
+    /// in-place write by the version counter). Autograd does not see the write: this is for
+    /// code that fills a tensor's memory from outside, as a collective does (PyTorch's
+    /// `c10d` ops write into tensors the same way). In a storage that tensors view as bool,
+    /// every byte other than 0 reads as 1 afterwards.
+    pub fn with_bytes_mut<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
+        let bools = *self.0.elements.lock().unwrap_or_else(|e| e.into_inner()) == Elements::Bools;
+        let mut g = self.0.write();
+        let bytes = g.cpu_mut().as_mut_slice::<u8>();
+        let r = f(bytes);
+        if bools {
+            for b in bytes.iter_mut() {
+                *b = (*b != 0) as u8;
+            }
+        }
+        r
+    }
+
     /// A copy of all the bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
         self.with_bytes(|b| b.to_vec())

@@ -9,6 +9,7 @@
 //!    (grad mode on only with `create_graph`), check each result against the input it is for,
 //!    and pass it along the edges. Without `retain_graph` each node frees its saved tensors
 //!    once it has run.
+//! 4. Run the callbacks queued during the pass ([`queue_callback`]), in order.
 
 use super::graph::{Ctx, Edge, Node, NodeKind};
 use crate::{bail, Result, Tensor};
@@ -22,6 +23,75 @@ struct Task {
     run: bool,
 }
 
+type Callback = Box<dyn FnOnce() -> Result<()>>;
+
+thread_local! {
+    /// One list of queued callbacks per backward pass running on this thread (a hook may run
+    /// a nested backward).
+    static CALLBACKS: std::cell::RefCell<Vec<Vec<Callback>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `Variable._execution_engine.queue_callback(f)`: runs `f` once the backward pass now
+/// running on this thread has finished (after every node, before `backward` returns); an
+/// error from `f` is `backward`'s error. Callbacks run in the order they were queued, and
+/// one may queue another. Distributed data parallel waits for its gradient all-reduces
+/// here. Outside a backward pass this is an error, as in PyTorch.
+///
+/// ```
+/// use pyrite_core::{autograd, Tensor};
+/// use std::sync::{Arc, Mutex};
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let x = Tensor::new([1f32, 2.])?.requires_grad_(true)?;
+/// let s = seen.clone();
+/// x.register_post_accumulate_grad_hook(move |_| {
+///     s.lock().unwrap().push("hook");
+///     let s = s.clone();
+///     autograd::queue_callback(move || Ok(s.lock().unwrap().push("end of backward")))
+/// })?;
+/// x.sum()?.backward()?;
+/// assert_eq!(*seen.lock().unwrap(), ["hook", "end of backward"]);
+/// assert!(autograd::queue_callback(|| Ok(())).is_err());
+/// # Ok::<(), pyrite_core::Error>(())
+/// ```
+pub fn queue_callback(f: impl FnOnce() -> Result<()> + 'static) -> Result<()> {
+    CALLBACKS.with(|c| match c.borrow_mut().last_mut() {
+        Some(list) => {
+            list.push(Box::new(f));
+            Ok(())
+        }
+        None => bail!(Autograd, "Final callbacks can only be installed during backward pass."),
+    })
+}
+
+/// Pops this pass's callback list when the pass ends, however it ends.
+struct CallbackFrame;
+
+impl CallbackFrame {
+    fn push() -> CallbackFrame {
+        CALLBACKS.with(|c| c.borrow_mut().push(Vec::new()));
+        CallbackFrame
+    }
+    /// Runs the queued callbacks until none is left.
+    fn run(&self) -> Result<()> {
+        loop {
+            let queued =
+                CALLBACKS.with(|c| c.borrow_mut().last_mut().map(std::mem::take).unwrap_or_default());
+            if queued.is_empty() {
+                return Ok(());
+            }
+            for f in queued {
+                f()?;
+            }
+        }
+    }
+}
+
+impl Drop for CallbackFrame {
+    fn drop(&mut self) {
+        CALLBACKS.with(|c| c.borrow_mut().pop());
+    }
+}
+
 /// Runs a backward pass from `roots` (an edge and the gradient flowing into it). With
 /// `capture`, returns the gradients flowing into those (node, slot) pairs instead of
 /// accumulating into leaves.
@@ -31,6 +101,7 @@ pub(crate) fn run_backward(
     create_graph: bool,
     capture: Option<&[Edge]>,
 ) -> Result<Vec<Option<Tensor>>> {
+    let callbacks = CallbackFrame::push();
     // 1. discover
     let mut index: HashMap<*const Node, usize> = HashMap::new();
     let mut tasks: Vec<Task> = Vec::new();
@@ -144,6 +215,7 @@ pub(crate) fn run_backward(
             *g = g.detach();
         }
     }
+    callbacks.run()?;
     Ok(captured)
 }
 

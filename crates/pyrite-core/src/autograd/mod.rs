@@ -38,6 +38,7 @@ pub(crate) mod record;
 mod saved;
 
 pub use anomaly::{detect_anomaly, is_anomaly_enabled, AnomalyGuard};
+pub use engine::queue_callback;
 pub use function::{apply, Function, FunctionCtx};
 pub use gradcheck::{gradcheck, gradgradcheck, GradcheckOptions};
 pub use graph::{Ctx, Node};
