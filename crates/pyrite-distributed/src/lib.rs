@@ -21,12 +21,26 @@
 //! everything compiles and [`init_process_group`] says how to enable it.
 //! [`env::launch_env`] reads the launcher's variables (mpirun's, Slurm's, torchrun's).
 
+extern crate self as pyrite;
+
 mod backend;
+pub mod comm_hooks;
+mod ddp;
 pub mod env;
 mod object;
 mod op;
 mod process_group;
+mod reducer;
 mod work;
+
+// The paths `#[derive(Module)]` generates (`::pyrite::nn::...`, `::pyrite::Result`) resolve
+// inside this crate too, as in pyrite-nn.
+mod nn {
+    pub use pyrite_nn::*;
+}
+use pyrite_core::Result;
+
+pub use ddp::{DdpOptions, DistributedDataParallel, NoSync};
 
 pub use backend::is_mpi_available;
 pub use object::{all_gather_object, broadcast_object_list};
