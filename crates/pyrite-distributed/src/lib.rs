@@ -31,6 +31,7 @@ mod object;
 mod op;
 mod process_group;
 mod reducer;
+mod sync_batchnorm;
 mod work;
 
 // The paths `#[derive(Module)]` generates (`::pyrite::nn::...`, `::pyrite::Result`) resolve
@@ -41,6 +42,8 @@ mod nn {
 use pyrite_core::Result;
 
 pub use ddp::{DdpOptions, DistributedDataParallel, NoSync};
+pub use pyrite_nn::SyncBatchNorm;
+pub use sync_batchnorm::{all_reduce_differentiable, convert_sync_batchnorm};
 
 pub use backend::is_mpi_available;
 pub use object::{all_gather_object, broadcast_object_list};

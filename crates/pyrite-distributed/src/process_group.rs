@@ -138,6 +138,9 @@ pub fn init_process_group(backend: &str, options: InitOptions) -> Result<()> {
         debug,
         seq: AtomicU64::new(0),
     }));
+    pyrite_nn::normalization::set_default_process_sum(Some(Arc::new(crate::sync_batchnorm::GroupSum(
+        group.clone(),
+    ))));
     *DEFAULT_GROUP.write().unwrap_or_else(|e| e.into_inner()) = Some(group);
     Ok(())
 }
@@ -145,6 +148,7 @@ pub fn init_process_group(backend: &str, options: InitOptions) -> Result<()> {
 /// `destroy_process_group()`: forgets the default group (MPI stays up until the process
 /// exits, so [`init_process_group`] may be called again).
 pub fn destroy_process_group() {
+    pyrite_nn::normalization::set_default_process_sum(None);
     DEFAULT_GROUP.write().unwrap_or_else(|e| e.into_inner()).take();
 }
 

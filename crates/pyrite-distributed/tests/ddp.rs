@@ -276,3 +276,101 @@ fn scenario_ddp_errors() {
     assert_eq!(keys[0], "module.fc1.weight");
     println!("rank {r} ok");
 }
+
+// ------------------------------------------------------------------------ SyncBatchNorm
+
+#[derive(nn::Module)]
+struct BnNet {
+    base: ModuleBase,
+    fc1: Linear,
+    bn: nn::BatchNorm1d,
+    act: Tanh,
+    fc2: Linear,
+}
+
+impl Module for BnNet {
+    fn forward(&self, x: &Tensor) -> pyrite::Result<Tensor> {
+        self.fc2.call(&self.act.call(&self.bn.call(&self.fc1.call(x)?)?)?)
+    }
+}
+
+fn bn_net() -> BnNet {
+    pyrite::manual_seed(5);
+    let mut n = BnNet {
+        base: ModuleBase::new(),
+        fc1: Linear::new(6, 16).unwrap(),
+        bn: nn::BatchNorm1d::new(16).unwrap(),
+        act: Tanh::new(),
+        fc2: Linear::new(16, 3).unwrap(),
+    };
+    n.to_dtype(DType::F64).unwrap();
+    n
+}
+
+#[test]
+fn sync_batchnorm_equals_batchnorm_on_the_whole_batch() {
+    let job = mpirun(2, "scenario_sync_batchnorm", &[], LIMIT);
+    job.assert_ok();
+    job.assert_printed("rank 1 SyncBatchNorm max |diff|");
+}
+
+#[test]
+#[ignore = "run under mpirun by sync_batchnorm_equals_batchnorm_on_the_whole_batch"]
+fn scenario_sync_batchnorm() {
+    assert!(under_mpirun());
+    dist::init_process_group("mpi", Default::default()).unwrap();
+    let (r, n) = (dist::get_rank().unwrap(), dist::get_world_size().unwrap());
+    let (x, y) = data();
+    // one process, plain BatchNorm on the whole batches
+    let want = bn_net();
+    let mut opt = optimizer(Case::Sgd, want.parameters());
+    for s in 0..STEPS {
+        let idx: Vec<usize> = (s * GLOBAL_BATCH..(s + 1) * GLOBAL_BATCH).collect();
+        opt.zero_grad().unwrap();
+        mse(&want.call(&rows(&x, &idx)).unwrap(), &rows(&y, &idx)).backward().unwrap();
+        opt.step().unwrap();
+    }
+    // each rank on its half, the batch norm synchronized
+    let local = bn_net();
+    assert_eq!(dist::convert_sync_batchnorm(&local, None).unwrap(), 1);
+    let model = DistributedDataParallel::new(local, DdpOptions::default()).unwrap();
+    let sampler = DistributedSampler::with_options(
+        STEPS * GLOBAL_BATCH,
+        DistributedSamplerOptions { num_replicas: n, rank: r, shuffle: false, ..Default::default() },
+    )
+    .unwrap();
+    let mine = sampler.indices().unwrap();
+    let lb = GLOBAL_BATCH / n;
+    let mut opt = optimizer(Case::Sgd, model.parameters());
+    for s in 0..STEPS {
+        let idx = &mine[s * lb..(s + 1) * lb];
+        opt.zero_grad().unwrap();
+        mse(&model.call(&rows(&x, idx)).unwrap(), &rows(&y, idx)).backward().unwrap();
+        opt.step().unwrap();
+    }
+    let mut worst = 0f64;
+    let want_sd = want.state_dict().unwrap();
+    let got_sd = model.module.state_dict().unwrap();
+    for (k, w) in want_sd.iter() {
+        let g = got_sd.iter().find(|(k2, _)| *k2 == k).unwrap().1;
+        let d = max_diff(&w.to_dtype(DType::F64).unwrap(), &g.to_dtype(DType::F64).unwrap());
+        assert!(d < 1e-6, "{k} differs by {d}");
+        worst = worst.max(d);
+    }
+    assert!(worst > 0.0);
+    // evaluation uses the running statistics, with no communication
+    model.eval();
+    want.eval();
+    let a = want.call(&x.narrow(0, 0, 4).unwrap()).unwrap();
+    let b = model.call(&x.narrow(0, 0, 4).unwrap()).unwrap();
+    assert!(max_diff(&a, &b) < 1e-6);
+    // a SyncBatchNorm layer built directly uses the default group
+    let sbn = nn::SyncBatchNorm::new(3).unwrap();
+    let xin = Tensor::from_vec(vec![r as f32 * 2.0; 6], [2, 3]).unwrap();
+    let out = sbn.call(&xin).unwrap();
+    // the global batch is {0, 0, 2, 2} per channel: mean 1, variance 1
+    let o: Vec<f32> = out.flatten(0, -1).unwrap().to_vec().unwrap();
+    let want_o = if r == 0 { -1.0 } else { 1.0 };
+    assert!(o.iter().all(|v| (v - want_o).abs() < 1e-3), "{o:?}");
+    println!("rank {r} SyncBatchNorm max |diff| {worst:e}");
+}

@@ -64,7 +64,7 @@ pub use loss::*;
 pub use module::{AsModule, Member, MemberMut, Members, Module, ModuleBase, ModuleFields, ModuleHooks};
 pub use normalization::{
     BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,
-    LayerNorm, LocalResponseNorm, RMSNorm,
+    LayerNorm, LocalResponseNorm, RMSNorm, SyncBatchNorm,
 };
 pub use padding::*;
 pub use parameter::{Buffer, Parameter};

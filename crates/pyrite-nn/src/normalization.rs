@@ -7,6 +7,7 @@ use crate::parameter::{Buffer, Parameter};
 use crate::state_dict::StateDict;
 use pyrite_core::autograd::no_grad;
 use pyrite_core::{bail, DType, Result, Tensor};
+use std::sync::Arc;
 
 /// PyTorch's keywords of the batch and instance norms.
 #[derive(Clone, Copy, Debug)]
@@ -142,8 +143,37 @@ impl MomentumOverride {
     }
 }
 
+/// Where a batch norm takes its cross-process sum from: set on the layer
+/// (`set_process_sum`, what `convert_sync_batchnorm` does), else, for `SyncBatchNorm`, the
+/// default one that `init_process_group` installs.
+#[derive(Default)]
+struct SyncSlot(std::sync::RwLock<Option<Arc<dyn F::CrossProcessSum>>>);
+
+impl SyncSlot {
+    fn get(&self) -> Option<Arc<dyn F::CrossProcessSum>> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+    fn set(&self, s: Option<Arc<dyn F::CrossProcessSum>>) -> Option<Arc<dyn F::CrossProcessSum>> {
+        std::mem::replace(&mut *self.0.write().unwrap_or_else(|e| e.into_inner()), s)
+    }
+}
+
+static DEFAULT_PROCESS_SUM: std::sync::RwLock<Option<Arc<dyn F::CrossProcessSum>>> =
+    std::sync::RwLock::new(None);
+
+/// Installs (or, with `None`, removes) the cross-process sum `SyncBatchNorm` layers use when
+/// none is set on them: `pyrite::distributed::init_process_group` installs the default
+/// group's, `destroy_process_group` removes it.
+pub fn set_default_process_sum(sum: Option<Arc<dyn F::CrossProcessSum>>) {
+    *DEFAULT_PROCESS_SUM.write().unwrap_or_else(|e| e.into_inner()) = sum;
+}
+
+fn default_process_sum() -> Option<Arc<dyn F::CrossProcessSum>> {
+    DEFAULT_PROCESS_SUM.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
 macro_rules! batch_norm_layer {
-    ($($name:ident, $ranks:expr, $desc:literal;)*) => {$(
+    ($($name:ident, $ranks:expr, $always_sync:expr, $desc:literal;)*) => {$(
         #[doc = concat!("`nn.", stringify!($name), "(num_features)`: batch normalisation of ", $desc, " input; in training it normalises with the batch statistics and updates the running ones, in evaluation it uses the running ones.")]
         #[derive(crate::Module)]
         pub struct $name {
@@ -157,6 +187,8 @@ macro_rules! batch_norm_layer {
             pub num_batches_tracked: Option<Buffer>,
             #[module(skip)]
             momentum_override: MomentumOverride,
+            #[module(skip)]
+            sync: SyncSlot,
         }
 
         impl $name {
@@ -177,6 +209,7 @@ macro_rules! batch_norm_layer {
                     running_var,
                     num_batches_tracked,
                     momentum_override: MomentumOverride::default(),
+                    sync: SyncSlot::default(),
                 })
             }
 
@@ -196,6 +229,19 @@ macro_rules! batch_norm_layer {
             /// model it borrows.
             pub fn set_momentum_override(&self, momentum: Option<Option<f64>>) -> Option<Option<f64>> {
                 self.momentum_override.replace(momentum)
+            }
+
+            /// Makes training-mode forwards use statistics summed over processes by `sum`
+            /// (`None`: this process's batch alone, or for `SyncBatchNorm` the default
+            /// group's). Returns the previous one. `pyrite::distributed::convert_sync_batchnorm`
+            /// sets it on every batch norm of a model.
+            pub fn set_process_sum(&self, sum: Option<Arc<dyn F::CrossProcessSum>>) -> Option<Arc<dyn F::CrossProcessSum>> {
+                self.sync.set(sum)
+            }
+
+            /// The cross-process sum training uses, if any.
+            fn process_sum(&self) -> Option<Arc<dyn F::CrossProcessSum>> {
+                self.sync.get().or_else(|| if $always_sync { default_process_sum() } else { None })
             }
 
             fn effective_config(&self) -> NormConfig {
@@ -222,13 +268,24 @@ macro_rules! batch_norm_layer {
                     (None, None)
                 };
                 let bn_training = training || (self.running_mean.is_none() && self.running_var.is_none());
-                F::batch_norm(x, rm, rv, &F::BatchNormOptions {
+                let bn = F::BatchNormOptions {
                     weight: self.weight.as_deref().cloned(),
                     bias: self.bias.as_deref().cloned(),
                     training: bn_training,
                     momentum: factor,
                     eps: opts.eps,
-                })
+                };
+                if bn_training {
+                    match self.process_sum() {
+                        Some(sum) if sum.world_size() > 1 => return F::sync_batch_norm(x, rm, rv, &bn, &*sum),
+                        None if $always_sync => bail!(
+                            Value,
+                            "Default process group has not been initialized, please make sure to call init_process_group."
+                        ),
+                        _ => {}
+                    }
+                }
+                F::batch_norm(x, rm, rv, &bn)
             }
 
             fn extra_repr(&self) -> String {
@@ -243,9 +300,10 @@ macro_rules! batch_norm_layer {
 }
 
 batch_norm_layer! {
-    BatchNorm1d, [2usize, 3], "2-D `[N, C]` or 3-D `[N, C, L]`";
-    BatchNorm2d, [4usize], "4-D `[N, C, H, W]`";
-    BatchNorm3d, [5usize], "5-D `[N, C, D, H, W]`";
+    BatchNorm1d, [2usize, 3], false, "2-D `[N, C]` or 3-D `[N, C, L]`";
+    BatchNorm2d, [4usize], false, "4-D `[N, C, H, W]`";
+    BatchNorm3d, [5usize], false, "5-D `[N, C, D, H, W]`";
+    SyncBatchNorm, [2usize, 3, 4, 5], true, "any `[N, C, ...]` (2-D to 5-D) input, with statistics over every process of the default group (or the one `set_process_sum` gives),";
 }
 
 macro_rules! instance_norm_layer {

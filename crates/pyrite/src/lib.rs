@@ -69,6 +69,13 @@ pub mod utils {
     }
 }
 
+/// `torch.distributed`: process groups and collectives on MPI (the `mpi` feature),
+/// `DistributedDataParallel`, `SyncBatchNorm`, pipeline parallelism (the `pyrite-distributed`
+/// crate).
+pub mod distributed {
+    pub use pyrite_distributed::*;
+}
+
 /// `torch.profiler`: `profile`, `record_function`, `schedule`, `tensorboard_trace_handler`,
 /// `key_averages().table(...)` and Chrome traces (the `pyrite-profiler` crate).
 pub mod profiler {

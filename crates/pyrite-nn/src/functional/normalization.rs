@@ -136,6 +136,59 @@ pub fn batch_norm(
     channel_affine(x.sub(&mean)?.mul(&var.add_scalar(eps)?.rsqrt()?)?, weight, bias)
 }
 
+/// A sum of a tensor over the processes of a distributed job that autograd differentiates
+/// (its backward is the same sum of the gradients): what synchronized batch norm needs from
+/// `torch.distributed`. `pyrite::distributed` implements it over a process group.
+pub trait CrossProcessSum: Send + Sync {
+    /// The element-wise sum of `t` over every process (each passes a tensor of the same shape).
+    fn sum(&self, t: &Tensor) -> Result<Tensor>;
+    /// The number of processes.
+    fn world_size(&self) -> usize;
+}
+
+/// Batch norm in training with statistics over the whole distributed batch (`SyncBatchNorm`'s
+/// forward): the per-channel sums and counts of every process are added up with `sum`, then
+/// the squared deviations from the global mean; `x` is normalised by the global mean and
+/// biased variance, and the running statistics move towards the global mean and unbiased
+/// variance. The gradient flows through both sums, so each process's input gradient accounts
+/// for every process's loss, as in PyTorch. Processes may hold different batch sizes.
+pub fn sync_batch_norm(
+    x: &Tensor,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    opts: &BatchNormOptions,
+    sum: &dyn CrossProcessSum,
+) -> Result<Tensor> {
+    let _prof = pyrite_core::profiler_record::op("aten::sync_batch_norm", &[x]);
+    if x.rank() < 2 {
+        bail!(Shape, "expected at least 2D input (got {}D input)", x.rank());
+    }
+    let c = x.dims()[1];
+    let mut stat_shape = vec![1isize; x.rank()];
+    stat_shape[1] = c as isize;
+    let dims: Vec<isize> = (0..x.rank() as isize).filter(|&d| d != 1).collect();
+    let local_count = (x.numel() / c.max(1)) as f64;
+    // the per-channel sums with this process's count after them, summed over processes
+    let count = Tensor::full([1], local_count, x.dtype())?;
+    let totals = sum.sum(&Tensor::cat(&[x.sum_dims(&dims, false)?, count], 0)?)?;
+    let n = totals.narrow(0, c as isize, 1)?.detach().item::<f64>()?;
+    if n <= 1.0 {
+        bail!(Value, "Expected more than 1 value per channel when training, got input size {}", x.shape());
+    }
+    let mean = totals.narrow(0, 0, c)?.div_scalar(n)?;
+    let centered = x.sub(&mean.reshape(stat_shape.clone())?)?;
+    let var = sum.sum(&centered.square()?.sum_dims(&dims, false)?)?.div_scalar(n)?;
+    if let (Some(rm), Some(rv)) = (running_mean, running_var) {
+        let _g = no_grad();
+        let bm = mean.detach().to_dtype(rm.dtype())?;
+        let bv = var.detach().mul_scalar(n / (n - 1.0))?.to_dtype(rv.dtype())?;
+        move_towards(rm, &bm, opts.momentum)?;
+        move_towards(rv, &bv, opts.momentum)?;
+    }
+    let y = centered.mul(&var.add_scalar(opts.eps)?.rsqrt()?.reshape(stat_shape)?)?;
+    channel_affine(y, opts.weight.as_ref(), opts.bias.as_ref())
+}
+
 /// Options of [`layer_norm`] and [`group_norm`] (their keywords and defaults, the same for
 /// both).
 #[derive(Clone, Debug)]
