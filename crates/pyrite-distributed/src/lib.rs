@@ -27,6 +27,7 @@ mod backend;
 pub mod comm_hooks;
 mod ddp;
 pub mod env;
+pub mod launch;
 mod object;
 mod op;
 mod process_group;
