@@ -417,6 +417,30 @@ fn close(id: u64) {
     });
 }
 
+/// Records a finished op range on the calling thread that began at `start` and ends now,
+/// for work that does not nest like calls (a communication thread's event loop runs several
+/// operations at once: `mpi:all_reduce` spans from when the thread started it to its
+/// completion). Nothing happens when no profiler is active.
+pub fn record_span(name: &str, start: Instant, inputs: &[&Tensor]) {
+    if STATE.load(Ordering::Relaxed) & ON == 0 {
+        return;
+    }
+    let g = open(Cow::Owned(name.to_owned()), EventKind::Op, inputs, None);
+    if g.id == 0 {
+        return;
+    }
+    let _ = LOCAL.try_with(|l| {
+        if let Ok(mut l) = l.try_borrow_mut() {
+            if let Some(o) = l.as_mut().and_then(|l| l.stack.last_mut()) {
+                if o.id == g.id {
+                    o.start = start;
+                }
+            }
+        }
+    });
+    drop(g);
+}
+
 /// The allocator handed out (positive) or took back (negative) `bytes` on this thread.
 pub(crate) fn on_memory(bytes: i64) {
     let _ = LOCAL.try_with(|l| {

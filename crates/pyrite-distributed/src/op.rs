@@ -117,6 +117,40 @@ impl OpKind {
         }
     }
 
+    /// The profiler's name for it (PyTorch's MPI backend's: `mpi:all_reduce`, ...).
+    pub(crate) fn profile_name(&self) -> &'static str {
+        match self {
+            OpKind::AllReduce { .. } => "mpi:all_reduce",
+            OpKind::Broadcast { .. } => "mpi:broadcast",
+            OpKind::Reduce { .. } => "mpi:reduce",
+            OpKind::AllGather { .. } => "mpi:all_gather",
+            OpKind::Gather { .. } => "mpi:gather",
+            OpKind::Scatter { .. } => "mpi:scatter",
+            OpKind::ReduceScatter { .. } => "mpi:reduce_scatter",
+            OpKind::AllToAll { .. } => "mpi:all_to_all",
+            OpKind::Barrier => "mpi:barrier",
+            OpKind::Send { .. } => "mpi:send",
+            OpKind::Recv { .. } => "mpi:recv",
+        }
+    }
+
+    /// The tensor the profiler shows as the input.
+    pub(crate) fn main_tensor(&self) -> Option<&Tensor> {
+        match self {
+            OpKind::AllReduce { tensor, .. }
+            | OpKind::Broadcast { tensor, .. }
+            | OpKind::Reduce { tensor, .. }
+            | OpKind::Send { tensor, .. }
+            | OpKind::Recv { tensor, .. } => Some(tensor),
+            OpKind::AllGather { input, .. }
+            | OpKind::Gather { input, .. }
+            | OpKind::ReduceScatter { input, .. }
+            | OpKind::AllToAll { input, .. } => Some(input),
+            OpKind::Scatter { output, .. } => Some(output),
+            OpKind::Barrier => None,
+        }
+    }
+
     /// Whether every rank of the group takes part (and so exchanges fingerprints).
     pub(crate) fn is_collective(&self) -> bool {
         !matches!(self, OpKind::Send { .. } | OpKind::Recv { .. })

@@ -415,9 +415,10 @@ mod tests {
         // five f32 parameters of 100, 200, 300, 400 and 500 elements
         let sizes: Vec<(usize, DType)> = [100, 200, 300, 400, 500].iter().map(|&n| (n, DType::F32)).collect();
         let order: Vec<usize> = (0..5).rev().collect();
-        // first bucket up to 1000 bytes: the last parameter alone (2000 bytes >= 1000 closes it)
+        // the first bucket closes at 1000 bytes: the last parameter (2000 bytes) alone; the next
+        // closes once it reaches 3000 bytes (1600 + 1200 + 800), as PyTorch's assignment does
         let b = assign_buckets(&sizes, &order, 1000, 3000);
-        assert_eq!(b, vec![vec![4], vec![3, 2], vec![1, 0]]);
+        assert_eq!(b, vec![vec![4], vec![3, 2, 1], vec![0]]);
         // everything in one bucket when the caps are large
         assert_eq!(assign_buckets(&sizes, &order, 1 << 20, 25 << 20), vec![vec![4, 3, 2, 1, 0]]);
     }

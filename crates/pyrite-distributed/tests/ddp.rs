@@ -374,3 +374,62 @@ fn scenario_sync_batchnorm() {
     assert!(o.iter().all(|v| (v - want_o).abs() < 1e-3), "{o:?}");
     println!("rank {r} SyncBatchNorm max |diff| {worst:e}");
 }
+
+// ----------------------------------------------------------------------------- overlap
+
+#[test]
+fn bucket_all_reduces_run_during_backward() {
+    let job = mpirun(2, "scenario_overlap", &[], LIMIT);
+    job.assert_ok();
+    job.assert_printed("rank 0 buckets launched during backward");
+}
+
+#[test]
+#[ignore = "run under mpirun by bucket_all_reduces_run_during_backward"]
+fn scenario_overlap() {
+    use pyrite_core::profiler_record::{self, RecordOptions};
+    assert!(under_mpirun());
+    dist::init_process_group("mpi", Default::default()).unwrap();
+    let r = dist::get_rank().unwrap();
+    pyrite::manual_seed(3);
+    let mut seq = nn::Sequential::new();
+    for _ in 0..6 {
+        seq.push(Linear::new(256, 256).unwrap());
+        seq.push(Tanh::new());
+    }
+    // 257 KiB per layer: a bucket per layer or so
+    let options = DdpOptions { bucket_cap_mb: 0.25, first_bucket_cap_mb: 0.25, ..Default::default() };
+    let model = DistributedDataParallel::new(seq, options).unwrap();
+    let buckets = model.bucket_sizes().len();
+    assert!(buckets >= 5, "{buckets} buckets");
+    let x = Tensor::randn([512, 256], DType::F32).unwrap();
+    let step = || {
+        model.zero_grad().unwrap();
+        model.call(&x).unwrap().square().unwrap().mean().unwrap().backward().unwrap();
+    };
+    step(); // warm up
+    profiler_record::start(RecordOptions::default()).unwrap();
+    step();
+    let events = profiler_record::stop();
+    let main_tid = events.iter().find(|e| e.name.starts_with("autograd::engine")).unwrap().tid;
+    let backward: Vec<_> = events.iter().filter(|e| e.tid == main_tid && e.name.starts_with("autograd::engine")).collect();
+    let b0 = backward.iter().map(|e| e.start_ns).min().unwrap();
+    let b1 = backward.iter().map(|e| e.start_ns + e.dur_ns).max().unwrap();
+    let mut comms: Vec<_> = events.iter().filter(|e| e.name == "mpi:all_reduce").collect();
+    comms.sort_by_key(|e| e.start_ns);
+    assert_eq!(comms.len(), buckets, "one all-reduce per bucket");
+    assert!(comms.iter().all(|e| e.tid != main_tid), "the all-reduces run on the MPI thread");
+    let started_during = comms.iter().filter(|e| e.start_ns < b1).count();
+    let finished_during = comms.iter().filter(|e| e.start_ns + e.dur_ns < b1).count();
+    let ms = |ns: u64| ns as f64 / 1e6;
+    for e in &comms {
+        println!(
+            "rank {r} all_reduce {:.2}..{:.2} ms (backward 0..{:.2} ms)",
+            ms(e.start_ns.saturating_sub(b0)),
+            ms(e.start_ns + e.dur_ns - b0),
+            ms(b1 - b0)
+        );
+    }
+    assert!(started_during * 2 >= buckets, "only {started_during} of {buckets} all-reduces started during backward");
+    println!("rank {r} buckets launched during backward: {started_during} of {buckets}, finished during it: {finished_during}");
+}

@@ -220,6 +220,7 @@ struct Worker {
 /// An operation in progress.
 struct Active {
     comm: CommId,
+    started: Instant,
     op: Op,
     work: Work,
     deadline: Instant,
@@ -398,7 +399,7 @@ impl Worker {
     fn begin(&mut self, comm_id: CommId, op: Op, work: Work) {
         let deadline = Instant::now() + op.timeout;
         let mut a =
-            Active { comm: comm_id, op, work, deadline, stage: Stage::Probe, bufs: Buffers::default() };
+            Active { comm: comm_id, started: Instant::now(), op, work, deadline, stage: Stage::Probe, bufs: Buffers::default() };
         let comm = self.comms[comm_id].as_ref().unwrap();
         let started = if a.op.kind.is_collective() {
             unsafe { start_fingerprints(comm, &mut a) }
@@ -438,6 +439,10 @@ impl Worker {
     /// Completes an operation: on failure, marks its communicator failed and keeps its
     /// buffers; a collective frees its communicator for the next one.
     fn finish(&mut self, a: Active, r: Result<()>) {
+        if pyrite_core::profiler_record::is_active() {
+            let inputs: Vec<&Tensor> = a.op.kind.main_tensor().into_iter().collect();
+            pyrite_core::profiler_record::record_span(a.op.kind.profile_name(), a.started, &inputs);
+        }
         let comm = self.comms[a.comm].as_mut().unwrap();
         if a.op.kind.is_collective() {
             comm.busy = false;
