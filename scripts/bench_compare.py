@@ -44,6 +44,9 @@ TORCH_SCRIPTS = {
     "cnn_bf16": os.path.join(ROOT, "reference", "bench", "amp_bf16.py"),
     "transformer_bf16": os.path.join(ROOT, "reference", "bench", "amp_bf16.py"),
     "profiler_overhead": os.path.join(ROOT, "reference", "bench", "profiler_overhead.py"),
+    "ddp_mlp_big": os.path.join(ROOT, "reference", "bench", "ddp.py"),
+    "ddp_cnn": os.path.join(ROOT, "reference", "bench", "ddp.py"),
+    "ddp_allreduce": os.path.join(ROOT, "reference", "bench", "ddp.py"),
 }
 
 

@@ -12,6 +12,7 @@
 mod bert;
 mod checkpoint;
 mod data;
+mod ddp;
 mod fit;
 mod models;
 mod serve;

@@ -106,12 +106,7 @@ pub fn mlp_digits(args: &Args) -> Map<String, Value> {
 
 pub fn mlp_big(args: &Args) -> Map<String, Value> {
     pyrite::manual_seed(0);
-    let model = Sequential::new()
-        .append(Linear::new(784, 1024).unwrap())
-        .append(ReLU::new())
-        .append(Linear::new(1024, 1024).unwrap())
-        .append(ReLU::new())
-        .append(Linear::new(1024, 10).unwrap());
+    let model = big_mlp();
     let mut opt = Adam::new(model.parameters(), AdamOptions { lr: 1e-3, ..Default::default() }).unwrap();
     let bs = 128;
     let x = Tensor::randn([bs, 784], DType::F32).unwrap();
@@ -157,7 +152,7 @@ pub fn linear8(args: &Args, res: &mut Map<String, Value>) {
 /// The reference benchmark's `SmallCNN`: conv(1->32, 3x3, p1)-relu-maxpool2-conv(32->64, 3x3,
 /// p1)-relu-maxpool2-flatten-linear(3136->128)-relu-linear(128->10).
 #[derive(nn::Module)]
-struct SmallCnn {
+pub(crate) struct SmallCnn {
     base: ModuleBase,
     c1: Conv2d,
     c2: Conv2d,
@@ -184,16 +179,31 @@ pub fn cnn_bf16(args: &Args) -> Map<String, Value> {
     cnn_in(args, Some(DType::BF16))
 }
 
-fn cnn_in(args: &Args, autocast: Option<DType>) -> Map<String, Value> {
-    pyrite::manual_seed(0);
+/// The reference's `SmallCNN`, initialised from the current seed.
+pub(crate) fn small_cnn() -> SmallCnn {
     let p1 = || ConvOptions::new().padding(1);
-    let model = SmallCnn {
+    SmallCnn {
         base: ModuleBase::new(),
         c1: Conv2d::new(1, 32, 3, p1()).unwrap(),
         c2: Conv2d::new(32, 64, 3, p1()).unwrap(),
         f1: Linear::new(64 * 7 * 7, 128).unwrap(),
         f2: Linear::new(128, 10).unwrap(),
-    };
+    }
+}
+
+/// The reference's `mlp_big` model, initialised from the current seed.
+pub(crate) fn big_mlp() -> Sequential {
+    Sequential::new()
+        .append(Linear::new(784, 1024).unwrap())
+        .append(ReLU::new())
+        .append(Linear::new(1024, 1024).unwrap())
+        .append(ReLU::new())
+        .append(Linear::new(1024, 10).unwrap())
+}
+
+fn cnn_in(args: &Args, autocast: Option<DType>) -> Map<String, Value> {
+    pyrite::manual_seed(0);
+    let model = small_cnn();
     let mut opt = Adam::new(model.parameters(), AdamOptions { lr: 1e-3, ..Default::default() }).unwrap();
     let bs = 64;
     let x = Tensor::randn([bs, 1, 28, 28], DType::F32).unwrap();

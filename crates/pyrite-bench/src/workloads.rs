@@ -27,6 +27,9 @@ pub fn all() -> Vec<(&'static str, Workload)> {
         ("matmul_bf16", matmul_bf16),
         ("cnn_bf16", crate::models::cnn_bf16),
         ("transformer_bf16", crate::transformer::transformer_bf16),
+        ("ddp_mlp_big", crate::ddp::ddp_mlp_big),
+        ("ddp_cnn", crate::ddp::ddp_cnn),
+        ("ddp_allreduce", crate::ddp::ddp_allreduce),
     ]
 }
 

@@ -215,6 +215,8 @@ struct Worker {
     active: Vec<Active>,
     /// Buffers of operations abandoned after a failure: MPI may still write them.
     graveyard: Vec<Buffers>,
+    /// The send copy of in-place all-reduces, kept between them.
+    scratch: Vec<u8>,
 }
 
 /// An operation in progress.
@@ -285,6 +287,7 @@ impl Worker {
             comms: Vec::new(),
             active: Vec::new(),
             graveyard: Vec::new(),
+            scratch: Vec::new(),
         };
         let all: Vec<usize> = (0..w.world_size).collect();
         let c = w.make_comm(world, &all)?;
@@ -353,6 +356,11 @@ impl Worker {
             let progressed = self.poll();
             if progressed {
                 idle_polls = 0;
+            } else if self.active.iter().any(|a| matches!(a.stage, Stage::Data { .. })) {
+                // MPI moves data only inside its calls (each call moves a large piece): poll
+                // often while data is moving, without taking the core from compute threads
+                idle_polls = idle_polls.saturating_add(1);
+                data_pause(idle_polls);
             } else {
                 idle_polls = idle_polls.saturating_add(1);
                 backoff(idle_polls);
@@ -398,8 +406,15 @@ impl Worker {
     /// Starts an operation's first stage.
     fn begin(&mut self, comm_id: CommId, op: Op, work: Work) {
         let deadline = Instant::now() + op.timeout;
-        let mut a =
-            Active { comm: comm_id, started: Instant::now(), op, work, deadline, stage: Stage::Probe, bufs: Buffers::default() };
+        let mut a = Active {
+            comm: comm_id,
+            started: Instant::now(),
+            op,
+            work,
+            deadline,
+            stage: Stage::Probe,
+            bufs: Buffers::default(),
+        };
         let comm = self.comms[comm_id].as_ref().unwrap();
         let started = if a.op.kind.is_collective() {
             unsafe { start_fingerprints(comm, &mut a) }
@@ -422,7 +437,7 @@ impl Worker {
             let step = {
                 let a = &mut self.active[i];
                 let comm = self.comms[a.comm].as_ref().unwrap();
-                unsafe { advance(comm, a, &mut progressed) }
+                unsafe { advance(comm, a, &mut self.scratch, &mut progressed) }
             };
             match step {
                 Step::Pending => i += 1,
@@ -522,6 +537,17 @@ fn is_fatal(e: &Error) -> bool {
     e.kind() == pyrite_core::ErrorKind::Distributed
 }
 
+/// Between polls of moving data: yields a few times, then sleeps 10 µs (measured on 2 ranks:
+/// a 100 MB all-reduce takes 41 ms polled with yields, 47 ms with 10 µs sleeps, 65 ms with 50
+/// µs sleeps, 92 ms spinning on a loaded machine).
+fn data_pause(idle_polls: u32) {
+    if idle_polls < 16 {
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep(Duration::from_micros(10));
+    }
+}
+
 /// Spins, then yields, then sleeps a little longer each time nothing moved.
 fn backoff(idle_polls: u32) {
     if idle_polls < 64 {
@@ -616,14 +642,19 @@ unsafe fn test_each(reqs: &mut [ffi::MPI_Request]) -> Result<Vec<bool>> {
     Ok(done)
 }
 
-unsafe fn advance(comm: &Comm, a: &mut Active, progressed: &mut bool) -> Step {
-    match advance_inner(comm, a, progressed) {
+unsafe fn advance(comm: &Comm, a: &mut Active, scratch: &mut Vec<u8>, progressed: &mut bool) -> Step {
+    match advance_inner(comm, a, scratch, progressed) {
         Ok(s) => s,
         Err(e) => Step::Done(Err(e)),
     }
 }
 
-unsafe fn advance_inner(comm: &Comm, a: &mut Active, progressed: &mut bool) -> Result<Step> {
+unsafe fn advance_inner(
+    comm: &Comm,
+    a: &mut Active,
+    scratch: &mut Vec<u8>,
+    progressed: &mut bool,
+) -> Result<Step> {
     let me = comm.ranks[comm.rank];
     let what = || format!("{}(SeqNum={})", a.op.kind.op_type(), a.op.seq);
     match &mut a.stage {
@@ -641,6 +672,9 @@ unsafe fn advance_inner(comm: &Comm, a: &mut Active, progressed: &mut bool) -> R
                     if let Some(m) = mismatch_message(me, &mine, &others) {
                         bail!(Distributed, "{m}");
                     }
+                }
+                if let Some(r) = run_in_place(comm, a, scratch) {
+                    return Ok(Step::Done(r));
                 }
                 start_data(comm, a)?;
                 return Ok(Step::Pending);
@@ -838,6 +872,104 @@ fn write_pieces(outputs: &[Tensor], bytes: &[u8]) -> Result<()> {
         off += len;
     }
     Ok(())
+}
+
+/// All-reduce or broadcast of a contiguous tensor straight into its memory: the data phase
+/// runs to its end here, with the tensor's storage locked (a reader waits for the result).
+/// Every rank has arrived by now, so it ends soon unless a rank dies, and the deadline still
+/// holds. An all-reduce sends from a copy in `scratch`, which is kept for the next one
+/// (OpenMPI's in-place all-reduce is twice as slow: it copies through a fresh temporary).
+/// `None` for the operations that take the staged path.
+unsafe fn run_in_place(comm: &Comm, a: &mut Active, scratch: &mut Vec<u8>) -> Option<Result<()>> {
+    let n = comm.ranks.len();
+    let (tensor, reduce, root) = match &a.op.kind {
+        OpKind::AllReduce { tensor, op }
+            if tensor.is_contiguous() && !matches!(tensor.dtype(), DType::F16 | DType::BF16) =>
+        {
+            (tensor, Some(*op), None)
+        }
+        OpKind::Broadcast { tensor, root } if tensor.is_contiguous() => (tensor, None, Some(*root)),
+        _ => return None,
+    };
+    let numel = tensor.numel();
+    let es = tensor.element_size();
+    let off = tensor.storage_offset() * es;
+    let deadline = a.deadline;
+    let me = comm.ranks[comm.rank];
+    let what = format!("{}(SeqNum={})", a.op.kind.op_type(), a.op.seq);
+    let timeout_ms = a.op.timeout.as_millis();
+    let storage = tensor.untyped_storage();
+    Some(storage.with_bytes_mut(|bytes| -> Result<()> {
+        let buf = &mut bytes[off..off + numel * es];
+        let mut req = ffi::RSMPI_REQUEST_NULL;
+        match (reduce, root) {
+            (Some(op), _) => {
+                let (dt, mpi_op, _) = reduction(tensor.dtype(), op, "all_reduce")?;
+                let count = c_count(numel, "all_reduce")?;
+                if scratch.len() < buf.len() {
+                    scratch.resize(buf.len(), 0);
+                }
+                scratch[..buf.len()].copy_from_slice(buf);
+                check(
+                    ffi::MPI_Iallreduce(
+                        scratch.as_ptr() as *const c_void,
+                        buf.as_mut_ptr() as *mut c_void,
+                        count,
+                        dt,
+                        mpi_op,
+                        comm.data,
+                        &mut req,
+                    ),
+                    "MPI_Iallreduce",
+                )?;
+            }
+            (None, Some(root)) => {
+                let count = c_count(buf.len(), "broadcast")?;
+                check(
+                    ffi::MPI_Ibcast(buf.as_mut_ptr() as *mut c_void, count, ffi::RSMPI_UINT8_T, root as c_int, comm.data, &mut req),
+                    "MPI_Ibcast",
+                )?;
+            }
+            _ => unreachable!(),
+        }
+        let mut polls = 0u32;
+        loop {
+            let mut flag = 0;
+            check(ffi::MPI_Test(&mut req, &mut flag, ffi::RSMPI_STATUS_IGNORE), "MPI_Test")?;
+            if flag != 0 {
+                break;
+            }
+            polls = polls.saturating_add(1);
+            if Instant::now() > deadline {
+                // MPI may still read the copy and write the tensor: keep both alive for good
+                std::mem::forget(tensor.clone());
+                std::mem::forget(std::mem::take(scratch));
+                bail!(
+                    Distributed,
+                    "[Rank {me}] {what} timed out after {timeout_ms} ms while moving data: a rank may have died or stopped mid-operation"
+                );
+            }
+            data_pause(polls);
+        }
+        if reduce == Some(ReduceOp::Avg) {
+            match tensor.dtype() {
+                DType::F32 => {
+                    for c in buf.chunks_exact_mut(4) {
+                        let v = f32::from_ne_bytes([c[0], c[1], c[2], c[3]]) / n as f32;
+                        c.copy_from_slice(&v.to_ne_bytes());
+                    }
+                }
+                DType::F64 => {
+                    for c in buf.chunks_exact_mut(8) {
+                        let v = f64::from_ne_bytes(c.try_into().unwrap()) / n as f64;
+                        c.copy_from_slice(&v.to_ne_bytes());
+                    }
+                }
+                _ => unreachable!("AVG is for floating-point tensors"),
+            }
+        }
+        Ok(())
+    }))
 }
 
 /// Posts the operation's MPI call(s).
