@@ -28,6 +28,7 @@ pub mod comm_hooks;
 mod ddp;
 pub mod env;
 pub mod launch;
+mod metrics;
 mod object;
 mod op;
 mod process_group;
@@ -47,6 +48,7 @@ pub use pyrite_nn::SyncBatchNorm;
 pub use sync_batchnorm::{all_reduce_differentiable, convert_sync_batchnorm};
 
 pub use backend::is_mpi_available;
+pub use metrics::{compute_synced, sync_metric};
 pub use object::{all_gather_object, broadcast_object_list};
 pub use op::ReduceOp;
 pub use process_group::{

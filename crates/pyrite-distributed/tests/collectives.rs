@@ -410,3 +410,51 @@ fn scenario_rank_dies() {
     let _ = dist::all_reduce(&Tensor::new([1f32]).unwrap(), ReduceOp::Sum);
     std::thread::sleep(Duration::from_secs(60));
 }
+
+// ------------------------------------------------------------------------------- metrics
+
+#[test]
+fn metrics_sync_across_ranks() {
+    mpirun(2, "scenario_metrics", &[], LIMIT).assert_ok();
+}
+
+#[test]
+#[ignore = "run under mpirun by metrics_sync_across_ranks"]
+fn scenario_metrics() {
+    use pyrite::metrics::{BinaryAUROC, BinaryAccuracy, MeanSquaredError, Metric};
+    let (r, _) = init();
+    // rank 0 and rank 1 see different batches (rank 1 two of them); the synced value is the
+    // value over all three, as one process computes it
+    let batches: Vec<(Vec<f32>, Vec<i64>)> = vec![
+        (vec![0.9, 0.2, 0.7, 0.4], vec![1, 0, 0, 0]),
+        (vec![0.1, 0.8], vec![1, 1]),
+        (vec![0.6, 0.3, 0.95], vec![1, 0, 1]),
+    ];
+    let mine: Vec<usize> = if r == 0 { vec![0] } else { vec![1, 2] };
+    let mut acc = BinaryAccuracy::new(Default::default()).unwrap();
+    let mut auroc = BinaryAUROC::new(Default::default()).unwrap(); // exact: concatenated states
+    let mut all_acc = BinaryAccuracy::new(Default::default()).unwrap();
+    let mut all_auroc = BinaryAUROC::new(Default::default()).unwrap();
+    for (k, (p, t)) in batches.iter().enumerate() {
+        let (p, t) = (Tensor::new(p.as_slice()).unwrap(), Tensor::new(t.as_slice()).unwrap());
+        if mine.contains(&k) {
+            acc.update(&p, &t).unwrap();
+            auroc.update(&p, &t).unwrap();
+        }
+        all_acc.update(&p, &t).unwrap();
+        all_auroc.update(&p, &t).unwrap();
+    }
+    let local = acc.compute().unwrap().item::<f64>().unwrap();
+    let synced = dist::compute_synced(&mut acc, None).unwrap().item::<f64>().unwrap();
+    assert_eq!(synced, all_acc.compute().unwrap().item::<f64>().unwrap());
+    // the local state is kept
+    assert_eq!(acc.compute().unwrap().item::<f64>().unwrap(), local);
+    let synced = dist::compute_synced(&mut auroc, None).unwrap().item::<f64>().unwrap();
+    assert!((synced - all_auroc.compute().unwrap().item::<f64>().unwrap()).abs() < 1e-6);
+    // a mean-squared error, synced in place
+    let mut mse = MeanSquaredError::new(Default::default());
+    mse.update(&Tensor::new([r as f32]).unwrap(), &Tensor::new([0f32]).unwrap()).unwrap();
+    dist::sync_metric(&mut mse, None).unwrap();
+    assert_eq!(mse.compute().unwrap().item::<f64>().unwrap(), 0.5);
+    println!("rank {r} done");
+}
