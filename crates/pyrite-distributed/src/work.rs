@@ -57,6 +57,7 @@ impl Work {
     }
 
     /// Records the rank a receive got its message from.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn set_source_rank(&self, rank: usize) {
         self.0.state.lock().unwrap_or_else(|e| e.into_inner()).source_rank = Some(rank);
     }

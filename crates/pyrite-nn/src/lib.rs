@@ -18,6 +18,7 @@ pub mod attention;
 pub mod call;
 pub mod container;
 pub mod conv;
+pub mod data_parallel;
 pub mod distance;
 pub mod dropout;
 pub mod flatten;
@@ -51,6 +52,7 @@ pub use container::{ModuleDict, ModuleList, ParameterDict, ParameterList, Sequen
 pub use conv::{
     Conv1d, Conv2d, Conv3d, ConvOptions, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, Padding,
 };
+pub use data_parallel::{DataParallel, DataParallelOptions};
 pub use distance::{CosineSimilarity, PairwiseDistance};
 pub use dropout::{AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout};
 pub use flatten::{Flatten, Unflatten};
