@@ -437,3 +437,27 @@ fn scenario_overlap() {
     assert!(started_during >= 2, "only {started_during} of {buckets} all-reduces started during backward");
     println!("rank {r} buckets launched during backward: {started_during} of {buckets}, finished during it: {finished_during}");
 }
+
+// ------------------------------------------------------- two machines, in network namespaces
+
+/// DDP's equivalence test across two network namespaces (two hosts, TCP only), through
+/// `scripts/netns_mpirun.sh`. Needs root and iproute2: runs when `PYRITE_TEST_NETNS=1` (CI
+/// sets it), and says it did not run otherwise.
+#[test]
+fn ddp_across_two_network_namespaces() {
+    if std::env::var("PYRITE_TEST_NETNS").as_deref() != Ok("1") {
+        eprintln!("not run: set PYRITE_TEST_NETNS=1 (as root, with iproute2) to run DDP across two network namespaces");
+        return;
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/netns_mpirun.sh");
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(script)
+        .arg("2")
+        .arg(exe)
+        .args(["--ignored", "--exact", "scenario_ddp_equivalence", "--nocapture", "--test-threads=1"])
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("rank 1 Bf16Hook max |diff|") && text.contains("rank 0 Sgd max |diff|"), "{text}");
+}
