@@ -29,6 +29,7 @@ mod ddp;
 pub mod env;
 mod object;
 mod op;
+pub mod pipelining;
 mod process_group;
 mod reducer;
 mod work;
