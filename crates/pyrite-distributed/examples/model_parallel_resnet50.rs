@@ -81,7 +81,7 @@ fn main() -> Result<()> {
     let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
     let split_size = args.first().copied().unwrap_or(8);
     let steps = args.get(1).copied().unwrap_or(2).max(1);
-    if split_size == 0 || BATCH % split_size != 0 {
+    if split_size == 0 || !BATCH.is_multiple_of(split_size) {
         pyrite::bail!(Value, "split_size must divide the batch of {BATCH}, got {split_size}");
     }
     let n_microbatches = BATCH / split_size;

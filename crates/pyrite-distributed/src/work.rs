@@ -17,11 +17,14 @@ struct Inner {
     done: Condvar,
 }
 
+/// What runs when an operation finishes.
+type Callback = Box<dyn FnOnce(&Result<()>) + Send>;
+
 #[derive(Default)]
 struct State {
     result: Option<Result<()>>,
     source_rank: Option<usize>,
-    callbacks: Vec<Box<dyn FnOnce(&Result<()>) + Send>>,
+    callbacks: Vec<Callback>,
 }
 
 impl Work {

@@ -177,7 +177,7 @@ fn scenario_dtypes_and_layouts() {
     dist::all_reduce(&view, ReduceOp::Sum).unwrap();
     assert_eq!(f32s(&base), [10.0, 12.0, 14.0, 16.0, 18.0, 20.0]);
     // a narrowed row of a bigger tensor: the rest is left alone
-    let base = Tensor::full([3, 2], rf as f64 + 1.0, DType::F64).unwrap();
+    let base = Tensor::full([3, 2], rf + 1.0, DType::F64).unwrap();
     let row = base.narrow(0, 1, 1).unwrap();
     dist::broadcast(&row, 1).unwrap();
     assert_eq!(f32s(&base), [rf as f32 + 1.0, rf as f32 + 1.0, 2.0, 2.0, rf as f32 + 1.0, rf as f32 + 1.0]);

@@ -142,7 +142,7 @@ impl Pipeline {
             Some(&b) => b,
             None => bail!(Value, "{name}.step: the {what} is a scalar; it needs a batch dimension to split"),
         };
-        if batch % m != 0 {
+        if !batch.is_multiple_of(m) {
             bail!(
                 Value,
                 "{name}.step: n_microbatches={m} does not divide the {what}'s batch size {batch} (dim 0)"
