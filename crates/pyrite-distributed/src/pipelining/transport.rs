@@ -65,8 +65,11 @@ impl ChannelTransport {
         out
     }
 
-    fn send(&mut self, to: usize, what: &str, mb: usize, t: &Tensor, which: bool) -> Result<()> {
-        let tx = if which { &self.act_out } else { &self.grad_out };
+    fn send(&mut self, flow: Flow, mb: usize, t: &Tensor) -> Result<()> {
+        let (to, what, tx) = match flow {
+            Flow::Activation => (self.stage + 1, "activation", &self.act_out),
+            Flow::Gradient => (self.stage.wrapping_sub(1), "gradient", &self.grad_out),
+        };
         let tx =
             tx.as_ref().ok_or_else(|| err!(Value, "stage {} has no stage {to} to send to", self.stage))?;
         if tx.send((mb, t.detach())).is_err() {
@@ -80,8 +83,11 @@ impl ChannelTransport {
         Ok(())
     }
 
-    fn recv(&mut self, from: usize, what: &str, mb: usize, which: bool) -> Result<Tensor> {
-        let rx = if which { &self.act_in } else { &self.grad_in };
+    fn recv(&mut self, flow: Flow, mb: usize) -> Result<Tensor> {
+        let (from, what, rx) = match flow {
+            Flow::Activation => (self.stage.wrapping_sub(1), "activation", &self.act_in),
+            Flow::Gradient => (self.stage + 1, "gradient", &self.grad_in),
+        };
         let rx = rx
             .as_ref()
             .ok_or_else(|| err!(Value, "stage {} has no stage {from} to receive from", self.stage))?;
@@ -104,18 +110,25 @@ impl ChannelTransport {
     }
 }
 
+/// Which way a message goes: activations forward, gradients backward.
+#[derive(Clone, Copy)]
+enum Flow {
+    Activation,
+    Gradient,
+}
+
 impl Transport for ChannelTransport {
     fn send_activation(&mut self, mb: usize, t: &Tensor) -> Result<()> {
-        self.send(self.stage + 1, "activation", mb, t, true)
+        self.send(Flow::Activation, mb, t)
     }
     fn recv_activation(&mut self, mb: usize) -> Result<Tensor> {
-        self.recv(self.stage.wrapping_sub(1), "activation", mb, true)
+        self.recv(Flow::Activation, mb)
     }
     fn send_grad(&mut self, mb: usize, t: &Tensor) -> Result<()> {
-        self.send(self.stage.wrapping_sub(1), "gradient", mb, t, false)
+        self.send(Flow::Gradient, mb, t)
     }
     fn recv_grad(&mut self, mb: usize, _output: &Tensor) -> Result<Tensor> {
-        self.recv(self.stage + 1, "gradient", mb, false)
+        self.recv(Flow::Gradient, mb)
     }
     fn flush(&mut self) -> Result<()> {
         Ok(())
