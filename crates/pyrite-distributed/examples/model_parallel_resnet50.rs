@@ -11,7 +11,7 @@
 //! The example prints steps/s for each, the speed-up, and the last pipelined step's
 //! timeline.
 //!
-//! Run: `cargo run --release -p pyrite-distributed --example model_parallel_resnet50 [split_size] [steps]`
+//! Run: `cargo run --release -p pyrite-distributed --example model_parallel_resnet50 [split_size] [steps] [split_at]`
 
 use pyrite::nn::functional::{cross_entropy, CrossEntropyOptions};
 use pyrite::nn::{Flatten, Module, Sequential};
@@ -24,7 +24,8 @@ use std::time::Instant;
 const BATCH: usize = 32;
 const IMAGE: usize = 64;
 const CLASSES: usize = 1000;
-/// `layer3` starts the second half, as in the tutorial's `seq2`.
+/// `layer3` starts the second half, as in the tutorial's `seq2` (the third argument changes
+/// it: 7 starts it at `layer4`).
 const SPLIT_AT: usize = 6;
 
 /// torchvision's ResNet-50 as one `Sequential`, in forward order, so it can be cut.
@@ -52,11 +53,16 @@ fn loss_fn(out: &Tensor, labels: &Tensor) -> Result<Tensor> {
 /// Steps per second of the single model and of the pipeline (one warm-up step, then
 /// `steps` timed ones, alternating so that a change in the machine's load hits both), and the
 /// pipeline's last timeline.
-fn compare(model: &Sequential, n_microbatches: usize, steps: usize) -> Result<(f64, f64, Timeline)> {
+fn compare(
+    model: &Sequential,
+    split_at: usize,
+    n_microbatches: usize,
+    steps: usize,
+) -> Result<(f64, f64, Timeline)> {
     let inputs = Tensor::randn([BATCH, 3, IMAGE, IMAGE], DType::F32)?;
     let labels = Tensor::randint(0, CLASSES as i64, [BATCH], DType::I64)?;
     let mut opt = SGD::new(model.parameters(), SGDOptions { lr: 0.001, ..Default::default() })?;
-    let stages = split_sequential(model, &[SPLIT_AT])?;
+    let stages = split_sequential(model, &[split_at])?;
     let mut schedule = ScheduleGPipe::new(stages, n_microbatches, loss_fn, ScheduleOptions::default())?;
     let (mut single, mut piped) = (0.0, 0.0);
     for i in 0..=steps {
@@ -81,6 +87,7 @@ fn main() -> Result<()> {
     let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
     let split_size = args.first().copied().unwrap_or(8);
     let steps = args.get(1).copied().unwrap_or(2).max(1);
+    let split_at = args.get(2).copied().unwrap_or(SPLIT_AT);
     if split_size == 0 || !BATCH.is_multiple_of(split_size) {
         pyrite::bail!(Value, "split_size must divide the batch of {BATCH}, got {split_size}");
     }
@@ -90,7 +97,7 @@ fn main() -> Result<()> {
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     println!(
         "ResNet-50 ({} parameters), batch {BATCH} of {IMAGE}x{IMAGE} images, {cores} cores; \
-         pipelined: 2 stages (layers 0..{SPLIT_AT} | {SPLIT_AT}..), split_size {split_size} ({n_microbatches} micro-batches), GPipe",
+         pipelined: 2 stages (layers 0..{split_at} | {split_at}..), split_size {split_size} ({n_microbatches} micro-batches), GPipe",
         model.num_parameters(true)
     );
     let default_threads = pyrite::get_num_threads();
@@ -98,7 +105,7 @@ fn main() -> Result<()> {
     // single model on one core. Then with every core for the single model's ops too.
     for threads in [1, default_threads] {
         pyrite::set_num_threads(threads);
-        let (single, piped, timeline) = compare(&model, n_microbatches, steps)?;
+        let (single, piped, timeline) = compare(&model, split_at, n_microbatches, steps)?;
         println!("\n{threads} intra-op thread(s):");
         println!("  single model: {single:6.3} steps/s");
         println!("  pipelined:    {piped:6.3} steps/s   speed-up {:.2}x", piped / single);
