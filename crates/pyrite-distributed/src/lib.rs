@@ -16,6 +16,9 @@
 //!   ranks that did not; with `PYRITE_DISTRIBUTED_DEBUG=DETAIL` every collective also checks
 //!   that all ranks run the same op with the same shape and dtype, and fails naming them if
 //!   not. A rank that exits with an error, or panics, aborts the whole MPI job.
+//! - [`pipelining`]: pipeline parallelism (`torch.distributed.pipelining`): a model cut into
+//!   stages, GPipe and 1F1B schedules over micro-batches, the stages on the ranks of an MPI
+//!   job or on threads of one process.
 //!
 //! The MPI backend is the cargo feature `mpi` (rsmpi over OpenMPI or MPICH); without it
 //! everything compiles and [`init_process_group`] says how to enable it.
@@ -31,6 +34,7 @@ pub mod launch;
 mod metrics;
 mod object;
 mod op;
+pub mod pipelining;
 mod process_group;
 mod reducer;
 mod sync_batchnorm;

@@ -17,6 +17,7 @@ struct Inner {
     done: Condvar,
 }
 
+/// What runs when an operation finishes.
 type Callback = Box<dyn FnOnce(&Result<()>) + Send>;
 
 #[derive(Default)]
