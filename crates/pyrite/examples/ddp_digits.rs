@@ -112,7 +112,7 @@ fn run(args: &Args) -> Result<()> {
     dist::init_process_group("mpi", Default::default())?;
     let (rank, world) = (dist::get_rank()?, dist::get_world_size()?);
     let lead = rank == 0;
-    if args.batch_size as usize % world != 0 {
+    if !(args.batch_size as usize).is_multiple_of(world) {
         return Err(pyrite::Error::new(
             pyrite::ErrorKind::Value,
             format!("--batch-size {} is not divisible by the {world} processes", args.batch_size),
