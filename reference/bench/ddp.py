@@ -108,10 +108,17 @@ def launch(name):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={NPROC}",
            os.path.abspath(__file__), "--worker", name, str(harness.ARGS.repeats), str(harness.ARGS.threads)]
     env = dict(os.environ, OMP_NUM_THREADS=str(harness.ARGS.threads))
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    out = proc.stdout
-    if proc.returncode != 0:
-        raise RuntimeError(f"the {name} job failed ({proc.returncode}):\n{out}\n{proc.stderr[-3000:]}")
+    # torchrun's standalone rendezvous now and then fails to start a job on this VM (a rank
+    # exits during init): try again, and show the last failure if every try fails
+    for attempt in range(3):
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        out = proc.stdout
+        if proc.returncode == 0:
+            break
+        with open(f"/tmp/ddp_bench_{name}_failure.txt", "w") as f:
+            f.write(out + "\n" + proc.stderr)
+        if attempt == 2:
+            raise RuntimeError(f"the {name} job failed ({proc.returncode}):\n{out}\n{proc.stderr[-3000:]}")
     for line in out.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])

@@ -58,15 +58,13 @@ impl BucketFuture {
 /// A communication hook: `hook(process_group, bucket)`.
 pub type CommHook = Arc<dyn Fn(&ProcessGroup, &GradBucket) -> Result<BucketFuture> + Send + Sync>;
 
-/// `default_hooks.allreduce_hook`: divides the bucket by the world size and all-reduces it
-/// (DDP's behaviour without a hook).
+/// `default_hooks.allreduce_hook`: the bucket averaged over the ranks (DDP's behaviour
+/// without a hook). PyTorch divides by the world size before summing; here the sum is divided
+/// afterwards, on the communication thread, which keeps the division off the training thread
+/// (the same result for a power-of-two world; otherwise they may differ in the last bit).
 pub fn allreduce_hook(group: &ProcessGroup, bucket: &GradBucket) -> Result<BucketFuture> {
     let buffer = bucket.buffer.clone();
-    {
-        let _ng = autograd::no_grad();
-        buffer.div_scalar_(group.size() as f64)?;
-    }
-    let work = group.all_reduce(&buffer, ReduceOp::Sum)?;
+    let work = group.all_reduce(&buffer, ReduceOp::Avg)?;
     Ok(BucketFuture::new(work, move || Ok(buffer)))
 }
 

@@ -952,24 +952,28 @@ unsafe fn run_in_place(comm: &Comm, a: &mut Active, scratch: &mut Vec<u8>) -> Op
             data_pause(polls);
         }
         if reduce == Some(ReduceOp::Avg) {
-            match tensor.dtype() {
-                DType::F32 => {
-                    for c in buf.chunks_exact_mut(4) {
-                        let v = f32::from_ne_bytes([c[0], c[1], c[2], c[3]]) / n as f32;
-                        c.copy_from_slice(&v.to_ne_bytes());
-                    }
-                }
-                DType::F64 => {
-                    for c in buf.chunks_exact_mut(8) {
-                        let v = f64::from_ne_bytes(c.try_into().unwrap()) / n as f64;
-                        c.copy_from_slice(&v.to_ne_bytes());
-                    }
-                }
-                _ => unreachable!("AVG is for floating-point tensors"),
-            }
+            divide(buf, tensor.dtype(), n);
         }
         Ok(())
     }))
+}
+
+/// Divides the elements of `buf` (of `dtype`, f32 or f64) by `n`, in place.
+fn divide(buf: &mut [u8], dtype: DType, n: usize) {
+    fn each<T: Copy>(buf: &mut [u8], f: impl Fn(T) -> T) {
+        // SAFETY: the storage is allocated for elements of T, so aligned; the length is a
+        // whole number of them, and any bit pattern is a valid float.
+        let (pre, mid, post) = unsafe { buf.align_to_mut::<T>() };
+        assert!(pre.is_empty() && post.is_empty(), "a tensor's elements are aligned");
+        for v in mid {
+            *v = f(*v);
+        }
+    }
+    match dtype {
+        DType::F32 => each(buf, |v: f32| v / n as f32),
+        DType::F64 => each(buf, |v: f64| v / n as f64),
+        _ => unreachable!("AVG is for floating-point tensors"),
+    }
 }
 
 /// Posts the operation's MPI call(s).
