@@ -81,62 +81,20 @@ pub struct DistributedDataParallel<M: Module> {
 }
 
 struct Inner {
-    group: ProcessGroup,
-    reducer: Arc<Reducer>,
-    broadcast_buffers: bool,
+    sync: GradientSync,
     /// False inside [`DistributedDataParallel::no_sync`].
-    sync: Arc<AtomicBool>,
-    /// Whether the next forward broadcasts buffers (not after a `no_sync` forward).
-    forward_sync: AtomicBool,
+    enabled: Arc<AtomicBool>,
 }
 
 impl<M: Module> DistributedDataParallel<M> {
     /// Wraps `module`: checks that every rank has the same parameters (names, shapes, dtypes),
     /// broadcasts rank 0's parameters and buffers, and sets up the gradient buckets.
     pub fn new(module: M, options: DdpOptions) -> Result<DistributedDataParallel<M>> {
-        let group = match options.process_group.clone() {
-            Some(g) => g,
-            None => crate::default_group()?,
-        };
-        if group.rank().is_none() {
-            bail!(Value, "DistributedDataParallel: this rank is not a member of the process group");
-        }
-        if !(options.bucket_cap_mb > 0.0 && options.first_bucket_cap_mb > 0.0) {
-            bail!(Value, "DistributedDataParallel: bucket sizes must be positive");
-        }
-        verify_same_model(&group, &module)?;
-        if options.init_sync {
-            let mut states: Vec<Tensor> = module.parameters();
-            states.extend(module.buffers());
-            broadcast_coalesced(&group, &states, 0)?;
-        }
-        let named: Vec<(String, Tensor)> =
-            module.named_parameters().into_iter().filter(|(_, p)| p.requires_grad()).collect();
-        if named.is_empty() {
-            bail!(Value, "DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient.");
-        }
-        let mib = |mb: f64| (mb * 1024.0 * 1024.0) as usize;
-        let reducer = Reducer::new(
-            group.clone(),
-            named,
-            ReducerConfig {
-                first_bucket_cap: mib(options.first_bucket_cap_mb),
-                bucket_cap: mib(options.bucket_cap_mb),
-                find_unused_parameters: options.find_unused_parameters,
-                gradient_as_bucket_view: options.gradient_as_bucket_view,
-                static_graph: options.static_graph,
-            },
-        )?;
+        let sync = GradientSync::new(&module, &options)?;
         Ok(DistributedDataParallel {
             base: ModuleBase::new(),
             module,
-            inner: Inner {
-                group,
-                reducer,
-                broadcast_buffers: options.broadcast_buffers,
-                sync: Arc::new(AtomicBool::new(true)),
-                forward_sync: AtomicBool::new(true),
-            },
+            inner: Inner { sync, enabled: Arc::new(AtomicBool::new(true)) },
         })
     }
 
@@ -160,8 +118,8 @@ impl<M: Module> DistributedDataParallel<M> {
     /// # Ok::<(), pyrite::Error>(())
     /// ```
     pub fn no_sync(&self) -> NoSync {
-        let previous = self.inner.sync.swap(false, Ordering::SeqCst);
-        NoSync { flag: self.inner.sync.clone(), previous }
+        let previous = self.inner.enabled.swap(false, Ordering::SeqCst);
+        NoSync { flag: self.inner.enabled.clone(), previous }
     }
 
     /// `ddp.register_comm_hook(state, hook)`: what to do with each full bucket (the state is
@@ -170,49 +128,159 @@ impl<M: Module> DistributedDataParallel<M> {
         &self,
         hook: impl Fn(&ProcessGroup, &GradBucket) -> Result<BucketFuture> + Send + Sync + 'static,
     ) {
-        let hook: CommHook = Arc::new(hook);
-        self.inner.reducer.set_hook(hook);
+        self.inner.sync.register_comm_hook(hook)
     }
 
     /// The process group gradients are averaged over.
     pub fn process_group(&self) -> &ProcessGroup {
-        &self.inner.group
+        self.inner.sync.process_group()
     }
 
     /// The gradient buckets, as lists of parameter names in bucket order (the first bucket
     /// is reduced first).
     pub fn bucket_parameter_names(&self) -> Vec<Vec<String>> {
-        self.inner.reducer.bucket_names()
+        self.inner.sync.bucket_parameter_names()
     }
 
     /// Each bucket's size in bytes.
     pub fn bucket_sizes(&self) -> Vec<usize> {
-        self.inner.reducer.bucket_sizes_bytes()
-    }
-
-    /// Broadcasts rank 0's buffers.
-    fn sync_buffers(&self) -> Result<()> {
-        let buffers = self.module.buffers();
-        if buffers.is_empty() || self.inner.group.size() == 1 {
-            return Ok(());
-        }
-        broadcast_coalesced(&self.inner.group, &buffers, self.inner.group.ranks()[0])
+        self.inner.sync.bucket_sizes()
     }
 }
 
 impl<M: Module> Module for DistributedDataParallel<M> {
     fn forward_value(&self, input: Value) -> Result<Value> {
-        self.inner.reducer.check_previous_iteration()?;
-        let reduce = autograd::is_grad_enabled() && self.inner.sync.load(Ordering::SeqCst);
-        if self.inner.broadcast_buffers && self.inner.forward_sync.load(Ordering::SeqCst) {
-            self.sync_buffers()?;
-        }
+        self.inner.sync.before_forward()?;
         let out = self.module.call_value(input)?;
-        if reduce {
-            self.inner.reducer.prepare_for_backward(&out.tensors())?;
+        if autograd::is_grad_enabled() && self.inner.enabled.load(Ordering::SeqCst) {
+            self.inner.sync.prepare_for_backward(&out.tensors())?;
+        } else {
+            self.inner.sync.skip_backward();
         }
-        self.inner.forward_sync.store(reduce, Ordering::SeqCst);
         Ok(out)
+    }
+}
+
+/// DistributedDataParallel's machinery for a module held elsewhere (the form a training loop
+/// that owns the model uses): construction checks the ranks' models and broadcasts rank 0's
+/// parameters and buffers; [`GradientSync::before_forward`] and
+/// [`GradientSync::prepare_for_backward`] around each forward make the next backward average
+/// the gradients in buckets, exactly as [`DistributedDataParallel`] does.
+///
+/// ```no_run
+/// use pyrite::nn::{Linear, Module};
+/// use pyrite::{DType, Tensor};
+/// use pyrite_distributed::{DdpOptions, GradientSync};
+/// pyrite_distributed::init_process_group("mpi", Default::default())?;
+/// let model = Linear::new(4, 2)?;
+/// let sync = GradientSync::new(&model, &DdpOptions::default())?;
+/// sync.before_forward()?;
+/// let loss = model.call(&Tensor::randn([8, 4], DType::F32)?)?.sum()?;
+/// sync.prepare_for_backward(&[&loss])?;
+/// loss.backward()?; // gradients averaged over the ranks
+/// # Ok::<(), pyrite::Error>(())
+/// ```
+pub struct GradientSync {
+    group: ProcessGroup,
+    reducer: Arc<Reducer>,
+    buffers: Vec<Tensor>,
+    broadcast_buffers: bool,
+    /// Whether the next forward broadcasts buffers (not after one whose backward did not
+    /// reduce, as in PyTorch).
+    forward_sync: AtomicBool,
+}
+
+impl GradientSync {
+    /// Sets up gradient averaging for `module`'s parameters that require grad.
+    pub fn new(module: &dyn Module, options: &DdpOptions) -> Result<GradientSync> {
+        let group = match options.process_group.clone() {
+            Some(g) => g,
+            None => crate::default_group()?,
+        };
+        if group.rank().is_none() {
+            bail!(Value, "DistributedDataParallel: this rank is not a member of the process group");
+        }
+        if !(options.bucket_cap_mb > 0.0 && options.first_bucket_cap_mb > 0.0) {
+            bail!(Value, "DistributedDataParallel: bucket sizes must be positive");
+        }
+        verify_same_model(&group, module)?;
+        let buffers = module.buffers();
+        if options.init_sync {
+            let mut states: Vec<Tensor> = module.parameters();
+            states.extend(buffers.iter().cloned());
+            broadcast_coalesced(&group, &states, group.ranks()[0])?;
+        }
+        let named: Vec<(String, Tensor)> =
+            module.named_parameters().into_iter().filter(|(_, p)| p.requires_grad()).collect();
+        if named.is_empty() {
+            bail!(Value, "DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient.");
+        }
+        let mib = |mb: f64| (mb * 1024.0 * 1024.0) as usize;
+        let reducer = Reducer::new(
+            group.clone(),
+            named,
+            ReducerConfig {
+                first_bucket_cap: mib(options.first_bucket_cap_mb),
+                bucket_cap: mib(options.bucket_cap_mb),
+                find_unused_parameters: options.find_unused_parameters,
+                gradient_as_bucket_view: options.gradient_as_bucket_view,
+                static_graph: options.static_graph,
+            },
+        )?;
+        Ok(GradientSync {
+            group,
+            reducer,
+            buffers,
+            broadcast_buffers: options.broadcast_buffers,
+            forward_sync: AtomicBool::new(true),
+        })
+    }
+
+    /// Before a forward: the previous reducing backward must have finished (else PyTorch's
+    /// error naming the parameters that got no gradient), and rank 0's buffers are broadcast
+    /// (`broadcast_buffers`).
+    pub fn before_forward(&self) -> Result<()> {
+        self.reducer.check_previous_iteration()?;
+        if self.broadcast_buffers && self.forward_sync.load(Ordering::SeqCst) && !self.buffers.is_empty() {
+            broadcast_coalesced(&self.group, &self.buffers, self.group.ranks()[0])?;
+        }
+        Ok(())
+    }
+
+    /// After a forward whose backward should average the gradients: `outputs` are searched
+    /// for unused parameters when `find_unused_parameters` is on.
+    pub fn prepare_for_backward(&self, outputs: &[&Tensor]) -> Result<()> {
+        self.forward_sync.store(true, Ordering::SeqCst);
+        self.reducer.prepare_for_backward(outputs)
+    }
+
+    /// After a forward whose backward accumulates locally (`no_sync`, or no grad).
+    pub fn skip_backward(&self) {
+        self.forward_sync.store(false, Ordering::SeqCst);
+    }
+
+    /// See [`DistributedDataParallel::register_comm_hook`].
+    pub fn register_comm_hook(
+        &self,
+        hook: impl Fn(&ProcessGroup, &GradBucket) -> Result<BucketFuture> + Send + Sync + 'static,
+    ) {
+        let hook: CommHook = Arc::new(hook);
+        self.reducer.set_hook(hook);
+    }
+
+    /// The process group gradients are averaged over.
+    pub fn process_group(&self) -> &ProcessGroup {
+        &self.group
+    }
+
+    /// See [`DistributedDataParallel::bucket_parameter_names`].
+    pub fn bucket_parameter_names(&self) -> Vec<Vec<String>> {
+        self.reducer.bucket_names()
+    }
+
+    /// See [`DistributedDataParallel::bucket_sizes`].
+    pub fn bucket_sizes(&self) -> Vec<usize> {
+        self.reducer.bucket_sizes_bytes()
     }
 }
 

@@ -47,7 +47,7 @@ mod nn {
 }
 use pyrite_core::Result;
 
-pub use ddp::{DdpOptions, DistributedDataParallel, NoSync};
+pub use ddp::{DdpOptions, DistributedDataParallel, GradientSync, NoSync};
 pub use pyrite_nn::SyncBatchNorm;
 pub use sync_batchnorm::{all_reduce_differentiable, convert_sync_batchnorm};
 
