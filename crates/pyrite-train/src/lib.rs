@@ -24,6 +24,7 @@ pub mod plot;
 pub mod precision;
 pub mod results;
 pub mod seed;
+pub mod strategy;
 pub mod trainer;
 pub mod tuner;
 
@@ -38,6 +39,7 @@ pub use oom::{MicroBatching, OomRecovery};
 pub use precision::Precision;
 pub use results::{Context, LogOptions, LogValue, ReduceFx, Stage};
 pub use seed::seed_everything;
+pub use strategy::{DdpStrategy, Strategy};
 pub use trainer::{CkptPath, EvalOptions, FitOptions, GradientClipAlgorithm, Limit, Trainer, TrainerOptions};
 
 /// Whether a monitored metric improves downwards (a loss) or upwards (an accuracy).

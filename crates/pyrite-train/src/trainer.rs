@@ -166,6 +166,8 @@ pub struct TrainerOptions {
     /// Lightning's `precision` (default `"32-true"`): `"bf16-mixed"` runs every step under
     /// bf16 autocast; see [`Precision`].
     pub precision: Precision,
+    /// How fit spreads over processes (Lightning's `strategy`: `Auto`, or `Strategy::ddp(n)`).
+    pub strategy: crate::strategy::Strategy,
     pub callbacks: Vec<Box<dyn Callback>>,
     /// The loggers; `None` (default) is Lightning's `logger=True`: a TensorBoard logger
     /// under `default_root_dir/lightning_logs`; `Some(vec![])` logs nowhere.
@@ -201,6 +203,7 @@ impl Default for TrainerOptions {
             plot_curves: true,
             oom_recovery: None,
             precision: Precision::F32True,
+            strategy: Default::default(),
             callbacks: vec![],
             logger: None,
         }
@@ -319,6 +322,8 @@ pub struct Trainer {
     pub(crate) skip_backward: bool,
     /// Micro-batch recovery (`oom_recovery`), during `fit`.
     micro: Option<MicroBatching>,
+    /// The `ddp` strategy's state, during and after `fit`.
+    dist: Option<crate::strategy::Distributed>,
 }
 
 type Hook<'a> = dyn FnMut(&mut dyn Callback, &mut Trainer, &mut dyn LightningModule) -> Result<()> + 'a;
@@ -426,6 +431,7 @@ impl Trainer {
             extra_epochs: 0,
             skip_backward: false,
             micro: None,
+            dist: None,
         };
         trainer.set_callbacks(callbacks);
         Ok(trainer)
@@ -657,6 +663,29 @@ impl Trainer {
         self.log_metrics(&metrics, step)
     }
 
+    /// With the `ddp` strategy, epoch-level values averaged over the ranks.
+    fn sync_metrics(&self, m: Metrics) -> Result<Metrics> {
+        match &self.dist {
+            Some(d) => d.sync_metrics(m),
+            None => Ok(m),
+        }
+    }
+
+    /// This process's rank in a `ddp` fit (0 otherwise): Lightning's `global_rank`.
+    pub fn global_rank(&self) -> usize {
+        self.dist.as_ref().map_or(0, |d| d.rank)
+    }
+
+    /// The number of processes of a `ddp` fit (1 otherwise).
+    pub fn world_size(&self) -> usize {
+        self.dist.as_ref().map_or(1, |d| d.world)
+    }
+
+    /// Whether this is rank 0 (the one that logs and checkpoints).
+    pub fn is_global_zero(&self) -> bool {
+        self.global_rank() == 0
+    }
+
     fn take_metrics(&mut self, m: Metrics) -> BTreeMap<String, f64> {
         self.progress_bar_metrics.extend(m.pbar);
         self.callback_metrics.extend(m.callback);
@@ -771,6 +800,30 @@ impl Trainer {
         self.skip_backward = false;
         self.accumulate_grad_batches = self.settings.accumulate_grad_batches;
 
+        let distributed_loader;
+        let train = match crate::strategy::setup(&self.settings.strategy, module.module(), train)? {
+            Some((d, loader)) => {
+                if self.settings.oom_recovery.is_some() {
+                    bail!(Value, "oom_recovery is not supported with strategy ddp yet");
+                }
+                if d.rank != 0 {
+                    // rank 0 alone logs, shows progress and writes checkpoints
+                    self.loggers.clear();
+                    self.callbacks.retain(|c| {
+                        c.as_ref().is_none_or(|c| {
+                            !c.as_any().is::<ProgressBar>() && !c.as_any().is::<ModelCheckpoint>()
+                        })
+                    });
+                }
+                self.dist = Some(d);
+                distributed_loader = loader;
+                &distributed_loader
+            }
+            None => {
+                self.dist = None;
+                train
+            }
+        };
         let overfit = self.settings.overfit_batches != Limit::Batches(0)
             && self.settings.overfit_batches != Limit::Fraction(0.0);
         let sequential;
@@ -871,7 +924,7 @@ impl Trainer {
         for l in &mut self.loggers {
             l.finalize("success")?;
         }
-        if self.settings.plot_curves && !self.history.is_empty() {
+        if self.settings.plot_curves && !self.history.is_empty() && self.is_global_zero() {
             self.draw_curves()?;
         }
         Ok(())
@@ -987,6 +1040,9 @@ impl Trainer {
     ) -> Result<()> {
         let resumed = start != EpochStart::Fresh;
         let mut first = 0;
+        if let Some(d) = &self.dist {
+            d.sampler.set_epoch(self.ctx.current_epoch as u64);
+        }
         if !resumed {
             self.resume_point = ResumePoint::Outside;
             self.ctx.train_results.reset();
@@ -1032,14 +1088,14 @@ impl Trainer {
             self.resume_point = ResumePoint::EpochEnd;
             self.call_callbacks(module, Which::NotMonitoring, &mut |c, t, m| c.on_train_epoch_end(t, m))?;
             self.with_ctx(module, HookLevel::Epoch, |m, ctx| m.on_train_epoch_end(ctx))?;
-            let epoch_metrics = self.ctx.train_results.epoch_metrics();
+            let epoch_metrics = self.sync_metrics(self.ctx.train_results.epoch_metrics())?;
             let _ = self.take_metrics(epoch_metrics);
             self.call_callbacks(module, Which::Monitoring, &mut |c, t, m| c.on_train_epoch_end(t, m))?;
         } else if self.train_loader_state.as_ref().is_some_and(|s| s.mid_epoch) {
             // The epoch ended early (limit_train_batches): close it as the first run did.
             drop(train.iter()?);
         }
-        let epoch_metrics = self.ctx.train_results.epoch_metrics();
+        let epoch_metrics = self.sync_metrics(self.ctx.train_results.epoch_metrics())?;
         let log = self.take_metrics(epoch_metrics);
         if self.is_last_batch {
             // Plateau schedulers step at the end of a complete epoch, after its metrics.
@@ -1076,6 +1132,9 @@ impl Trainer {
         let out = if recovering {
             self.recovering_step(module, batch, idx)?
         } else {
+            if let Some(d) = &self.dist {
+                d.sync.before_forward()?;
+            }
             let out = {
                 let _g = autograd::enable_grad();
                 self.run_step(module, batch, |m, b, ctx| m.training_step(b, idx, ctx))?
@@ -1103,6 +1162,14 @@ impl Trainer {
                     self.zero_grad(module)?;
                 }
                 let scaled = if k > 1 { (loss / k as f64)? } else { loss.clone() };
+                if let Some(d) = &self.dist {
+                    // gradients are averaged by the backward before an optimizer step
+                    if should_step {
+                        d.sync.prepare_for_backward(&[&scaled])?;
+                    } else {
+                        d.sync.skip_backward();
+                    }
+                }
                 self.backward(module, &scaled, None)?;
             }
             if should_step {
@@ -1426,7 +1493,7 @@ impl Trainer {
         }
         let mut log = BTreeMap::new();
         if !self.sanity_checking {
-            let m = self.ctx.eval_results.epoch_metrics();
+            let m = self.sync_metrics(self.ctx.eval_results.epoch_metrics())?;
             log = self.take_metrics(m);
             self.log_with_epoch(log.clone())?;
         }
@@ -1646,6 +1713,17 @@ impl Trainer {
     }
 
     fn resolve_ckpt_path(&self, p: &CkptPath) -> Result<Option<PathBuf>> {
+        // with the ddp strategy rank 0 (which holds the checkpoint callback) decides
+        if let Some(d) = &self.dist {
+            let mine = if d.rank == 0 { self.resolve_ckpt_path_here(p)? } else { None };
+            let mut path = vec![mine.map(|p| p.to_string_lossy().into_owned())];
+            pyrite_distributed::broadcast_object_list(&mut path, 0)?;
+            return Ok(path.remove(0).map(PathBuf::from));
+        }
+        self.resolve_ckpt_path_here(p)
+    }
+
+    fn resolve_ckpt_path_here(&self, p: &CkptPath) -> Result<Option<PathBuf>> {
         match p {
             CkptPath::Path(p) => {
                 if !p.exists() {
