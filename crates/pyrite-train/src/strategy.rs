@@ -106,20 +106,23 @@ pub(crate) fn setup(
 impl Distributed {
     /// Every rank's epoch-level values averaged over the ranks (keys every rank logged).
     pub fn sync_metrics(&self, m: Metrics) -> Result<Metrics> {
-        let all = dist::all_gather_object(&(m.log, m.callback, m.pbar))?;
-        let mean = |pick: &dyn Fn(
-            &(BTreeMap<String, f64>, BTreeMap<String, f64>, BTreeMap<String, f64>),
-        ) -> &BTreeMap<String, f64>| {
-            let first = pick(&all[0]);
-            let mut out = BTreeMap::new();
-            for k in first.keys() {
-                let vals: Vec<f64> = all.iter().filter_map(|r| pick(r).get(k).copied()).collect();
-                if vals.len() == all.len() {
-                    out.insert(k.clone(), vals.iter().sum::<f64>() / vals.len() as f64);
-                }
-            }
-            out
-        };
-        Ok(Metrics { log: mean(&|r| &r.0), callback: mean(&|r| &r.1), pbar: mean(&|r| &r.2) })
+        Ok(Metrics {
+            log: mean_over_ranks(&m.log)?,
+            callback: mean_over_ranks(&m.callback)?,
+            pbar: mean_over_ranks(&m.pbar)?,
+        })
     }
+}
+
+/// The values of `map` averaged over the ranks, for the keys every rank has.
+fn mean_over_ranks(map: &BTreeMap<String, f64>) -> Result<BTreeMap<String, f64>> {
+    let all = dist::all_gather_object(map)?;
+    let mut out = BTreeMap::new();
+    for k in map.keys() {
+        let vals: Vec<f64> = all.iter().filter_map(|r| r.get(k).copied()).collect();
+        if vals.len() == all.len() {
+            out.insert(k.clone(), vals.iter().sum::<f64>() / vals.len() as f64);
+        }
+    }
+    Ok(out)
 }
