@@ -19,7 +19,8 @@ stable than one run each.
 
 Ratios are printed as "speedup": > 1 means Pyrite is faster. For throughput metrics (GFLOP/s,
 GB/s, steps/s, samples/s, ...) speedup = pyrite / torch; for times (_us, _ms, _s) it is
-torch / pyrite. Requires: cargo build --release -p pyrite-bench, and torch installed.
+torch / pyrite. Requires: cargo build --release -p pyrite-bench (with --features mpi for the
+ddp_* workloads, which need OpenMPI), and torch installed.
 
 Workloads that the shared torch_bench.py lacks have their PyTorch side in this repository
 (TORCH_SCRIPTS below, e.g. reference/bench/checkpoint.py), with the same command line and

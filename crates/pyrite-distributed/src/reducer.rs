@@ -339,6 +339,8 @@ impl Reducer {
                 parameters: bucket.params.iter().map(|&i| self.params[i].clone()).collect(),
             };
             let hook = self.hook.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let _launch =
+                pyrite_core::profiler_record::record_function("DistributedDataParallel.launch_bucket");
             s.futures[k] = Some(hook(&self.group, &gb)?);
             s.next_bucket += 1;
         }
