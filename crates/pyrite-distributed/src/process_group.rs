@@ -272,6 +272,49 @@ impl ProcessGroup {
         }
     }
 
+    /// Checks a list of one tensor per rank, each of `like`'s shape and dtype.
+    fn per_rank_list(&self, list: &[Tensor], like: &Tensor, op: &str, arg: &str) -> Result<()> {
+        if list.len() != self.size() {
+            bail!(Value, "{op}: {arg} must have one tensor per rank ({}), got {}", self.size(), list.len());
+        }
+        for t in list {
+            same_meta(t, like, op)?;
+            if t.dims() != like.dims() {
+                bail!(
+                    Shape,
+                    "{op}: every tensor of {arg} must have the shape {:?}, got {:?}",
+                    like.dims(),
+                    t.dims()
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The `{op}_list` of a gather or scatter: given on the root (the `role` rank) alone, as
+    /// PyTorch requires, one tensor per rank there.
+    fn root_list(
+        &self,
+        list: Option<&[Tensor]>,
+        is_root: bool,
+        like: &Tensor,
+        op: &str,
+        role: &str,
+    ) -> Result<Vec<Tensor>> {
+        let arg = format!("{op}_list");
+        match (list, is_root) {
+            (Some(list), true) => {
+                self.per_rank_list(list, like, op, &arg)?;
+                Ok(list.to_vec())
+            }
+            (None, true) => bail!(Value, "{op}: Argument ``{arg}`` must be specified on {role} rank."),
+            (Some(_), false) => {
+                bail!(Value, "{op}: Argument ``{arg}`` must NOT be specified on non-{role} ranks.")
+            }
+            (None, false) => Ok(Vec::new()),
+        }
+    }
+
     fn comm(&self, what: &str) -> Result<CommId> {
         match self.0.comm {
             Some(c) => Ok(c),
@@ -327,25 +370,7 @@ impl ProcessGroup {
     /// `all_gather(tensor_list, tensor)`: `outputs[i]` becomes rank `i`'s `input` (one output
     /// per rank, each the input's shape and dtype).
     pub fn all_gather(&self, outputs: &[Tensor], input: &Tensor) -> Result<Work> {
-        if outputs.len() != self.size() {
-            bail!(
-                Value,
-                "all_gather: tensor_list must have one tensor per rank ({}), got {}",
-                self.size(),
-                outputs.len()
-            );
-        }
-        for o in outputs {
-            same_meta(o, input, "all_gather")?;
-            if o.dims() != input.dims() {
-                bail!(
-                    Shape,
-                    "all_gather: every output must have the input's shape {:?}, got {:?}",
-                    input.dims(),
-                    o.dims()
-                );
-            }
-        }
+        self.per_rank_list(outputs, input, "all_gather", "tensor_list")?;
         self.submit(OpKind::AllGather { input: input.clone(), outputs: outputs.to_vec() })
     }
 
@@ -371,40 +396,7 @@ impl ProcessGroup {
     pub fn gather(&self, input: &Tensor, gather_list: Option<&[Tensor]>, dst: usize) -> Result<Work> {
         let root = self.group_rank(dst)?;
         let me = self.rank();
-        let outputs = match (gather_list, me == Some(root)) {
-            (Some(list), true) => {
-                if list.len() != self.size() {
-                    bail!(
-                        Value,
-                        "gather: gather_list must have one tensor per rank ({}), got {}",
-                        self.size(),
-                        list.len()
-                    );
-                }
-                for o in list {
-                    same_meta(o, input, "gather")?;
-                    if o.dims() != input.dims() {
-                        bail!(
-                            Shape,
-                            "gather: every output must have the input's shape {:?}, got {:?}",
-                            input.dims(),
-                            o.dims()
-                        );
-                    }
-                }
-                list.to_vec()
-            }
-            (None, true) => {
-                bail!(Value, "gather: Argument ``gather_list`` must be specified on destination rank.")
-            }
-            (Some(_), false) => {
-                bail!(
-                    Value,
-                    "gather: Argument ``gather_list`` must NOT be specified on non-destination ranks."
-                )
-            }
-            (None, false) => Vec::new(),
-        };
+        let outputs = self.root_list(gather_list, me == Some(root), input, "gather", "destination")?;
         self.submit(OpKind::Gather { input: input.clone(), outputs, root })
     }
 
@@ -413,37 +405,7 @@ impl ProcessGroup {
     pub fn scatter(&self, output: &Tensor, scatter_list: Option<&[Tensor]>, src: usize) -> Result<Work> {
         let root = self.group_rank(src)?;
         let me = self.rank();
-        let inputs = match (scatter_list, me == Some(root)) {
-            (Some(list), true) => {
-                if list.len() != self.size() {
-                    bail!(
-                        Value,
-                        "scatter: scatter_list must have one tensor per rank ({}), got {}",
-                        self.size(),
-                        list.len()
-                    );
-                }
-                for t in list {
-                    same_meta(t, output, "scatter")?;
-                    if t.dims() != output.dims() {
-                        bail!(
-                            Shape,
-                            "scatter: every input must have the output's shape {:?}, got {:?}",
-                            output.dims(),
-                            t.dims()
-                        );
-                    }
-                }
-                list.to_vec()
-            }
-            (None, true) => {
-                bail!(Value, "scatter: Argument ``scatter_list`` must be specified on source rank.")
-            }
-            (Some(_), false) => {
-                bail!(Value, "scatter: Argument ``scatter_list`` must NOT be specified on non-source ranks.")
-            }
-            (None, false) => Vec::new(),
-        };
+        let inputs = self.root_list(scatter_list, me == Some(root), output, "scatter", "source")?;
         self.submit(OpKind::Scatter { output: output.clone(), inputs, root })
     }
 
