@@ -32,6 +32,26 @@ static POOL: RwLock<Option<Arc<Pool>>> = RwLock::new(None);
 thread_local! {
     /// Set while this thread runs tasks of a job: nested parallel ops run inline.
     static IN_JOB: Cell<bool> = const { Cell::new(false) };
+    /// This thread's own thread budget (0: none, the pool's size applies).
+    static LOCAL_LIMIT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Caps the threads that parallel ops started on the calling thread use (`None` lifts the
+/// cap). A tuning trial runs under its `resources_per_trial` budget this way: with a budget of
+/// 1 its ops run on its own thread only, so two such trials on two cores do not fight over
+/// the pool. [`get_num_threads`] reports the cap on this thread.
+///
+/// ```
+/// use pyrite_core::threads::set_thread_num_threads;
+/// std::thread::spawn(|| {
+///     set_thread_num_threads(Some(1));
+///     assert_eq!(pyrite_core::get_num_threads(), 1);
+/// })
+/// .join()
+/// .unwrap();
+/// ```
+pub fn set_thread_num_threads(n: Option<usize>) {
+    LOCAL_LIMIT.with(|c| c.set(n.map_or(0, |n| n.max(1))));
 }
 
 fn default_threads() -> usize {
@@ -64,7 +84,11 @@ pub fn set_num_threads(n: usize) {
 
 /// The number of threads used by parallel kernels (`torch.get_num_threads`).
 pub fn get_num_threads() -> usize {
-    pool().threads
+    let threads = pool().threads;
+    match LOCAL_LIMIT.with(Cell::get) {
+        0 => threads,
+        limit => threads.min(limit),
+    }
 }
 
 fn pool() -> Arc<Pool> {
@@ -84,7 +108,11 @@ pub(crate) fn parallel_for(n: usize, grain: usize, f: impl Fn(usize, usize) + Sy
         return;
     }
     let pool = pool();
-    let threads = pool.threads.min(n / grain).max(1);
+    let threads = get_num_threads().min(n / grain).max(1);
+    if threads == 1 {
+        f(0, n);
+        return;
+    }
     let chunk = n.div_ceil(threads);
     run_tasks_on(&pool, n.div_ceil(chunk), |t| f(t * chunk, ((t + 1) * chunk).min(n)));
 }
@@ -98,7 +126,12 @@ pub(crate) fn run_tasks(tasks: usize, f: impl Fn(usize) + Sync) {
 }
 
 fn run_tasks_on(pool: &Pool, tasks: usize, f: impl Fn(usize) + Sync) {
-    if tasks == 1 || pool.workers == 0 || IN_JOB.with(Cell::get) || pool.busy.swap(true, Acquire) {
+    if tasks == 1
+        || pool.workers == 0
+        || IN_JOB.with(Cell::get)
+        || LOCAL_LIMIT.with(Cell::get) == 1
+        || pool.busy.swap(true, Acquire)
+    {
         (0..tasks).for_each(f);
         return;
     }
