@@ -76,6 +76,13 @@ pub mod distributed {
     pub use pyrite_distributed::*;
 }
 
+/// `ray.tune`: hyperparameter tuning with Ray Tune's API: search spaces, the `Tuner`,
+/// searchers (grid / random, TPE), schedulers (ASHA, the median rule), parallel trials and
+/// the experiment in a database (the `pyrite-tune` crate).
+pub mod tune {
+    pub use pyrite_tune::*;
+}
+
 /// `torch.profiler`: `profile`, `record_function`, `schedule`, `tensorboard_trace_handler`,
 /// `key_averages().table(...)` and Chrome traces (the `pyrite-profiler` crate).
 pub mod profiler {
