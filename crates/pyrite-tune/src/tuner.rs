@@ -666,6 +666,15 @@ impl Driver {
                     let d = ev.body["decision"].as_str().unwrap_or("CONTINUE").to_string();
                     let by = ev.body["by"].as_str().unwrap_or("scheduler").to_string();
                     let (decision, _) = self.on_result(i, metrics, Some((&d, &by)), false);
+                    if decision.as_str() != d {
+                        return Err(Error::new(
+                            ErrorKind::Value,
+                            format!(
+                                "while replaying the log, the scheduler decided {} for trial {}'s result {}, where it had decided {d}; restore with the same scheduler and seed",
+                                decision.as_str(), ev.trial_id, ev.body["metrics"]
+                            ),
+                        ));
+                    }
                     if decision != Decision::Continue {
                         self.trials.list[i].decided = Some(decision);
                     }
