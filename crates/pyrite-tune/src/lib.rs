@@ -36,6 +36,7 @@
 //! ```
 
 mod config;
+pub mod integration;
 mod progress;
 mod result_grid;
 mod rng;

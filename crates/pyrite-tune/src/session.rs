@@ -37,8 +37,14 @@ pub(crate) enum Message {
     Done { trial: String, outcome: std::result::Result<(), String> },
 }
 
-/// The running trial's side of the tuner.
+/// The running trial's side of the tuner. Cloning it gives another handle to the same
+/// session (what a Trainer callback keeps to report for the trainable).
+#[derive(Clone)]
 pub struct Session {
+    state: std::sync::Arc<std::sync::Mutex<SessionState>>,
+}
+
+pub(crate) struct SessionState {
     pub(crate) trial_id: String,
     pub(crate) trial_dir: PathBuf,
     pub(crate) iteration: u64,
@@ -52,6 +58,14 @@ pub struct Session {
 }
 
 impl Session {
+    pub(crate) fn new(state: SessionState) -> Session {
+        Session { state: std::sync::Arc::new(std::sync::Mutex::new(state)) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SessionState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Reports this iteration's metrics (and a checkpoint to resume from), then waits for the
     /// scheduler's decision. `training_iteration`, `time_total_s`, `time_this_iter_s` and
     /// `timestamp` are filled in.
@@ -59,16 +73,17 @@ impl Session {
     /// When the scheduler stops or pauses the trial (or a stop condition is met), this returns
     /// an error that ends the trainable through `?`; the tuner knows why, and does not count
     /// it as a failure. A paused trial is started again later from its last checkpoint.
-    pub fn report(&mut self, metrics: impl Into<Metrics>, checkpoint: Option<Checkpoint>) -> Result<()> {
-        if let Some(d) = self.decision {
-            return Err(self.interrupted(d));
+    pub fn report(&self, metrics: impl Into<Metrics>, checkpoint: Option<Checkpoint>) -> Result<()> {
+        let mut st = self.lock();
+        if let Some(d) = st.decision {
+            return Err(interrupted(&st, d));
         }
         let mut metrics = metrics.into();
         let now = Instant::now();
-        self.iteration += 1;
-        metrics.insert(TRAINING_ITERATION, self.iteration as f64);
-        metrics.insert(TIME_THIS_ITER_S, (now - self.last_report).as_secs_f64());
-        metrics.insert(TIME_TOTAL_S, self.time_offset + (now - self.started).as_secs_f64());
+        st.iteration += 1;
+        metrics.insert(TRAINING_ITERATION, st.iteration as f64);
+        metrics.insert(TIME_THIS_ITER_S, (now - st.last_report).as_secs_f64());
+        metrics.insert(TIME_TOTAL_S, st.time_offset + (now - st.started).as_secs_f64());
         metrics.insert(
             TIMESTAMP,
             std::time::SystemTime::now()
@@ -76,47 +91,37 @@ impl Session {
                 .map(|d| d.as_secs_f64())
                 .unwrap_or(0.0),
         );
-        self.last_report = now;
+        st.last_report = now;
         let (reply, rx) = mpsc::channel();
         let msg = Message::Report {
-            trial: self.trial_id.clone(),
+            trial: st.trial_id.clone(),
             metrics,
             checkpoint: checkpoint.map(|c| c.path),
             reply,
         };
         let gone = || Error::new(ErrorKind::Value, "the tuner driving this trial has gone away");
-        self.tx.send(msg).map_err(|_| gone())?;
+        st.tx.send(msg).map_err(|_| gone())?;
         let decision = rx.recv().map_err(|_| gone())?;
         match decision {
             Decision::Continue => Ok(()),
             d => {
-                self.decision = Some(d);
-                Err(self.interrupted(d))
+                st.decision = Some(d);
+                Err(interrupted(&st, d))
             }
         }
-    }
-
-    fn interrupted(&self, d: Decision) -> Error {
-        let what = if d == Decision::Pause { "paused" } else { "stopped" };
-        Error::new(
-            ErrorKind::Value,
-            format!(
-                "trial {} was {what} by the tuner at iteration {}; return from the trainable",
-                self.trial_id, self.iteration
-            ),
-        )
     }
 
     /// The checkpoint to resume from: the latest one reported (by this trial, or given to it
     /// by PBT), or `None` on a fresh start.
     pub fn get_checkpoint(&self) -> Option<Checkpoint> {
-        self.checkpoint.clone()
+        self.lock().checkpoint.clone()
     }
 
     /// A new, empty folder inside the trial's folder for the next checkpoint's files.
-    pub fn checkpoint_dir(&mut self) -> Result<PathBuf> {
-        self.scratch += 1;
-        let dir = self.trial_dir.join(format!(".checkpoint_tmp_{}_{}", self.iteration + 1, self.scratch));
+    pub fn checkpoint_dir(&self) -> Result<PathBuf> {
+        let mut st = self.lock();
+        st.scratch += 1;
+        let dir = st.trial_dir.join(format!(".checkpoint_tmp_{}_{}", st.iteration + 1, st.scratch));
         if dir.exists() {
             std::fs::remove_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
         }
@@ -125,24 +130,35 @@ impl Session {
     }
 
     /// This trial's id.
-    pub fn trial_id(&self) -> &str {
-        &self.trial_id
+    pub fn trial_id(&self) -> String {
+        self.lock().trial_id.clone()
     }
 
     /// This trial's folder (checkpoints live here).
-    pub fn trial_dir(&self) -> &Path {
-        &self.trial_dir
+    pub fn trial_dir(&self) -> PathBuf {
+        self.lock().trial_dir.clone()
     }
 
     /// Iterations reported so far (restored with the checkpoint on a resume).
     pub fn iteration(&self) -> u64 {
-        self.iteration
+        self.lock().iteration
     }
 
     /// Whether the tuner has asked this trial to end.
     pub fn should_stop(&self) -> bool {
-        self.decision.is_some()
+        self.lock().decision.is_some()
     }
+}
+
+fn interrupted(st: &SessionState, d: Decision) -> Error {
+    let what = if d == Decision::Pause { "paused" } else { "stopped" };
+    Error::new(
+        ErrorKind::Value,
+        format!(
+            "trial {} was {what} by the tuner at iteration {}; return from the trainable",
+            st.trial_id, st.iteration
+        ),
+    )
 }
 
 pub(crate) fn io_err(path: &Path, e: impl std::fmt::Display) -> Error {

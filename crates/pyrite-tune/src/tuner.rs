@@ -22,7 +22,7 @@ use crate::progress::ProgressTable;
 use crate::result_grid::{ResultGrid, TrialResult};
 use crate::schedulers::{Controller, Decision, FifoScheduler, TrialScheduler};
 use crate::search::{BasicVariantGenerator, SearchProperties, Searcher, Suggestion};
-use crate::session::{io_err, Checkpoint, Message, Session};
+use crate::session::{io_err, Checkpoint, Message, Session, SessionState};
 use crate::space::ParamSpace;
 use crate::storage::{open_store, Event, EventKind, ExperimentStore, TrialRow};
 use crate::trial::{Metrics, Mode, TrialStatus, TIME_TOTAL_S};
@@ -721,7 +721,7 @@ impl Driver {
         t.pending = None;
         let config = t.config.clone();
         std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
-        let mut session = Session {
+        let state = SessionState {
             trial_id: id.clone(),
             trial_dir: dir,
             iteration: t.checkpoint_iteration,
@@ -733,7 +733,9 @@ impl Driver {
             decision: None,
             scratch: 0,
         };
-        let ev = self.event(EventKind::Start, &id, json!({ "from_iteration": session.iteration }));
+        let from_iteration = state.iteration;
+        let mut session = Session::new(state);
+        let ev = self.event(EventKind::Start, &id, json!({ "from_iteration": from_iteration }));
         self.commit(vec![ev], &[i])?;
         let trainable = self.trainable.clone();
         let cpu = self.cpu;

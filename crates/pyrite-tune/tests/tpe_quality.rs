@@ -15,7 +15,13 @@ fn tpe_best(f: fn(&[f64]) -> f64, bounds: &[(f64, f64)], trials: usize, seed: u6
         space = space.with(format!("x{i}"), uniform(*lo, *hi));
     }
     let mut tpe = TpeSearch::new(TpeOptions { seed: Some(seed), ..Default::default() });
-    tpe.set_search_properties(&SearchProperties { metric: "y", mode: Mode::Min, space: &space, num_samples: None }).unwrap();
+    tpe.set_search_properties(&SearchProperties {
+        metric: "y",
+        mode: Mode::Min,
+        space: &space,
+        num_samples: None,
+    })
+    .unwrap();
     let mut best = f64::INFINITY;
     for t in 0..trials {
         let id = t.to_string();
@@ -31,12 +37,17 @@ fn tpe_best(f: fn(&[f64]) -> f64, bounds: &[(f64, f64)], trials: usize, seed: u6
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
 }
 
 fn reference() -> serde_json::Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../reference/data/tune/tpe_benchmarks.json");
-    serde_json::from_str(&std::fs::read_to_string(path).expect("reference/data/tune/tpe_benchmarks.json")).unwrap()
+    serde_json::from_str(&std::fs::read_to_string(path).expect("reference/data/tune/tpe_benchmarks.json"))
+        .unwrap()
 }
 
 fn check(name: &str, f: fn(&[f64]) -> f64, bounds: &[(f64, f64)]) {
