@@ -168,7 +168,10 @@ impl Domain {
                     if *sd <= 0.0 || !sd.is_finite() {
                         return Err(value_err(format!("{name}: randn needs sd > 0, got {sd}")));
                     }
-                } else if !(lower < upper) || !lower.is_finite() || !upper.is_finite() {
+                } else if lower.partial_cmp(upper) != Some(std::cmp::Ordering::Less)
+                    || !lower.is_finite()
+                    || !upper.is_finite()
+                {
                     return Err(value_err(format!(
                         "{name}: the lower bound {lower} must be below the upper bound {upper}"
                     )));

@@ -600,9 +600,10 @@ impl Driver {
                 self.trials.list[i].status = TrialStatus::Paused;
             }
             Decision::Stop => {
-                if by != "scheduler" {
-                    self.scheduler.on_trial_complete(&mut self.trials, &id, &metrics);
-                }
+                // Ray's controller tells the scheduler a stopped trial completed, whoever
+                // stopped it (ASHA then forgets the trial; the median rule counts the last
+                // result once more).
+                self.scheduler.on_trial_complete(&mut self.trials, &id, &metrics);
                 self.searcher.on_trial_complete(&id, Some(&metrics), false);
                 self.trials.list[i].status = TrialStatus::Terminated;
             }
