@@ -78,11 +78,7 @@ fn the_callback_reports_each_validation_epoch_and_asha_stops_the_fit() {
         trainer.fit(
             &mut lit,
             &train,
-            FitOptions {
-                val_dataloaders: Some(&val),
-                ckpt_path: ckpt.map(|p| pyrite::train::CkptPath::Path(p)),
-                ..Default::default()
-            },
+            FitOptions { val_dataloaders: Some(&val), ckpt_path: ckpt.map(pyrite::train::CkptPath::Path) },
         )
     };
     let grid = Tuner::new(
