@@ -16,6 +16,14 @@ use pyrite::vision::datasets::{Digits, DigitsSplit};
 use pyrite::Generator;
 use std::sync::Arc;
 
+/// The tests seed the global generator and draw from it: they take turns (run side by side,
+/// one test's draws shifted another's and its accuracy moved).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[derive(nn::Module)]
 struct Mlp {
     base: ModuleBase,
@@ -137,6 +145,7 @@ fn trainer(precision: &str, epochs: usize, dir: &str) -> Result<Trainer> {
 
 #[test]
 fn bf16_mixed_runs_every_step_under_autocast_and_keeps_f32_weights() -> Result<()> {
+    let _serial = serial();
     let mut lit = Lit::new()?;
     let mut t = trainer("bf16-mixed", 1, "mixed")?;
     let (train, val) =
@@ -166,6 +175,7 @@ fn bf16_mixed_runs_every_step_under_autocast_and_keeps_f32_weights() -> Result<(
 
 #[test]
 fn names_aliases_and_the_cpu_fallback_for_16_mixed() -> Result<()> {
+    let _serial = serial();
     for (name, p) in [
         ("32", Precision::F32True),
         ("32-true", Precision::F32True),
@@ -195,6 +205,7 @@ fn names_aliases_and_the_cpu_fallback_for_16_mixed() -> Result<()> {
 
 #[test]
 fn bf16_true_converts_the_module_and_the_batches() -> Result<()> {
+    let _serial = serial();
     // Inference in bf16: the module's weights and the batches are converted.
     let mut lit = Lit::new()?;
     let data = loader(DigitsSplit::Test, Some(32), false)?;
@@ -217,6 +228,7 @@ fn bf16_true_converts_the_module_and_the_batches() -> Result<()> {
 /// A module the Trainer cannot convert says so.
 #[test]
 fn bf16_true_needs_module_mut() -> Result<()> {
+    let _serial = serial();
     struct Frozen(Lit);
     impl LightningModule for Frozen {
         fn module(&self) -> &dyn Module {
@@ -241,6 +253,7 @@ fn bf16_true_needs_module_mut() -> Result<()> {
 /// held-out digits.
 #[test]
 fn digits_accuracy_in_bf16_mixed_is_within_half_a_point_of_f32() -> Result<()> {
+    let _serial = serial();
     let mut acc = vec![];
     for precision in ["32-true", "bf16-mixed"] {
         let mut lit = Lit::new()?;
