@@ -201,15 +201,16 @@ def main():
         per_seed = []
         for s in SEEDS:
             evals, info = run_one(m, s)
-            per_seed.append({"seed": s, **info, "final_regret": r10(evals[-1]["regret"]), "total_budget": r10(evals[-1]["cum_budget"]), "evals": [
-                [r10(e["budget"]), r10(e["cum_budget"]), r10(e["regret"])] for e in evals
-            ]})
+            per_seed.append({
+                "seed": s, **info, "final_regret": r10(evals[-1]["regret"]), "total_budget": r10(evals[-1]["cum_budget"]),
+                "max_budget_evals": [[r10(e["cum_budget"]), r10(e["regret"])] for e in evals if abs(e["budget"] - 1.0) < 1e-9],
+            })
             print(f"{m} seed {s}: {info} final regret {evals[-1]['regret']:.4f} budget {evals[-1]['cum_budget']:.2f}", flush=True)
         total = min(p["total_budget"] for p in per_seed)
         grid = list(range(1, int(total) + 1))
         med, q25, q75, n_def = [], [], [], []
         for g in grid:
-            vals = [regret_at([{"cum_budget": e[1], "regret": e[2]} for e in p["evals"]], g) for p in per_seed]
+            vals = [regret_at([{"cum_budget": e[0], "regret": e[1]} for e in p["max_budget_evals"]], g) for p in per_seed]
             vals = [v for v in vals if v is not None]
             n_def.append(len(vals))
             if len(vals) == len(per_seed):
@@ -236,8 +237,11 @@ def main():
         print(f"{m}: final regret median {np.median(finals):.4f} ({timings[m]} s)", flush=True)
     out["meta"]["seconds"] = timings
     out["format"] = (
-        "methods.<m>.per_seed[i].evals: one row per evaluation in completion order: [budget, "
-        "cumulative budget, regret of the incumbent after it] (budgets in units of max_budget). "
+        "methods.<m>.per_seed[i].max_budget_evals: one row per evaluation on max_budget, in "
+        "completion order: [cumulative budget spent up to and including it, regret of the "
+        "incumbent after it] (budgets in units of max_budget; the incumbent only changes at these "
+        "evaluations, so the regret after any cumulative budget g is the last row with "
+        "cumulative budget <= g, null before the first). total_budget: the run's whole spend. "
         "grid: whole units of max_budget up to the smallest total over seeds; median_regret / "
         "q25_regret / q75_regret at each grid point g use, per seed, the incumbent after the "
         "evaluations with cumulative budget <= g (null where some seed has no max-budget "

@@ -5,7 +5,8 @@ An in-memory study (direction minimize, TPESampler(seed=0) with its default argu
 COMPLETE trials added with study.add_trials: Hartmann-6 parameters x0..x5 drawn uniformly from
 [0, 1] (numpy default_rng(0)) with their Hartmann-6 values. Then, REPEATS times: time one
 `study.ask()` plus `trial.suggest_float("x{i}", 0, 1)` for i = 0..5 (TPE's default multivariate
-model is fitted and sampled inside ask()); untimed, `study.tell(trial, hartmann6(x))`. WARMUP
+model is fitted and sampled for all six at the first suggest_float); untimed,
+`study.tell(trial, hartmann6(x))`. WARMUP
 untimed suggestions come first (the first one fills Optuna's search-space cache).
 
 Prints one JSON line: {"workload":"tpe_suggest","metric":"us_per_suggest","value":<median

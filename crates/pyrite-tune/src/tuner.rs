@@ -237,6 +237,10 @@ struct TrialState {
     pending: Option<Decision>,
     /// The decision the running thread was given (how to read its end).
     decided: Option<Decision>,
+    /// Reports up to this iteration repeat logged ones (after a restart from a checkpoint).
+    floor: u64,
+    /// The floor for the next start, when PBT gave the trial another trial's checkpoint.
+    next_floor: Option<u64>,
 }
 
 impl TrialState {
@@ -267,6 +271,12 @@ struct Trials {
     index: HashMap<String, usize>,
     /// Status changes made through the controller, to log.
     changed: Vec<usize>,
+    /// Searcher notifications the scheduler asked for: (trial, paused).
+    searcher_calls: Vec<(String, bool)>,
+    /// Waiting trials the scheduler stopped (it is told they are removed).
+    removed: Vec<String>,
+    /// PBT exploits to carry out: (trial, donor).
+    exploits: Vec<(usize, usize)>,
 }
 
 impl Trials {
@@ -292,7 +302,10 @@ impl Controller for Trials {
         let Some(&i) = self.index.get(trial) else { return };
         match self.list[i].status {
             TrialStatus::Running => self.list[i].pending = Some(Decision::Stop),
-            TrialStatus::Pending | TrialStatus::Paused => self.set_status(trial, TrialStatus::Terminated),
+            TrialStatus::Pending | TrialStatus::Paused => {
+                self.set_status(trial, TrialStatus::Terminated);
+                self.removed.push(trial.to_string());
+            }
             _ => {}
         }
     }
@@ -307,6 +320,24 @@ impl Controller for Trials {
     fn unpause_trial(&mut self, trial: &str) {
         if self.status(trial) == Some(TrialStatus::Paused) {
             self.set_status(trial, TrialStatus::Pending);
+        }
+    }
+    fn searcher_on_pause(&mut self, trial: &str) {
+        self.searcher_calls.push((trial.to_string(), true));
+    }
+    fn searcher_on_unpause(&mut self, trial: &str) {
+        self.searcher_calls.push((trial.to_string(), false));
+    }
+    fn config(&self, trial: &str) -> Option<Config> {
+        self.get(trial).map(|t| t.config.clone())
+    }
+    fn has_checkpoint(&self, trial: &str) -> bool {
+        self.get(trial).is_some_and(|t| t.checkpoint.is_some())
+    }
+    fn exploit(&mut self, trial: &str, from: &str, config: Config) {
+        if let (Some(&i), Some(&j)) = (self.index.get(trial), self.index.get(from)) {
+            self.list[i].config = config;
+            self.exploits.push((i, j));
         }
     }
 }
@@ -344,6 +375,7 @@ struct Driver {
     created: usize,
     searcher_finished: bool,
     id_prefix: String,
+    replaying: bool,
 }
 
 fn now_unix() -> f64 {
@@ -476,9 +508,12 @@ impl Driver {
             created: 0,
             searcher_finished: false,
             id_prefix,
+            replaying: false,
         };
         if existed {
+            d.replaying = true;
             d.replay()?;
+            d.replaying = false;
         }
         Ok(d)
     }
@@ -510,6 +545,49 @@ impl Driver {
     }
 
     // ---- the steps, shared by the live run and the replay of the log ----
+
+    /// Carries out what the scheduler asked of the controller during its last call: searcher
+    /// notifications, removals of stopped waiting trials, PBT's checkpoint copies.
+    fn settle(&mut self) -> Result<()> {
+        loop {
+            let calls = std::mem::take(&mut self.trials.searcher_calls);
+            let removed = std::mem::take(&mut self.trials.removed);
+            let exploits = std::mem::take(&mut self.trials.exploits);
+            if calls.is_empty() && removed.is_empty() && exploits.is_empty() {
+                return Ok(());
+            }
+            for (t, paused) in calls {
+                if paused {
+                    self.searcher.on_pause(&t);
+                } else {
+                    self.searcher.on_unpause(&t);
+                }
+            }
+            for t in removed {
+                self.scheduler.on_trial_remove(&mut self.trials, &t);
+                let last = self.trials.get(&t).and_then(|s| s.results.last().cloned());
+                self.searcher.on_trial_complete(&t, last.as_ref(), false);
+            }
+            for (i, j) in exploits {
+                if self.replaying {
+                    continue;
+                }
+                let Some(src) = self.trials.list[j].checkpoint.clone() else { continue };
+                let id = self.trials.list[i].id.clone();
+                let n = std::fs::read_dir(self.trial_dir(&id)).map(|d| d.count()).unwrap_or(0);
+                let dest = self.trial_dir(&id).join(format!("checkpoint_exploit_{n:04}"));
+                copy_dir(&src, &dest)?;
+                let (it, time) =
+                    (self.trials.list[j].checkpoint_iteration, self.trials.list[j].checkpoint_time);
+                let t = &mut self.trials.list[i];
+                t.checkpoint = Some(dest);
+                t.checkpoint_iteration = it;
+                t.checkpoint_time = time;
+                t.next_floor = Some(it);
+                self.trials.changed.push(i);
+            }
+        }
+    }
 
     /// A new trial from the searcher; `logged` is its config when replaying.
     fn add_trial(&mut self, logged: Option<(&str, &Value)>) -> Result<Option<usize>> {
@@ -556,9 +634,12 @@ impl Driver {
             error: None,
             pending: None,
             decided: None,
+            floor: 0,
+            next_floor: None,
         });
         self.created += 1;
         self.scheduler.on_trial_add(&mut self.trials, &id);
+        self.settle()?;
         Ok(Some(i))
     }
 
@@ -567,12 +648,11 @@ impl Driver {
     fn on_result(
         &mut self,
         i: usize,
-        metrics: Metrics,
+        mut metrics: Metrics,
         logged: Option<(&str, &str)>,
         over_budget: bool,
-    ) -> (Decision, &'static str) {
+    ) -> Result<(Decision, &'static str, Metrics)> {
         let id = self.trials.list[i].id.clone();
-        self.trials.list[i].results.push(metrics.clone());
         let stopper = match logged {
             Some((d, by)) => d == "STOP" && by == "stop",
             None => self.stop.as_ref().is_some_and(|s| s.should_stop(&id, &metrics)),
@@ -584,15 +664,14 @@ impl Driver {
         let pending = self.trials.list[i].pending.take();
         let (decision, by) = if stopper || budget {
             (Decision::Stop, decided_by(stopper, budget))
+        } else if let Some(p) = pending {
+            // Another trial's result asked the scheduler to stop or pause this one.
+            (p, "controller")
         } else {
-            let mut d = self.scheduler.on_trial_result(&mut self.trials, &id, &metrics);
-            if let Some(p) = pending {
-                if d == Decision::Continue {
-                    d = p;
-                }
-            }
+            let d = self.scheduler.on_trial_result(&mut self.trials, &id, &mut metrics);
             (d, "scheduler")
         };
+        self.trials.list[i].results.push(metrics.clone());
         self.searcher.on_trial_result(&id, &metrics);
         match decision {
             Decision::Continue => {}
@@ -608,11 +687,18 @@ impl Driver {
                 self.trials.list[i].status = TrialStatus::Terminated;
             }
         }
-        (decision, by)
+        self.settle()?;
+        Ok((decision, by, metrics))
     }
 
     /// A trial's trainable returned: `Ok` or its error. Returns whether it ended for good.
-    fn on_end(&mut self, i: usize, error: Option<String>) -> bool {
+    fn on_end(&mut self, i: usize, error: Option<String>) -> Result<bool> {
+        let done = self.on_end_inner(i, error);
+        self.settle()?;
+        Ok(done)
+    }
+
+    fn on_end_inner(&mut self, i: usize, error: Option<String>) -> bool {
         let id = self.trials.list[i].id.clone();
         let t = &mut self.trials.list[i];
         let decided = t.decided.take();
@@ -666,7 +752,7 @@ impl Driver {
                         })?;
                     let d = ev.body["decision"].as_str().unwrap_or("CONTINUE").to_string();
                     let by = ev.body["by"].as_str().unwrap_or("scheduler").to_string();
-                    let (decision, _) = self.on_result(i, metrics, Some((&d, &by)), false);
+                    let (decision, _, _) = self.on_result(i, metrics, Some((&d, &by)), false)?;
                     if decision.as_str() != d {
                         return Err(Error::new(
                             ErrorKind::Value,
@@ -683,7 +769,7 @@ impl Driver {
                 EventKind::End => {
                     let Some(&i) = self.trials.index.get(&ev.trial_id) else { continue };
                     let error = ev.body["error"].as_str().map(str::to_string);
-                    self.on_end(i, error);
+                    self.on_end(i, error)?;
                 }
                 EventKind::Status => {}
             }
@@ -693,6 +779,9 @@ impl Driver {
         for r in rows {
             if let Some(&i) = self.trials.index.get(&r.trial_id) {
                 let t = &mut self.trials.list[i];
+                if let Some(c) = r.config.as_object() {
+                    t.config = Config(c.clone());
+                }
                 t.checkpoint = r.checkpoint.map(PathBuf::from);
                 t.checkpoint_iteration = r.checkpoint_iteration.max(0) as u64;
                 t.checkpoint_time = r.checkpoint_time;
@@ -705,6 +794,12 @@ impl Driver {
             }
         }
         Ok(())
+    }
+
+    fn choose(&mut self) -> Result<Option<String>> {
+        let c = self.scheduler.choose_trial_to_run(&mut self.trials);
+        self.settle()?;
+        Ok(c)
     }
 
     fn may_create(&self, started: Instant) -> bool {
@@ -720,6 +815,7 @@ impl Driver {
         t.status = TrialStatus::Running;
         t.decided = None;
         t.pending = None;
+        t.floor = t.next_floor.take().unwrap_or_else(|| t.logged_iteration());
         let config = t.config.clone();
         std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
         let state = SessionState {
@@ -827,7 +923,7 @@ impl Driver {
         let Some(&i) = self.trials.index.get(&trial) else { return Ok(Decision::Stop) };
         // A trial resumed from a checkpoint repeats iterations the log already has: those were
         // decided (continue) and are not counted twice.
-        if metrics.iteration() <= self.trials.list[i].logged_iteration() {
+        if metrics.iteration() <= self.trials.list[i].floor {
             if let Some(src) = checkpoint {
                 let dest = self.keep_checkpoint(i, &src, &metrics)?;
                 let t = &mut self.trials.list[i];
@@ -845,7 +941,7 @@ impl Driver {
             t.checkpoint_iteration = metrics.iteration();
             t.checkpoint_time = metrics.get(TIME_TOTAL_S).unwrap_or(0.0);
         }
-        let (decision, by) = self.on_result(i, metrics.clone(), None, over_budget);
+        let (decision, by, metrics) = self.on_result(i, metrics, None, over_budget)?;
         if decision != Decision::Continue {
             self.trials.list[i].decided = Some(decision);
         }
@@ -871,7 +967,7 @@ impl Driver {
             return Ok(());
         }
         let ev = self.event(EventKind::End, &trial, json!({ "error": error }));
-        self.on_end(i, error);
+        self.on_end(i, error)?;
         self.commit(vec![ev], &[i])
     }
 
@@ -883,14 +979,14 @@ impl Driver {
         loop {
             // Fill the free slots: waiting trials first (the scheduler picks), then new ones.
             while running < self.max_concurrent {
-                let mut next = self.scheduler.choose_trial_to_run(&mut self.trials);
+                let mut next = self.choose()?;
                 if next.is_none() && self.may_create(started) {
                     if let Some(i) = self.add_trial(None)? {
                         let id = self.trials.list[i].id.clone();
                         let body = Value::Object(self.trials.list[i].config.0.clone());
                         let ev = self.event(EventKind::Add, &id, body);
                         self.commit(vec![ev], &[i])?;
-                        next = self.scheduler.choose_trial_to_run(&mut self.trials);
+                        next = self.choose()?;
                     }
                 }
                 let Some(id) = next else { break };
@@ -911,7 +1007,7 @@ impl Driver {
                 if !waiting || self.time_budget.is_some_and(|b| started.elapsed() >= b) {
                     break;
                 }
-                if self.scheduler.choose_trial_to_run(&mut self.trials).is_none() {
+                if self.choose()?.is_none() {
                     break;
                 }
                 continue;

@@ -64,7 +64,7 @@ impl Bracket {
         let max_rungs = ((max_t / min_t).ln() / rf.ln() - s as f64 + 1.0).trunc();
         let max_rungs = if max_rungs > 0.0 { max_rungs as usize } else { 0 };
         let rungs =
-            (0..max_rungs).rev().map(|k| (min_t * rf.powi((k + s) as i32), BTreeMap::new())).collect();
+            (0..max_rungs).rev().map(|k| (min_t * rf.powf((k + s) as f64), BTreeMap::new())).collect();
         Bracket { rf, rungs, stop_last_trials }
     }
 
@@ -213,7 +213,7 @@ impl TrialScheduler for AsyncHyperBandScheduler {
         self.add_trial_to_bracket(trial, b);
     }
 
-    fn on_trial_result(&mut self, _ctl: &mut dyn Controller, trial: &str, result: &Metrics) -> Decision {
+    fn on_trial_result(&mut self, _ctl: &mut dyn Controller, trial: &str, result: &mut Metrics) -> Decision {
         let (metric, sign) = self.metric_and_sign();
         let (Some(t), Some(v)) = (result.get(&self.options.time_attr), result.get(metric)) else {
             return Decision::Continue;

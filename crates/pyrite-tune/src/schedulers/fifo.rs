@@ -18,7 +18,12 @@ impl TrialScheduler for FifoScheduler {
         Ok(())
     }
 
-    fn on_trial_result(&mut self, _ctl: &mut dyn Controller, _trial: &str, _result: &Metrics) -> Decision {
+    fn on_trial_result(
+        &mut self,
+        _ctl: &mut dyn Controller,
+        _trial: &str,
+        _result: &mut Metrics,
+    ) -> Decision {
         Decision::Continue
     }
 }

@@ -103,7 +103,7 @@ impl TrialScheduler for MedianStoppingRule {
         resolve_property("MedianStoppingRule", "mode", &mut self.options.mode, mode)
     }
 
-    fn on_trial_result(&mut self, ctl: &mut dyn Controller, trial: &str, result: &Metrics) -> Decision {
+    fn on_trial_result(&mut self, ctl: &mut dyn Controller, trial: &str, result: &mut Metrics) -> Decision {
         let metric = self.options.metric.clone().unwrap_or_default();
         let mode = self.options.mode.unwrap_or(Mode::Max);
         let (Some(time), Some(value)) = (result.get(&self.options.time_attr), result.get(&metric)) else {

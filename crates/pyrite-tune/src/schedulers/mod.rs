@@ -7,14 +7,21 @@
 
 mod asha;
 mod fifo;
+mod hyperband;
+mod median_pruner;
 mod median_stopping;
+mod pbt;
 
 pub use asha::{ASHAScheduler, AshaOptions, AsyncHyperBandScheduler};
 pub use fifo::FifoScheduler;
+pub use hyperband::{HyperBandOptions, HyperBandScheduler};
+pub use median_pruner::{MedianPruner, PercentilePruner, PercentilePrunerOptions};
 pub use median_stopping::{MedianStoppingOptions, MedianStoppingRule};
+pub use pbt::{Exploit, Mutation, PbtOptions, PopulationBasedTraining};
 
 use pyrite_core::{Error, ErrorKind, Result};
 
+use crate::config::Config;
 use crate::trial::{Metrics, Mode, TrialStatus};
 
 /// A scheduler's answer to a result (Ray's `TrialScheduler.CONTINUE` / `PAUSE` / `STOP`).
@@ -52,6 +59,20 @@ pub trait Controller {
     fn pause_trial(&mut self, trial: &str);
     /// Makes a paused trial pending again, to be resumed from its checkpoint.
     fn unpause_trial(&mut self, trial: &str);
+    /// Tells the searcher a trial paused (HyperBandForBOHB's `searcher.on_pause`).
+    fn searcher_on_pause(&mut self, _trial: &str) {}
+    /// Tells the searcher a paused trial will run again.
+    fn searcher_on_unpause(&mut self, _trial: &str) {}
+    /// A trial's current config.
+    fn config(&self, _trial: &str) -> Option<Config> {
+        None
+    }
+    /// Whether a trial has a checkpoint to copy.
+    fn has_checkpoint(&self, _trial: &str) -> bool {
+        false
+    }
+    /// PBT's exploit: `trial` continues from `from`'s latest checkpoint with `config`.
+    fn exploit(&mut self, _trial: &str, _from: &str, _config: Config) {}
 }
 
 /// A trial scheduler (Ray's `TrialScheduler`).
@@ -66,8 +87,9 @@ pub trait TrialScheduler: Send {
     /// A new trial.
     fn on_trial_add(&mut self, _ctl: &mut dyn Controller, _trial: &str) {}
 
-    /// A result of a running trial: continue, pause or stop it.
-    fn on_trial_result(&mut self, ctl: &mut dyn Controller, trial: &str, result: &Metrics) -> Decision;
+    /// A result of a running trial: continue, pause or stop it. A scheduler may annotate the
+    /// result (HyperBandForBOHB adds the bracket's budget for the searcher).
+    fn on_trial_result(&mut self, ctl: &mut dyn Controller, trial: &str, result: &mut Metrics) -> Decision;
 
     /// A trial ended by itself (its trainable returned or a stop condition was met).
     fn on_trial_complete(&mut self, _ctl: &mut dyn Controller, _trial: &str, _result: &Metrics) {}

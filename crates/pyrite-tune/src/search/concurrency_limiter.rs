@@ -59,6 +59,14 @@ impl Searcher for ConcurrencyLimiter {
         }
     }
 
+    fn on_pause(&mut self, trial_id: &str) {
+        self.inner.on_pause(trial_id)
+    }
+
+    fn on_unpause(&mut self, trial_id: &str) {
+        self.inner.on_unpause(trial_id)
+    }
+
     fn handles_num_samples(&self) -> bool {
         self.inner.handles_num_samples()
     }

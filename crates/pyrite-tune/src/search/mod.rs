@@ -6,10 +6,12 @@
 //! experiment be resumed by replaying its log (see `storage`).
 
 mod basic_variant;
+mod bohb;
 mod concurrency_limiter;
 pub mod tpe;
 
 pub use basic_variant::{BasicVariantGenerator, BasicVariantOptions};
+pub use bohb::{BohbOptions, BohbSearch, HYPERBAND_BUDGET};
 pub use concurrency_limiter::ConcurrencyLimiter;
 pub use tpe::{TpeOptions, TpeSearch};
 
@@ -60,6 +62,12 @@ pub trait Searcher: Send {
 
     /// A trial ended: with its last result, or with an error.
     fn on_trial_complete(&mut self, _trial_id: &str, _result: Option<&Metrics>, _error: bool) {}
+
+    /// The scheduler paused a trial (HyperBandForBOHB).
+    fn on_pause(&mut self, _trial_id: &str) {}
+
+    /// A paused trial will run again.
+    fn on_unpause(&mut self, _trial_id: &str) {}
 
     /// Whether this searcher counts trials itself (the tuner then does not stop at
     /// `num_samples`): only the basic variant generator does, to repeat the grid.
