@@ -323,3 +323,98 @@ fn sigkill_mid_experiment_loses_no_trial_and_runs_none_twice() {
     assert_eq!(results, total);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// PBT's toy problem: the score grows by `1 - |lr - 0.5|` per iteration, kept in the
+/// checkpoint with the id of the trial that wrote it.
+fn pbt_toy(c: &Config, s: &mut Session) -> pyrite_core::Result<()> {
+    let lr: f64 = c.get("lr")?;
+    let (mut score, mut copied) = (0.0, 0.0);
+    if let Some(cp) = s.get_checkpoint() {
+        let text = std::fs::read_to_string(cp.path().join("state")).unwrap();
+        let (v, writer) = text.split_once(' ').unwrap();
+        score = v.parse().unwrap();
+        copied = if writer != s.trial_id() { 1.0 } else { 0.0 };
+    }
+    for _ in s.iteration()..12 {
+        score += 1.0 - (lr - 0.5).abs();
+        let d = s.checkpoint_dir()?;
+        std::fs::write(d.join("state"), format!("{score} {}", s.trial_id())).unwrap();
+        s.report([("score", score), ("lr", lr), ("copied", copied)], Some(Checkpoint::from_directory(d)))?;
+    }
+    Ok(())
+}
+
+#[test]
+fn pbt_exploits_the_best_trials_checkpoints_and_explores_their_configs() {
+    use pyrite_tune::schedulers::{Mutation, PbtOptions, PopulationBasedTraining};
+    let dir = temp_dir("pbt");
+    let pbt = PopulationBasedTraining::new(PbtOptions {
+        time_attr: "training_iteration".into(),
+        perturbation_interval: 3.0,
+        hyperparam_mutations: vec![("lr".into(), Mutation::from(uniform(0.0, 1.0)))],
+        seed: Some(0),
+        ..Default::default()
+    })
+    .unwrap();
+    let grid = Tuner::new(
+        pbt_toy,
+        ParamSpace::new().with("lr", grid_search([0.05, 0.2, 0.45, 0.5, 0.9, 0.98])),
+        TuneConfig {
+            metric: Some("score".into()),
+            mode: Some(Mode::Max),
+            max_concurrent_trials: Some(2),
+            scheduler: Some(Box::new(pbt)),
+            ..Default::default()
+        },
+        run("pbt", &dir),
+    )
+    .fit()
+    .unwrap();
+    assert_eq!(grid.len(), 6);
+    assert!(grid.results().iter().all(|r| r.status == TrialStatus::Terminated), "{}", grid.table());
+    // Some trial went on from another trial's checkpoint, with a config explored from it.
+    let exploited: Vec<_> = grid.results().iter().filter(|r| r.metrics_history.iter().any(|m| m.get("copied") == Some(1.0))).collect();
+    assert!(!exploited.is_empty(), "no exploit happened:\n{}", grid.table());
+    for r in &exploited {
+        let first_lr = r.metrics_history[0].get("lr").unwrap();
+        let lrs: Vec<f64> = r.metrics_history.iter().map(|m| m.get("lr").unwrap()).collect();
+        assert!(lrs.iter().any(|&lr| lr != first_lr), "an exploited trial continues with an explored config: {lrs:?}");
+    }
+    // The worst starting points (lr 0.05, 0.98) end far better than they would alone (12 * 0.55).
+    let alone = 12.0 * (1.0 - 0.45);
+    let worst_final = grid.results().iter().map(|r| r.metrics.get("score").unwrap()).fold(f64::INFINITY, f64::min);
+    println!("{}", grid.table());
+    assert!(worst_final > alone, "PBT lifted no trial: worst final score {worst_final} vs {alone} alone");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn bohb_with_hyperband_for_bohb_runs_end_to_end() {
+    use pyrite_tune::schedulers::{HyperBandOptions, HyperBandScheduler};
+    use pyrite_tune::search::{BohbOptions, BohbSearch};
+    let dir = temp_dir("bohb");
+    let grid = Tuner::new(
+        |c, s| fit_curve(c, s, 27),
+        ParamSpace::new().with("x", uniform(0.0, 1.0)),
+        TuneConfig {
+            metric: Some("loss".into()),
+            mode: Some(Mode::Min),
+            num_samples: 30,
+            max_concurrent_trials: Some(2),
+            search_alg: Some(Box::new(BohbSearch::new(BohbOptions { seed: Some(0), ..Default::default() }))),
+            scheduler: Some(Box::new(HyperBandScheduler::for_bohb(HyperBandOptions { max_t: 27.0, ..Default::default() }).unwrap())),
+            ..Default::default()
+        },
+        run("bohb", &dir),
+    )
+    .fit()
+    .unwrap();
+    assert_eq!(grid.len(), 30);
+    let iters: Vec<u64> = grid.results().iter().map(|r| r.metrics.iteration()).collect();
+    // HyperBand's milestones: 1, 3, 9, 27 in the largest bracket.
+    assert!(iters.iter().all(|i| [1, 3, 9, 27].contains(i)), "{iters:?}\n{}", grid.table());
+    assert!(iters.iter().any(|&i| i == 27));
+    let best = grid.get_best_result(None, None).unwrap();
+    assert!((best.config.get::<f64>("x").unwrap() - 0.3).abs() < 0.1, "{}", grid.table());
+    std::fs::remove_dir_all(dir).unwrap();
+}
