@@ -1137,3 +1137,193 @@ mod tests {
         assert_eq!(short(0.3), "0.3");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// plot_xy: generic x-y panels (the tuner's trial curves, best-so-far and parameter scatters).
+
+/// How a series of an x-y panel is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XyKind {
+    /// A line.
+    Line,
+    /// A line with a marker on its last point (a trial's curve: where it ended shows).
+    LineEndMarker,
+    /// Markers only (a scatter).
+    Markers,
+}
+
+/// One series of an x-y panel.
+#[derive(Clone, Debug)]
+pub struct XySeries {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    pub kind: XyKind,
+}
+
+/// One panel: a title, axis labels and series (colours cycle through matplotlib's `tab10`; the
+/// legend shows when there are at most 12 series).
+#[derive(Clone, Debug, Default)]
+pub struct XyPanel {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    /// A log-scale x axis (used when every x is positive).
+    pub log_x: bool,
+    pub series: Vec<XySeries>,
+}
+
+/// Plots panels of x-y series (one column, or two when there are more than two panels) to the
+/// PNG and SVG at `path` (given without an extension or with `.png` / `.svg`), and returns their
+/// paths. Non-finite points are left out; panels without any finite point, or no panels, are an
+/// error.
+///
+/// ```
+/// use pyrite_train::plot::{plot_xy, XyKind, XyPanel, XySeries};
+/// let panel = XyPanel {
+///     title: "loss by trial".into(),
+///     x_label: "training_iteration".into(),
+///     y_label: "loss".into(),
+///     log_x: false,
+///     series: vec![XySeries { name: "trial 0".into(), points: vec![(1.0, 0.9), (2.0, 0.5)], kind: XyKind::LineEndMarker }],
+/// };
+/// let (png, svg) = plot_xy(&[panel], &std::env::temp_dir().join("pyrite_plot_doc_xy"))?;
+/// assert!(std::fs::read_to_string(svg).unwrap().contains("loss by trial"));
+/// # Ok::<(), pyrite_core::Error>(())
+/// ```
+pub fn plot_xy(panels: &[XyPanel], path: &Path) -> Result<(PathBuf, PathBuf)> {
+    let panels: Vec<XyPanel> = panels
+        .iter()
+        .map(|p| XyPanel {
+            series: p
+                .series
+                .iter()
+                .map(|s| XySeries {
+                    points: s
+                        .points
+                        .iter()
+                        .copied()
+                        .filter(|(x, y)| x.is_finite() && y.is_finite() && (!p.log_x || *x > 0.0))
+                        .collect(),
+                    ..s.clone()
+                })
+                .filter(|s| !s.points.is_empty())
+                .collect(),
+            ..p.clone()
+        })
+        .filter(|p| !p.series.is_empty())
+        .collect();
+    if panels.is_empty() {
+        bail!(Value, "plot_xy: nothing to plot (no panel has a finite point)");
+    }
+    let (png, svg) = output_paths(path, "plot_xy")?;
+    render(&XyFigure { panels }, &png, &svg, "plot_xy")?;
+    Ok((png, svg))
+}
+
+struct XyFigure {
+    panels: Vec<XyPanel>,
+}
+
+impl XyFigure {
+    fn grid(&self) -> (usize, usize) {
+        let n = self.panels.len();
+        let cols = if n > 2 { 2 } else { 1 };
+        (n.div_ceil(cols), cols)
+    }
+}
+
+impl Figure for XyFigure {
+    fn size(&self) -> (u32, u32) {
+        let (rows, cols) = self.grid();
+        (PANEL_W * cols as u32, PANEL_H * rows as u32)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        root.fill(&WHITE)?;
+        let areas = root.split_evenly(self.grid());
+        for (panel, area) in self.panels.iter().zip(areas.iter()) {
+            draw_xy_panel(panel, area)?;
+        }
+        Ok(())
+    }
+}
+
+fn draw_xy_panel<DB: DrawingBackend>(panel: &XyPanel, area: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+    let all = || panel.series.iter().flat_map(|s| s.points.iter().copied());
+    let Some(((x0, x1), (y0, y1))) = bounds(all()) else { return Ok(()) };
+    let (w, h) = area.dim_in_pixel();
+    let max_x_ticks = (w / 110).max(3) as usize;
+    let x_axis = if panel.log_x && x0 > 0.0 {
+        Axis::log(x0, x1, 0.04, max_x_ticks)
+    } else {
+        Axis::linear(x0, x1, 0.03, max_x_ticks, false)
+    };
+    let y_axis = Axis::linear(y0, y1, 0.06, (h / 55).max(3) as usize, false);
+    let tick_style = font(14.0).color(&AXIS);
+    let y_area = y_label_width(area, &y_axis, &tick_style)?;
+    let mut chart = ChartBuilder::on(area)
+        .caption(&panel.title, bold(18.0))
+        .margin_top(8)
+        .margin_right(22)
+        .margin_left(10)
+        .margin_bottom(6)
+        .x_label_area_size(48)
+        .y_label_area_size(y_area + 22)
+        .build_cartesian_2d(x_axis.clone(), y_axis.clone())?;
+    let fx = |v: &f64| x_axis.label(*v);
+    let fy = |v: &f64| y_axis.label(*v);
+    chart
+        .configure_mesh()
+        .x_labels(x_axis.major.len())
+        .y_labels(y_axis.major.len())
+        .x_label_formatter(&fx)
+        .y_label_formatter(&fy)
+        .bold_line_style(GRID)
+        .light_line_style(GRID_MINOR)
+        .axis_style(AXIS)
+        .label_style(tick_style.clone())
+        .axis_desc_style(font(15.0))
+        .x_desc(panel.x_label.as_str())
+        .y_desc(panel.y_label.as_str())
+        .draw()?;
+    let legend = panel.series.len() <= 12;
+    for (i, s) in panel.series.iter().enumerate() {
+        let color = TAB10[i % TAB10.len()];
+        let line = color.stroke_width(2);
+        let fill = color.filled();
+        if s.kind != XyKind::Markers && s.points.len() > 1 {
+            chart.draw_series(LineSeries::new(s.points.iter().copied(), line))?;
+        }
+        match s.kind {
+            XyKind::Markers => {
+                chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 4, fill)))?;
+            }
+            _ => {
+                if let Some(&p) = s.points.last() {
+                    chart.draw_series(std::iter::once(Circle::new(p, 4, fill)))?;
+                }
+            }
+        }
+        if legend {
+            let entry = chart.draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())?;
+            entry.label(s.name.as_str());
+            if s.kind == XyKind::Markers {
+                entry.legend(move |(x, y)| Circle::new((x + 10, y), 4, fill));
+            } else {
+                entry.legend(move |(x, y)| PathElement::new(vec![(x - 2, y), (x + 22, y)], line));
+            }
+        }
+    }
+    if legend {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .margin(12)
+            .legend_area_size(30)
+            .label_font(font(14.0))
+            .background_style(WHITE.mix(0.88))
+            .border_style(RGBColor(200, 200, 200))
+            .draw()?;
+    }
+    Ok(())
+}

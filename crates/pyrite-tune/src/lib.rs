@@ -37,6 +37,7 @@
 
 mod config;
 pub mod integration;
+pub mod plots;
 mod progress;
 mod result_grid;
 mod rng;

@@ -150,6 +150,16 @@ impl ResultGrid {
         std::fs::write(path, self.to_csv()).map_err(|e| io_err(path, e))
     }
 
+    /// Draws the experiment's figures into its folder (see [`crate::plots::plot_results`]):
+    /// per-trial curves, the best value over time, parameters against the metric.
+    pub fn plot(&self, metric: Option<&str>, mode: Option<Mode>) -> Result<Vec<PathBuf>> {
+        let metric = metric.or(self.metric.as_deref()).ok_or_else(|| {
+            Error::new(ErrorKind::Value, "no metric to plot: pass one or set TuneConfig's `metric`")
+        })?;
+        let mode = mode.or(self.mode).unwrap_or(Mode::Min);
+        crate::plots::plot_results(self, metric, mode)
+    }
+
     /// The final status table.
     pub fn table(&self) -> String {
         let view = crate::progress::View {

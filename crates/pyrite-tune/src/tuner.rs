@@ -136,6 +136,9 @@ pub struct RunConfig {
     pub failure_config: FailureConfig,
     /// 0: silent; 1: the status table every few seconds and at the end (default 1).
     pub verbose: Option<u8>,
+    /// Draw the figures (trial curves, best over time, parameters against the metric) into
+    /// the experiment folder at the end (default true; needs a metric).
+    pub plot: Option<bool>,
 }
 
 /// Runs an experiment (`tune.Tuner`).
@@ -241,6 +244,8 @@ struct TrialState {
     floor: u64,
     /// The floor for the next start, when PBT gave the trial another trial's checkpoint.
     next_floor: Option<u64>,
+    /// Its thread is still running (a paused trial is not started again before it ended).
+    thread_live: bool,
 }
 
 impl TrialState {
@@ -370,6 +375,7 @@ struct Driver {
     max_failures: i64,
     time_budget: Option<Duration>,
     verbose: u8,
+    plot: bool,
     trials: Trials,
     seq: i64,
     created: usize,
@@ -503,6 +509,7 @@ impl Driver {
             max_failures: run.failure_config.max_failures,
             time_budget: tune.time_budget_s.map(Duration::from_secs_f64),
             verbose: run.verbose.unwrap_or(1),
+            plot: run.plot.unwrap_or(true),
             trials: Trials::default(),
             seq: 0,
             created: 0,
@@ -636,6 +643,7 @@ impl Driver {
             decided: None,
             floor: 0,
             next_floor: None,
+            thread_live: false,
         });
         self.created += 1;
         self.scheduler.on_trial_add(&mut self.trials, &id);
@@ -816,6 +824,7 @@ impl Driver {
         t.decided = None;
         t.pending = None;
         t.floor = t.next_floor.take().unwrap_or_else(|| t.logged_iteration());
+        t.thread_live = true;
         let config = t.config.clone();
         std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
         let state = SessionState {
@@ -957,6 +966,7 @@ impl Driver {
 
     fn handle_done(&mut self, trial: String, outcome: std::result::Result<(), String>) -> Result<()> {
         let Some(&i) = self.trials.index.get(&trial) else { return Ok(()) };
+        self.trials.list[i].thread_live = false;
         let interrupted = self.trials.list[i].decided.is_some();
         let error = if interrupted { None } else { outcome.err() };
         if interrupted {
@@ -991,7 +1001,10 @@ impl Driver {
                 }
                 let Some(id) = next else { break };
                 let Some(&i) = self.trials.index.get(&id) else { break };
-                if !matches!(self.trials.list[i].status, TrialStatus::Pending | TrialStatus::Paused) {
+                if !matches!(self.trials.list[i].status, TrialStatus::Pending | TrialStatus::Paused)
+                    || self.trials.list[i].thread_live
+                {
+                    // Its last run has not wound down yet: start it when its end arrives.
                     break;
                 }
                 self.start_trial(i, &tx)?;
@@ -1029,6 +1042,14 @@ impl Driver {
         }
         let grid = self.result_grid();
         progress.maybe_print(&self.view(), started.elapsed(), true);
+        if self.plot && self.metric.is_some() && grid.results().iter().any(|r| !r.metrics_history.is_empty())
+        {
+            // The results are in the database already: a figure that cannot be drawn is said,
+            // not fatal.
+            if let Err(e) = grid.plot(None, None) {
+                eprintln!("tune: could not draw the experiment's figures: {e}");
+            }
+        }
         Ok(grid)
     }
 

@@ -4,7 +4,9 @@
 //! with no more budget. HpBandSter's numbers: reference/gen_tune_bohb.py ->
 //! reference/data/tune/bohb_benchmark.json.
 
-use pyrite_tune::search::{BohbOptions, BohbSearch, SearchProperties, Searcher, Suggestion, HYPERBAND_BUDGET};
+use pyrite_tune::search::{
+    BohbOptions, BohbSearch, SearchProperties, Searcher, Suggestion, HYPERBAND_BUDGET,
+};
 use pyrite_tune::{choice, uniform, Config, Metrics, Mode, ParamSpace, Rng};
 
 const BUDGETS: [f64; 4] = [9.0, 27.0, 81.0, 243.0];
@@ -44,8 +46,13 @@ fn loss(c: &Config, b: f64, rng: &mut Rng) -> f64 {
 fn run(seed: u64, max_units: f64) -> Vec<(f64, f64)> {
     let space = space();
     let mut bohb = BohbSearch::new(BohbOptions { seed: Some(seed), ..Default::default() });
-    bohb.set_search_properties(&SearchProperties { metric: "loss", mode: Mode::Min, space: &space, num_samples: None })
-        .unwrap();
+    bohb.set_search_properties(&SearchProperties {
+        metric: "loss",
+        mode: Mode::Min,
+        space: &space,
+        num_samples: None,
+    })
+    .unwrap();
     let mut noise = Rng::seed_from(1000 + seed);
     let s_count = BUDGETS.len();
     let (mut spent, mut next_id) = (0.0, 0usize);
@@ -123,7 +130,11 @@ fn run(seed: u64, max_units: f64) -> Vec<(f64, f64)> {
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
 }
 
 #[test]
@@ -132,7 +143,8 @@ fn bohb_reaches_hpbandsters_regret_with_no_more_budget() {
     let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let theirs = &r["methods"]["bohb"];
     let grid: Vec<f64> = theirs["grid"].as_array().unwrap().iter().map(|g| g.as_f64().unwrap()).collect();
-    let their_median: Vec<Option<f64>> = theirs["median_regret"].as_array().unwrap().iter().map(|v| v.as_f64()).collect();
+    let their_median: Vec<Option<f64>> =
+        theirs["median_regret"].as_array().unwrap().iter().map(|v| v.as_f64()).collect();
     let last = *grid.last().unwrap();
     let target = their_median.last().unwrap().unwrap();
     let runs: Vec<Vec<(f64, f64)>> = (0..20).map(|s| run(s, last)).collect();
@@ -143,10 +155,16 @@ fn bohb_reaches_hpbandsters_regret_with_no_more_budget() {
     };
     let mut line = String::new();
     for (g, t) in grid.iter().zip(&their_median).filter(|(g, _)| (**g as usize).is_multiple_of(10)) {
-        line += &format!(" {g}: ours {:?} HpBandSter {:?} |", ours_at(*g).map(|x| (x * 1000.0).round() / 1000.0), t.map(|x| (x * 1000.0).round() / 1000.0));
+        line += &format!(
+            " {g}: ours {:?} HpBandSter {:?} |",
+            ours_at(*g).map(|x| (x * 1000.0).round() / 1000.0),
+            t.map(|x| (x * 1000.0).round() / 1000.0)
+        );
     }
     println!("median regret by budget (units of max budget):{line}");
     let reached = grid.iter().find(|&&g| ours_at(g).is_some_and(|m| m <= target));
-    println!("HpBandSter's final median regret {target:.4} after {last} units; ours reaches it at {reached:?}");
+    println!(
+        "HpBandSter's final median regret {target:.4} after {last} units; ours reaches it at {reached:?}"
+    );
     assert!(reached.is_some(), "our median regret never reached HpBandSter's {target} within {last} units");
 }

@@ -385,6 +385,10 @@ impl TrialScheduler for HyperBandScheduler {
             result.0.remove(HYPERBAND_BUDGET);
         }
         let Some(&b) = self.trial_bracket.get(trial) else { return Decision::Continue };
+        if self.brackets[b].get(trial).is_none() {
+            // Not live in its bracket any more (Ray asserts this never happens): it is done.
+            return Decision::Stop;
+        }
         let t = result.get(&self.options.time_attr).unwrap_or(0.0);
         let v = result.get(&metric).unwrap_or(f64::NAN);
         self.brackets[b].update(trial, t, v);

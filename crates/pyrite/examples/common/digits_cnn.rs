@@ -1,5 +1,5 @@
 //! The digits CNN and its evaluation loop, shared by the examples that train it
-//! (`train_digits`, `ddp_digits`; included with `#[path]`).
+//! (`train_digits`, `ddp_digits`, `tune_digits`; included with `#[path]`).
 
 use pyrite::data::DataLoader;
 use pyrite::nn::{self, Conv2d, ConvOptions, Dropout, Linear, Module, ModuleBase, PoolOptions};
@@ -17,14 +17,22 @@ pub struct Net {
 }
 
 impl Net {
+    #[allow(dead_code)] // not used by tune_digits
     pub fn new() -> Result<Net> {
+        Net::with_width(32)
+    }
+
+    /// The same network with `width` channels in the first convolution (twice as many in the
+    /// second); `new` is width 32.
+    #[allow(dead_code)] // used by tune_digits only
+    pub fn with_width(width: usize) -> Result<Net> {
         let same = || ConvOptions::new().padding(1);
         Ok(Net {
             base: ModuleBase::new(),
-            conv1: Conv2d::new(1, 32, 3, same())?,
-            conv2: Conv2d::new(32, 64, 3, same())?,
+            conv1: Conv2d::new(1, width, 3, same())?,
+            conv2: Conv2d::new(width, 2 * width, 3, same())?,
             drop: Dropout::new(0.25)?,
-            fc1: Linear::new(64 * 4 * 4, 128)?,
+            fc1: Linear::new(2 * width * 4 * 4, 128)?,
             fc2: Linear::new(128, 10)?,
         })
     }
