@@ -48,6 +48,8 @@ TORCH_SCRIPTS = {
     "ddp_mlp_big": os.path.join(ROOT, "reference", "bench", "ddp.py"),
     "ddp_cnn": os.path.join(ROOT, "reference", "bench", "ddp.py"),
     "ddp_allreduce": os.path.join(ROOT, "reference", "bench", "ddp.py"),
+    "tpe_suggest": os.path.join(ROOT, "reference", "bench", "tune.py"),
+    "asha_report": os.path.join(ROOT, "reference", "bench", "tune.py"),
 }
 
 

@@ -18,6 +18,7 @@ mod models;
 mod serve;
 mod timing;
 mod transformer;
+mod tune;
 mod workloads;
 
 use serde_json::{json, Map, Value};

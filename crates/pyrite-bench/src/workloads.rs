@@ -30,6 +30,8 @@ pub fn all() -> Vec<(&'static str, Workload)> {
         ("ddp_mlp_big", crate::ddp::ddp_mlp_big),
         ("ddp_cnn", crate::ddp::ddp_cnn),
         ("ddp_allreduce", crate::ddp::ddp_allreduce),
+        ("tpe_suggest", crate::tune::tpe_suggest),
+        ("asha_report", crate::tune::asha_report),
     ]
 }
 

@@ -1161,7 +1161,7 @@ pub struct XySeries {
 }
 
 /// One panel: a title, axis labels and series (colours cycle through matplotlib's `tab10`; the
-/// legend shows when there are at most 12 series).
+/// legend shows when there are 2 to 12 series).
 #[derive(Clone, Debug, Default)]
 pub struct XyPanel {
     pub title: String,
@@ -1286,7 +1286,7 @@ fn draw_xy_panel<DB: DrawingBackend>(panel: &XyPanel, area: &DrawingArea<DB, Shi
         .x_desc(panel.x_label.as_str())
         .y_desc(panel.y_label.as_str())
         .draw()?;
-    let legend = panel.series.len() <= 12;
+    let legend = (2..=12).contains(&panel.series.len());
     for (i, s) in panel.series.iter().enumerate() {
         let color = TAB10[i % TAB10.len()];
         let line = color.stroke_width(2);

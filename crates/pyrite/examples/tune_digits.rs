@@ -4,7 +4,7 @@
 //! database. The best trial's checkpoint is then tested on the held-out digits.
 //!
 //! ```text
-//! cargo run --release -p pyrite --example tune_digits -- [--samples 40] [--max-epochs 27]
+//! cargo run --release -p pyrite --example tune_digits -- [--samples 98] [--max-epochs 27]
 //!     [--concurrency 2] [--seed 0] [--root target/tune_digits] [--name bohb]
 //!     [--storage PATH] [--resume]
 //! ```
@@ -40,8 +40,8 @@ use digits_cnn::{evaluate, Net};
 /// Tunes the digits CNN with BOHB.
 #[derive(Parser)]
 struct Args {
-    /// Trials to run.
-    #[arg(long, default_value_t = 40)]
+    /// Trials to run (49 fill one HyperBand band of max_t 27: brackets of 27, 12, 6 and 4).
+    #[arg(long, default_value_t = 98)]
     samples: i64,
     /// The most epochs a trial gets (HyperBand's max_t).
     #[arg(long, default_value_t = 27.0)]
@@ -128,7 +128,14 @@ fn train(config: &Config, session: &mut Session, data: &Data, max_epochs: f64) -
         DataLoader::new(data.val.clone(), DataLoaderOptions { batch_size: Some(256), ..Default::default() })?;
     // HyperBand decides how far a trial goes (it stops or pauses it through `report`); the
     // bound is only a guard.
+    let base_lr: f64 = config.get("lr")?;
     while session.iteration() < max_epochs as u64 {
+        // A cosine schedule over the largest budget, by epoch: a trial stopped early has
+        // trained at a higher rate, a resumed one goes on where it was.
+        let e = session.iteration() as f64;
+        for g in opt.param_groups_mut() {
+            g.lr = base_lr * 0.5 * (1.0 + (std::f64::consts::PI * e / max_epochs).cos());
+        }
         model.train();
         for batch in loader.iter()? {
             let batch: Sample = batch?;
