@@ -29,7 +29,9 @@ fn hartmann6(x: &[f64]) -> f64 {
         [2348.0, 1451.0, 3522.0, 2883.0, 3047.0, 6650.0],
         [4047.0, 8828.0, 8732.0, 5743.0, 1091.0, 381.0],
     ];
-    -(0..4).map(|i| ALPHA[i] * (-(0..6).map(|j| A[i][j] * (x[j] - P[i][j] * 1e-4).powi(2)).sum::<f64>()).exp()).sum::<f64>()
+    -(0..4)
+        .map(|i| ALPHA[i] * (-(0..6).map(|j| A[i][j] * (x[j] - P[i][j] * 1e-4).powi(2)).sum::<f64>()).exp())
+        .sum::<f64>()
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -44,11 +46,18 @@ pub fn tpe_suggest(args: &Args) -> Map<String, Value> {
     }
     // 1000 random trials first (as Optuna's study gets them from add_trials), then the model.
     let mut tpe = TpeSearch::new(TpeOptions { seed: Some(0), n_startup_trials: 1000, ..Default::default() });
-    tpe.set_search_properties(&SearchProperties { metric: "y", mode: Mode::Min, space: &space, num_samples: None })
-        .expect("a searchable space");
+    tpe.set_search_properties(&SearchProperties {
+        metric: "y",
+        mode: Mode::Min,
+        space: &space,
+        num_samples: None,
+    })
+    .expect("a searchable space");
     let mut step = |id: usize| -> f64 {
         let t0 = Instant::now();
-        let Suggestion::Config(c) = tpe.suggest(&id.to_string()).expect("a suggestion") else { panic!("TPE suggests") };
+        let Suggestion::Config(c) = tpe.suggest(&id.to_string()).expect("a suggestion") else {
+            panic!("TPE suggests")
+        };
         let dt = t0.elapsed().as_secs_f64();
         let x: Vec<f64> = (0..6).map(|i| c.get(&format!("x{i}")).expect("x")).collect();
         tpe.on_trial_complete(&id.to_string(), Some(&Metrics::from([("y", hartmann6(&x))])), false);

@@ -3,7 +3,8 @@
 
 use crate::rng::Rng;
 
-const LN_SQRT_2PI: f64 = 0.918_938_533_204_672_8;
+/// ln √(2π).
+pub const LN_SQRT_2PI: f64 = 0.918_938_533_204_672_8;
 
 /// Φ(x), the standard normal CDF.
 pub fn ndtr(x: f64) -> f64 {
@@ -12,7 +13,7 @@ pub fn ndtr(x: f64) -> f64 {
 
 /// ln Φ(x), accurate far in the left tail.
 pub fn log_ndtr(x: f64) -> f64 {
-    if x > -20.0 {
+    if x > -37.0 {
         ndtr(x).ln()
     } else {
         // Asymptotic series: ln φ(x) - ln(-x) + ln(1 - 1/x² + 3/x⁴ - 15/x⁶).
@@ -52,6 +53,10 @@ pub fn ndtri(p: f64) -> f64 {
 
 /// ln(Φ(b) - Φ(a)) for `a <= b`, computed where it does not cancel.
 pub fn log_gauss_mass(a: f64, b: f64) -> f64 {
+    if a < -9.0 && b > 9.0 {
+        // The tails beyond 9 sigma hold under 1e-18: ln(1 - that) is 0 in f64.
+        return 0.0;
+    }
     if b <= 0.0 {
         // Both in the left half: ln Φ(b) + ln(1 - Φ(a)/Φ(b)).
         let lb = log_ndtr(b);
@@ -63,13 +68,6 @@ pub fn log_gauss_mass(a: f64, b: f64) -> f64 {
         // Straddles 0: 1 - Φ(a) - Φ(-b), both small terms.
         (1.0 - ndtr(a) - ndtr(-b)).ln()
     }
-}
-
-/// The log-density at `x` of a normal(`mu`, `sigma`) truncated to `[low, high]`, given the
-/// kernel's precomputed `ln σ + ln(Φ(β) - Φ(α))`.
-pub fn logpdf_with_norm(x: f64, mu: f64, sigma: f64, log_norm: f64) -> f64 {
-    let z = (x - mu) / sigma;
-    -0.5 * z * z - LN_SQRT_2PI - log_norm
 }
 
 /// A draw from the standard normal truncated to `[a, b]` (by inversion, from the nearer tail).
