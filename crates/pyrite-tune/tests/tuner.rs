@@ -433,7 +433,7 @@ fn bohb_with_hyperband_for_bohb_runs_end_to_end() {
     let iters: Vec<u64> = grid.results().iter().map(|r| r.metrics.iteration()).collect();
     // HyperBand's milestones: 1, 3, 9, 27 in the largest bracket.
     assert!(iters.iter().all(|i| [1, 3, 9, 27].contains(i)), "{iters:?}\n{}", grid.table());
-    assert!(iters.iter().any(|&i| i == 27));
+    assert!(iters.contains(&27));
     let best = grid.get_best_result(None, None).unwrap();
     assert!((best.config.get::<f64>("x").unwrap() - 0.3).abs() < 0.1, "{}", grid.table());
     std::fs::remove_dir_all(dir).unwrap();
