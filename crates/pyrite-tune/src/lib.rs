@@ -38,6 +38,7 @@
 mod config;
 pub mod integration;
 pub mod plots;
+mod process;
 mod progress;
 mod result_grid;
 mod rng;
@@ -58,4 +59,6 @@ pub use space::{
     randint, randn, sample_from, uniform, Domain, ParamSpace, Sampler,
 };
 pub use trial::{Metrics, Mode, TrialStatus, TIMESTAMP, TIME_THIS_ITER_S, TIME_TOTAL_S, TRAINING_ITERATION};
-pub use tuner::{CheckpointConfig, FailureConfig, Resources, RunConfig, Stop, Trainable, TuneConfig, Tuner};
+pub use tuner::{
+    CheckpointConfig, FailureConfig, Resources, RunConfig, Stop, Trainable, TrialExecutor, TuneConfig, Tuner,
+};

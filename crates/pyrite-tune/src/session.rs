@@ -37,6 +37,16 @@ pub(crate) enum Message {
     Done { trial: String, outcome: std::result::Result<(), String> },
 }
 
+/// How a session reaches the driver: a channel (a trial in a thread) or a socket (a trial in
+/// its own process, `crate::process`).
+pub(crate) enum Link {
+    Local(mpsc::Sender<Message>),
+    Remote {
+        reader: std::io::BufReader<std::os::unix::net::UnixStream>,
+        writer: std::os::unix::net::UnixStream,
+    },
+}
+
 /// The running trial's side of the tuner. Cloning it gives another handle to the same
 /// session (what a Trainer callback keeps to report for the trainable).
 #[derive(Clone)]
@@ -52,7 +62,7 @@ pub(crate) struct SessionState {
     pub(crate) started: Instant,
     pub(crate) last_report: Instant,
     pub(crate) checkpoint: Option<Checkpoint>,
-    pub(crate) tx: mpsc::Sender<Message>,
+    pub(crate) link: Link,
     pub(crate) decision: Option<Decision>,
     pub(crate) scratch: u64,
 }
@@ -92,16 +102,32 @@ impl Session {
                 .unwrap_or(0.0),
         );
         st.last_report = now;
-        let (reply, rx) = mpsc::channel();
-        let msg = Message::Report {
-            trial: st.trial_id.clone(),
-            metrics,
-            checkpoint: checkpoint.map(|c| c.path),
-            reply,
-        };
         let gone = || Error::new(ErrorKind::Value, "the tuner driving this trial has gone away");
-        st.tx.send(msg).map_err(|_| gone())?;
-        let decision = rx.recv().map_err(|_| gone())?;
+        let trial = st.trial_id.clone();
+        let decision = match &mut st.link {
+            Link::Local(tx) => {
+                let (reply, rx) = mpsc::channel();
+                let msg = Message::Report { trial, metrics, checkpoint: checkpoint.map(|c| c.path), reply };
+                tx.send(msg).map_err(|_| gone())?;
+                rx.recv().map_err(|_| gone())?
+            }
+            Link::Remote { reader, writer } => {
+                use std::io::{BufRead, Write};
+                let line =
+                    serde_json::json!({ "metrics": metrics, "checkpoint": checkpoint.map(|c| c.path) });
+                writeln!(writer, "{line}").map_err(|_| gone())?;
+                let mut answer = String::new();
+                if reader.read_line(&mut answer).map_err(|_| gone())? == 0 {
+                    return Err(gone());
+                }
+                let v: serde_json::Value = serde_json::from_str(&answer).map_err(|_| gone())?;
+                match v["decision"].as_str() {
+                    Some("CONTINUE") => Decision::Continue,
+                    Some("PAUSE") => Decision::Pause,
+                    _ => Decision::Stop,
+                }
+            }
+        };
         match decision {
             Decision::Continue => Ok(()),
             d => {
@@ -142,6 +168,15 @@ impl Session {
     /// Iterations reported so far (restored with the checkpoint on a resume).
     pub fn iteration(&self) -> u64 {
         self.lock().iteration
+    }
+
+    /// Tells the driver the trainable returned (a trial in its own process).
+    pub(crate) fn send_done(&self, outcome: Option<String>) {
+        let mut st = self.lock();
+        if let Link::Remote { writer, .. } = &mut st.link {
+            use std::io::Write;
+            let _ = writeln!(writer, "{}", serde_json::json!({ "done": outcome }));
+        }
     }
 
     /// Whether the tuner has asked this trial to end.

@@ -22,7 +22,7 @@ use crate::progress::ProgressTable;
 use crate::result_grid::{ResultGrid, TrialResult};
 use crate::schedulers::{Controller, Decision, FifoScheduler, TrialScheduler};
 use crate::search::{BasicVariantGenerator, SearchProperties, Searcher, Suggestion};
-use crate::session::{io_err, Checkpoint, Message, Session, SessionState};
+use crate::session::{io_err, Checkpoint, Link, Message, Session, SessionState};
 use crate::space::ParamSpace;
 use crate::storage::{open_store, Event, EventKind, ExperimentStore, TrialRow};
 use crate::trial::{Metrics, Mode, TrialStatus, TIME_TOTAL_S};
@@ -41,6 +41,17 @@ impl Default for Resources {
     fn default() -> Resources {
         Resources { cpu: 1 }
     }
+}
+
+/// Where trials run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TrialExecutor {
+    /// Threads of this process (the default): cheap to start, share the loaded data.
+    #[default]
+    Thread,
+    /// Each trial in its own process (this program started again): a crash, an abort or an
+    /// out-of-memory kill ends that trial only.
+    Process,
 }
 
 /// `tune.TuneConfig`.
@@ -64,6 +75,8 @@ pub struct TuneConfig {
     pub resources_per_trial: Resources,
     /// Seeds the default searcher.
     pub seed: Option<u64>,
+    /// Threads (default) or processes.
+    pub trial_executor: TrialExecutor,
 }
 
 impl Default for TuneConfig {
@@ -78,6 +91,7 @@ impl Default for TuneConfig {
             time_budget_s: None,
             resources_per_trial: Resources::default(),
             seed: None,
+            trial_executor: TrialExecutor::Thread,
         }
     }
 }
@@ -221,7 +235,17 @@ impl Tuner {
     }
 
     /// Runs the experiment to the end and returns every trial's result.
+    ///
+    /// In a process started to run one trial (`TrialExecutor::Process`), this runs that trial
+    /// and ends the process; a tuner of another experiment in the same program returns an
+    /// empty grid there.
     pub fn fit(self) -> Result<ResultGrid> {
+        if let Some(spec) = crate::process::child_spec() {
+            if self.run.name.as_ref().is_some_and(|n| *n != spec.experiment) {
+                return Ok(ResultGrid::new(vec![], None, None, PathBuf::new()));
+            }
+            crate::process::run_child(spec, &self.trainable);
+        }
         Driver::new(self)?.run()
     }
 }
@@ -376,6 +400,7 @@ struct Driver {
     time_budget: Option<Duration>,
     verbose: u8,
     plot: bool,
+    executor: TrialExecutor,
     trials: Trials,
     seq: i64,
     created: usize,
@@ -510,6 +535,7 @@ impl Driver {
             time_budget: tune.time_budget_s.map(Duration::from_secs_f64),
             verbose: run.verbose.unwrap_or(1),
             plot: run.plot.unwrap_or(true),
+            executor: tune.trial_executor,
             trials: Trials::default(),
             seq: 0,
             created: 0,
@@ -835,7 +861,7 @@ impl Driver {
             started: Instant::now(),
             last_report: Instant::now(),
             checkpoint: t.checkpoint.clone().map(Checkpoint::from_directory),
-            tx: tx.clone(),
+            link: Link::Local(tx.clone()),
             decision: None,
             scratch: 0,
         };
@@ -843,6 +869,22 @@ impl Driver {
         let mut session = Session::new(state);
         let ev = self.event(EventKind::Start, &id, json!({ "from_iteration": from_iteration }));
         self.commit(vec![ev], &[i])?;
+        if self.executor == TrialExecutor::Process {
+            let t = &self.trials.list[i];
+            let spec = crate::process::TrialSpec {
+                experiment: self.name.clone(),
+                trial_id: id.clone(),
+                trial_dir: self.trial_dir(&id),
+                config: config.clone(),
+                checkpoint: t.checkpoint.clone(),
+                iteration: t.checkpoint_iteration,
+                time_offset: t.checkpoint_time,
+                socket: PathBuf::new(),
+                cpu: self.cpu,
+            };
+            drop(session);
+            return crate::process::spawn(spec, tx.clone());
+        }
         let trainable = self.trainable.clone();
         let cpu = self.cpu;
         let tx = tx.clone();
