@@ -153,6 +153,14 @@ pub struct RunConfig {
     /// Draw the figures (trial curves, best over time, parameters against the metric) into
     /// the experiment folder at the end (default true; needs a metric).
     pub plot: Option<bool>,
+    /// Join the experiment if it exists, as one more worker (Optuna's `load_if_exists`): any
+    /// number of processes, on any hosts that share the storage, run `fit` on the same
+    /// experiment and pull trials from it. Without it an existing experiment is an error
+    /// (resume one with `Tuner::restore`).
+    pub load_if_exists: bool,
+    /// A worker whose running trials show no heartbeat for this long is taken for dead; its
+    /// trials are failed and retried from their checkpoints by the others (default 30 s).
+    pub heartbeat_timeout_s: Option<f64>,
 }
 
 /// Runs an experiment (`tune.Tuner`).
@@ -270,6 +278,10 @@ struct TrialState {
     next_floor: Option<u64>,
     /// Its thread is still running (a paused trial is not started again before it ended).
     thread_live: bool,
+    /// The worker that started it last.
+    owner: Option<String>,
+    /// When this worker started it or last said it was alive (0 for other workers' trials).
+    heartbeat: f64,
 }
 
 impl TrialState {
@@ -285,6 +297,8 @@ impl TrialState {
             failures: self.failures,
             error: self.error.clone(),
             last_result: self.results.last().map(|m| serde_json::to_value(m).unwrap_or(Value::Null)),
+            worker: if self.heartbeat > 0.0 { self.owner.clone() } else { None },
+            heartbeat: self.heartbeat,
         }
     }
 
@@ -407,6 +421,13 @@ struct Driver {
     searcher_finished: bool,
     id_prefix: String,
     replaying: bool,
+    /// This worker's name (`host:pid`).
+    worker: String,
+    join: bool,
+    heartbeat_timeout: f64,
+    /// The events and touched trials of the step under way, written when the lock is released.
+    outbox: (Vec<Event>, Vec<usize>),
+    locked: bool,
 }
 
 fn now_unix() -> f64 {
@@ -489,7 +510,7 @@ impl Driver {
             "searcher": searcher.name(), "scheduler": scheduler.name(),
         });
         let existed = store.open_experiment(&name, &meta)?;
-        if existed && !restore {
+        if existed && !restore && !run.load_if_exists {
             return Err(Error::new(
                 ErrorKind::Value,
                 format!(
@@ -542,6 +563,11 @@ impl Driver {
             searcher_finished: false,
             id_prefix,
             replaying: false,
+            worker: worker_name(),
+            join: run.load_if_exists,
+            heartbeat_timeout: run.heartbeat_timeout_s.unwrap_or(30.0),
+            outbox: (vec![], vec![]),
+            locked: false,
         };
         if existed {
             d.replaying = true;
@@ -571,10 +597,82 @@ impl Driver {
             events.push(ev);
             idx.push(i);
         }
+        if self.locked {
+            self.outbox.0.extend(events);
+            self.outbox.1.extend(idx);
+            return Ok(());
+        }
         idx.sort_unstable();
         idx.dedup();
         let rows: Vec<TrialRow> = idx.iter().map(|&i| self.trials.list[i].row(i)).collect();
         self.store.commit(&self.name, &events, &rows)
+    }
+
+    /// Takes the experiment's lock and catches up with what other workers logged since.
+    fn lock(&mut self) -> Result<()> {
+        self.store.begin()?;
+        self.locked = true;
+        self.catch_up()
+    }
+
+    /// Writes the step's events and rows and releases the lock.
+    fn unlock(&mut self) -> Result<()> {
+        self.locked = false;
+        let (events, mut idx) = std::mem::take(&mut self.outbox);
+        idx.sort_unstable();
+        idx.dedup();
+        let rows: Vec<TrialRow> = idx.iter().map(|&i| self.trials.list[i].row(i)).collect();
+        self.store.commit(&self.name, &events, &rows)
+    }
+
+    /// Applies the events other workers appended since this one last looked.
+    fn catch_up(&mut self) -> Result<()> {
+        let events = self.store.events(&self.name, self.seq)?;
+        if events.is_empty() {
+            return Ok(());
+        }
+        let was = self.replaying;
+        self.replaying = true;
+        for ev in &events {
+            self.apply_logged(ev)?;
+        }
+        self.replaying = was;
+        self.trials.changed.clear();
+        Ok(())
+    }
+
+    /// Says this worker is alive, and fails the trials of workers that stopped saying so.
+    fn maintain(&mut self) -> Result<()> {
+        let now = now_unix();
+        let own: Vec<String> =
+            self.trials.list.iter().filter(|t| t.thread_live).map(|t| t.id.clone()).collect();
+        for t in self.trials.list.iter_mut().filter(|t| t.thread_live) {
+            t.heartbeat = now;
+        }
+        self.store.heartbeat(&self.name, &self.worker, &own, now)?;
+        let rows = self.store.trials(&self.name)?;
+        for r in rows {
+            let Some(&i) = self.trials.index.get(&r.trial_id) else { continue };
+            let t = &self.trials.list[i];
+            if t.status != TrialStatus::Running
+                || t.thread_live
+                || t.owner.as_deref() == Some(self.worker.as_str())
+            {
+                continue;
+            }
+            let silent = now - r.heartbeat;
+            if r.heartbeat > 0.0 && silent > self.heartbeat_timeout {
+                let msg = format!(
+                    "worker {} stopped sending heartbeats ({silent:.1} s without one); the trial goes on from its last checkpoint",
+                    r.worker.as_deref().unwrap_or("?")
+                );
+                let id = r.trial_id.clone();
+                let ev = self.event(EventKind::End, &id, json!({ "error": msg, "lost": true }));
+                self.on_end(i, Some(msg))?;
+                self.commit(vec![ev], &[i])?;
+            }
+        }
+        Ok(())
     }
 
     // ---- the steps, shared by the live run and the replay of the log ----
@@ -670,6 +768,8 @@ impl Driver {
             floor: 0,
             next_floor: None,
             thread_live: false,
+            owner: None,
+            heartbeat: 0.0,
         });
         self.created += 1;
         self.scheduler.on_trial_add(&mut self.trials, &id);
@@ -763,50 +863,66 @@ impl Driver {
         }
     }
 
+    /// Applies one logged event: what happened then happens again to the searcher, the
+    /// scheduler and the trials (on a restore, and as other workers' events arrive).
+    fn apply_logged(&mut self, ev: &Event) -> Result<()> {
+        self.seq = self.seq.max(ev.seq);
+        match ev.kind {
+            EventKind::Add => {
+                self.add_trial(Some((&ev.trial_id, &ev.body)))?;
+            }
+            EventKind::Start => {
+                if let Some(&i) = self.trials.index.get(&ev.trial_id) {
+                    let t = &mut self.trials.list[i];
+                    t.status = TrialStatus::Running;
+                    t.decided = None;
+                    t.pending = None;
+                    t.owner = ev.body["worker"].as_str().map(str::to_string);
+                }
+            }
+            EventKind::Result => {
+                let Some(&i) = self.trials.index.get(&ev.trial_id) else { return Ok(()) };
+                let metrics: Metrics = serde_json::from_value(ev.body["metrics"].clone()).map_err(|e| {
+                    Error::new(ErrorKind::Io, format!("a result in the log is unreadable: {e}"))
+                })?;
+                if let Some(cp) = ev.body["checkpoint"].as_str() {
+                    let t = &mut self.trials.list[i];
+                    t.checkpoint = Some(PathBuf::from(cp));
+                    t.checkpoint_iteration = ev.body["checkpoint_iteration"].as_u64().unwrap_or(0);
+                    t.checkpoint_time = ev.body["checkpoint_time"].as_f64().unwrap_or(0.0);
+                }
+                let d = ev.body["decision"].as_str().unwrap_or("CONTINUE").to_string();
+                let by = ev.body["by"].as_str().unwrap_or("scheduler").to_string();
+                let (decision, _, _) = self.on_result(i, metrics, Some((&d, &by)), false)?;
+                if decision.as_str() != d {
+                    return Err(Error::new(
+                        ErrorKind::Value,
+                        format!(
+                            "while replaying the log, the scheduler decided {} for trial {}'s result {}, where it had decided {d}; restore with the same scheduler and seed",
+                            decision.as_str(), ev.trial_id, ev.body["metrics"]
+                        ),
+                    ));
+                }
+                if decision != Decision::Continue {
+                    self.trials.list[i].decided = Some(decision);
+                }
+            }
+            EventKind::End => {
+                let Some(&i) = self.trials.index.get(&ev.trial_id) else { return Ok(()) };
+                let error = ev.body["error"].as_str().map(str::to_string);
+                self.on_end(i, error)?;
+            }
+            EventKind::Status => {}
+        }
+        Ok(())
+    }
+
     /// Rebuilds the searcher, the scheduler and the trials from the log.
     fn replay(&mut self) -> Result<()> {
         let events = self.store.events(&self.name, 0)?;
         let rows = self.store.trials(&self.name)?;
         for ev in &events {
-            self.seq = ev.seq;
-            match ev.kind {
-                EventKind::Add => {
-                    self.add_trial(Some((&ev.trial_id, &ev.body)))?;
-                }
-                EventKind::Start => {
-                    if let Some(&i) = self.trials.index.get(&ev.trial_id) {
-                        self.trials.list[i].status = TrialStatus::Running;
-                    }
-                }
-                EventKind::Result => {
-                    let Some(&i) = self.trials.index.get(&ev.trial_id) else { continue };
-                    let metrics: Metrics =
-                        serde_json::from_value(ev.body["metrics"].clone()).map_err(|e| {
-                            Error::new(ErrorKind::Io, format!("a result in the log is unreadable: {e}"))
-                        })?;
-                    let d = ev.body["decision"].as_str().unwrap_or("CONTINUE").to_string();
-                    let by = ev.body["by"].as_str().unwrap_or("scheduler").to_string();
-                    let (decision, _, _) = self.on_result(i, metrics, Some((&d, &by)), false)?;
-                    if decision.as_str() != d {
-                        return Err(Error::new(
-                            ErrorKind::Value,
-                            format!(
-                                "while replaying the log, the scheduler decided {} for trial {}'s result {}, where it had decided {d}; restore with the same scheduler and seed",
-                                decision.as_str(), ev.trial_id, ev.body["metrics"]
-                            ),
-                        ));
-                    }
-                    if decision != Decision::Continue {
-                        self.trials.list[i].decided = Some(decision);
-                    }
-                }
-                EventKind::End => {
-                    let Some(&i) = self.trials.index.get(&ev.trial_id) else { continue };
-                    let error = ev.body["error"].as_str().map(str::to_string);
-                    self.on_end(i, error)?;
-                }
-                EventKind::Status => {}
-            }
+            self.apply_logged(ev)?;
         }
         self.trials.changed.clear();
         // Checkpoints and failures come from the rows; running trials start again.
@@ -822,7 +938,9 @@ impl Driver {
                 t.failures = r.failures;
                 t.error = r.error;
                 t.decided = None;
-                if t.status == TrialStatus::Running {
+                t.owner = r.worker.clone();
+                if t.status == TrialStatus::Running && !self.join {
+                    // Restore: this driver takes over; the trials that were running start again.
                     t.status = TrialStatus::Pending;
                 }
             }
@@ -851,6 +969,8 @@ impl Driver {
         t.pending = None;
         t.floor = t.next_floor.take().unwrap_or_else(|| t.logged_iteration());
         t.thread_live = true;
+        t.owner = Some(self.worker.clone());
+        t.heartbeat = now_unix();
         let config = t.config.clone();
         std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
         let state = SessionState {
@@ -867,7 +987,11 @@ impl Driver {
         };
         let from_iteration = state.iteration;
         let mut session = Session::new(state);
-        let ev = self.event(EventKind::Start, &id, json!({ "from_iteration": from_iteration }));
+        let ev = self.event(
+            EventKind::Start,
+            &id,
+            json!({ "from_iteration": from_iteration, "worker": self.worker }),
+        );
         self.commit(vec![ev], &[i])?;
         if self.executor == TrialExecutor::Process {
             let t = &self.trials.list[i];
@@ -999,7 +1123,12 @@ impl Driver {
         let ev = self.event(
             EventKind::Result,
             &trial,
-            json!({ "metrics": metrics, "decision": decision.as_str(), "by": by }),
+            json!({
+                "metrics": metrics, "decision": decision.as_str(), "by": by,
+                "checkpoint": self.trials.list[i].checkpoint.as_ref().map(|p| p.display().to_string()),
+                "checkpoint_iteration": self.trials.list[i].checkpoint_iteration,
+                "checkpoint_time": self.trials.list[i].checkpoint_time,
+            }),
         );
         self.commit(vec![ev], &[i])?;
         self.prune_checkpoints(i);
@@ -1028,8 +1157,18 @@ impl Driver {
         let started = Instant::now();
         let mut running = 0usize;
         let mut progress = ProgressTable::new(self.verbose);
+        let mut last_maintain = Instant::now();
+        let every = Duration::from_secs_f64((self.heartbeat_timeout / 4.0).clamp(0.05, 5.0));
         loop {
-            // Fill the free slots: waiting trials first (the scheduler picks), then new ones.
+            // Under the experiment's lock: catch up with the other workers, say this one is
+            // alive, then fill the free slots: waiting trials first (the scheduler picks), then
+            // new ones.
+            self.lock()?;
+            if last_maintain.elapsed() >= every {
+                self.maintain()?;
+                last_maintain = Instant::now();
+            }
+            let mut blocked = false;
             while running < self.max_concurrent {
                 let mut next = self.choose()?;
                 if next.is_none() && self.may_create(started) {
@@ -1047,35 +1186,48 @@ impl Driver {
                     || self.trials.list[i].thread_live
                 {
                     // Its last run has not wound down yet: start it when its end arrives.
+                    blocked = true;
                     break;
                 }
                 self.start_trial(i, &tx)?;
                 running += 1;
             }
-            if running == 0 {
-                // Trials still status-changing by the scheduler (unpaused) get another round.
+            let others_running =
+                self.trials.list.iter().any(|t| t.status == TrialStatus::Running && !t.thread_live);
+            let finished = running == 0 && !blocked && {
                 let waiting = self
                     .trials
                     .list
                     .iter()
                     .any(|t| matches!(t.status, TrialStatus::Pending | TrialStatus::Paused));
-                if !waiting || self.time_budget.is_some_and(|b| started.elapsed() >= b) {
-                    break;
-                }
-                if self.choose()?.is_none() {
-                    break;
-                }
-                continue;
+                !others_running
+                    && (!waiting
+                        || self.time_budget.is_some_and(|b| started.elapsed() >= b)
+                        || self.choose()?.is_none())
+            };
+            self.unlock()?;
+            if finished {
+                break;
             }
-            match rx.recv_timeout(Duration::from_millis(200)) {
+            // Wait for a trial of this worker to report or end (or, with none running here, for
+            // the other workers to move on).
+            match rx.recv_timeout(if running == 0 {
+                Duration::from_millis(100)
+            } else {
+                every.min(Duration::from_millis(200))
+            }) {
                 Ok(Message::Report { trial, metrics, checkpoint, reply }) => {
                     let over = self.time_budget.is_some_and(|b| started.elapsed() >= b);
+                    self.lock()?;
                     let decision = self.handle_report(trial, metrics, checkpoint, over)?;
+                    self.unlock()?;
                     let _ = reply.send(decision);
                 }
                 Ok(Message::Done { trial, outcome }) => {
                     running -= 1;
+                    self.lock()?;
                     self.handle_done(trial, outcome)?;
+                    self.unlock()?;
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -1140,6 +1292,15 @@ fn copy_dir(src: &Path, dest: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `host:pid`: the host from the kernel, as `hostname` prints it.
+fn worker_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
+    let host = if host.is_empty() { "localhost".to_string() } else { host };
+    format!("{host}:{}", std::process::id())
 }
 
 fn fxhash(s: &str) -> u64 {

@@ -86,6 +86,10 @@ pub struct TrialRow {
     pub failures: i64,
     pub error: Option<String>,
     pub last_result: Option<Value>,
+    /// The worker running it (set when it starts), and that worker's last heartbeat (Unix
+    /// time). A row written by another worker leaves both as they are.
+    pub worker: Option<String>,
+    pub heartbeat: f64,
 }
 
 /// An experiment database.
@@ -96,8 +100,14 @@ pub trait ExperimentStore: Send {
     fn open_experiment(&mut self, name: &str, meta: &Value) -> Result<bool>;
     /// The experiment's metadata as created.
     fn experiment_meta(&mut self, name: &str) -> Result<Option<Value>>;
-    /// Appends events and writes trial rows, all or nothing.
+    /// Takes the experiment's write lock (an exclusive transaction) until the next `commit`:
+    /// workers read the log, decide and append under it, one at a time.
+    fn begin(&mut self) -> Result<()>;
+    /// Appends events and writes trial rows, all or nothing (ending the transaction `begin`
+    /// opened, if any).
     fn commit(&mut self, name: &str, events: &[Event], rows: &[TrialRow]) -> Result<()>;
+    /// Records that `worker` is alive and running `trials`.
+    fn heartbeat(&mut self, name: &str, worker: &str, trials: &[String], time: f64) -> Result<()>;
     /// The log from `after_seq` on, in order.
     fn events(&mut self, name: &str, after_seq: i64) -> Result<Vec<Event>>;
     /// Every trial row, in creation order.

@@ -38,6 +38,8 @@ CREATE TABLE IF NOT EXISTS trials (
     failures INTEGER NOT NULL DEFAULT 0,
     error TEXT,
     last_result TEXT,
+    worker TEXT,
+    heartbeat REAL NOT NULL DEFAULT 0,
     PRIMARY KEY (experiment, trial_id)
 );
 ";
@@ -46,6 +48,8 @@ CREATE TABLE IF NOT EXISTS trials (
 pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
+    /// A `begin` transaction is open.
+    in_tx: bool,
 }
 
 fn db_err(path: &Path, e: impl std::fmt::Display) -> Error {
@@ -63,7 +67,7 @@ impl SqliteStore {
         conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| db_err(path, e))?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(|e| db_err(path, e))?;
         conn.execute_batch(SCHEMA).map_err(|e| db_err(path, e))?;
-        Ok(SqliteStore { conn, path: path.to_path_buf() })
+        Ok(SqliteStore { conn, path: path.to_path_buf(), in_tx: false })
     }
 
     fn err(&self, e: impl std::fmt::Display) -> Error {
@@ -100,9 +104,51 @@ impl ExperimentStore for SqliteStore {
         s.map(|s| serde_json::from_str(&s).map_err(|e| self.err(e))).transpose()
     }
 
+    fn begin(&mut self) -> Result<()> {
+        if !self.in_tx {
+            // IMMEDIATE: the write lock now, so what this worker reads stays the latest.
+            self.conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| self.err(e))?;
+            self.in_tx = true;
+        }
+        Ok(())
+    }
+
+    fn heartbeat(&mut self, name: &str, worker: &str, trials: &[String], time: f64) -> Result<()> {
+        for t in trials {
+            self.conn
+                .execute(
+                    "UPDATE trials SET worker = ?1, heartbeat = ?2 WHERE experiment = ?3 AND trial_id = ?4",
+                    params![worker, time, name, t],
+                )
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
     fn commit(&mut self, name: &str, events: &[Event], rows: &[TrialRow]) -> Result<()> {
+        if !self.in_tx {
+            self.conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| self.err(e))?;
+        }
+        self.in_tx = false;
+        let r = self.write(name, events, rows);
+        let end = if r.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        let e = self.conn.execute_batch(end).map_err(|e| self.err(e));
+        r.and(e)
+    }
+
+    fn events(&mut self, name: &str, after_seq: i64) -> Result<Vec<Event>> {
+        self.read_events(name, after_seq)
+    }
+
+    fn trials(&mut self, name: &str) -> Result<Vec<TrialRow>> {
+        self.read_trials(name)
+    }
+}
+
+impl SqliteStore {
+    fn write(&mut self, name: &str, events: &[Event], rows: &[TrialRow]) -> Result<()> {
         let path = self.path.clone();
-        let tx = self.conn.transaction().map_err(|e| db_err(&path, e))?;
+        let tx = &self.conn;
         for e in events {
             tx.execute(
                 "INSERT INTO events (experiment, seq, kind, trial_id, body, time) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -112,12 +158,13 @@ impl ExperimentStore for SqliteStore {
         }
         for r in rows {
             tx.execute(
-                "INSERT INTO trials (experiment, trial_id, number, status, config, checkpoint, checkpoint_iteration, checkpoint_time, failures, error, last_result)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                "INSERT INTO trials (experiment, trial_id, number, status, config, checkpoint, checkpoint_iteration, checkpoint_time, failures, error, last_result, worker, heartbeat)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
                  ON CONFLICT (experiment, trial_id) DO UPDATE SET status = excluded.status, config = excluded.config,
                    checkpoint = excluded.checkpoint, checkpoint_iteration = excluded.checkpoint_iteration,
                    checkpoint_time = excluded.checkpoint_time, failures = excluded.failures, error = excluded.error,
-                   last_result = excluded.last_result",
+                   last_result = excluded.last_result, worker = COALESCE(excluded.worker, trials.worker),
+                   heartbeat = MAX(excluded.heartbeat, trials.heartbeat)",
                 params![
                     name,
                     r.trial_id,
@@ -130,14 +177,16 @@ impl ExperimentStore for SqliteStore {
                     r.failures,
                     r.error,
                     r.last_result.as_ref().map(|v| v.to_string()),
+                    r.worker,
+                    r.heartbeat,
                 ],
             )
             .map_err(|e| db_err(&path, e))?;
         }
-        tx.commit().map_err(|e| db_err(&path, e))
+        Ok(())
     }
 
-    fn events(&mut self, name: &str, after_seq: i64) -> Result<Vec<Event>> {
+    fn read_events(&mut self, name: &str, after_seq: i64) -> Result<Vec<Event>> {
         let path = self.path.clone();
         let mut st = self
             .conn
@@ -165,12 +214,12 @@ impl ExperimentStore for SqliteStore {
         Ok(out)
     }
 
-    fn trials(&mut self, name: &str) -> Result<Vec<TrialRow>> {
+    fn read_trials(&mut self, name: &str) -> Result<Vec<TrialRow>> {
         let path = self.path.clone();
         let mut st = self
             .conn
             .prepare(
-                "SELECT trial_id, number, status, config, checkpoint, checkpoint_iteration, checkpoint_time, failures, error, last_result
+                "SELECT trial_id, number, status, config, checkpoint, checkpoint_iteration, checkpoint_time, failures, error, last_result, worker, heartbeat
                  FROM trials WHERE experiment = ?1 ORDER BY number",
             )
             .map_err(|e| db_err(&path, e))?;
@@ -187,13 +236,27 @@ impl ExperimentStore for SqliteStore {
                     r.get::<_, i64>(7)?,
                     r.get::<_, Option<String>>(8)?,
                     r.get::<_, Option<String>>(9)?,
+                    r.get::<_, Option<String>>(10)?,
+                    r.get::<_, f64>(11)?,
                 ))
             })
             .map_err(|e| db_err(&path, e))?;
         let mut out = Vec::new();
         for row in rows {
-            let (trial_id, number, status, config, checkpoint, ci, ct, failures, error, last) =
-                row.map_err(|e| db_err(&path, e))?;
+            let (
+                trial_id,
+                number,
+                status,
+                config,
+                checkpoint,
+                ci,
+                ct,
+                failures,
+                error,
+                last,
+                worker,
+                heartbeat,
+            ) = row.map_err(|e| db_err(&path, e))?;
             let status = TrialStatus::parse(&status)
                 .ok_or_else(|| db_err(&path, format!("unknown status '{status}'")))?;
             out.push(TrialRow {
@@ -210,6 +273,8 @@ impl ExperimentStore for SqliteStore {
                     .map(|s| serde_json::from_str(&s))
                     .transpose()
                     .map_err(|e| db_err(&path, e))?,
+                worker,
+                heartbeat,
             });
         }
         Ok(out)
