@@ -610,7 +610,7 @@ impl Driver {
 
     /// Takes the experiment's lock and catches up with what other workers logged since.
     fn lock(&mut self) -> Result<()> {
-        self.store.begin()?;
+        self.store.begin(&self.name)?;
         self.locked = true;
         self.catch_up()
     }

@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 
 use pyrite_tune::schedulers::{ASHAScheduler, AshaOptions};
 use pyrite_tune::search::{TpeOptions, TpeSearch};
-use pyrite_tune::storage::{EventKind, ExperimentStore, SqliteStore};
+use pyrite_tune::storage::{open_store, EventKind};
 use pyrite_tune::{
     uniform, Checkpoint, Config, FailureConfig, Mode, ParamSpace, RunConfig, Session, TrialStatus,
     TuneConfig, Tuner,
 };
 
-fn experiment(dir: &Path) -> pyrite_core::Result<pyrite_tune::ResultGrid> {
+fn experiment(dir: &Path, name: &str, url: Option<String>) -> pyrite_core::Result<pyrite_tune::ResultGrid> {
     let trainable = |c: &Config, s: &mut Session| -> pyrite_core::Result<()> {
         let x: f64 = c.get("x")?;
         for it in s.iteration()..9 {
@@ -53,8 +53,9 @@ fn experiment(dir: &Path) -> pyrite_core::Result<pyrite_tune::ResultGrid> {
             ..Default::default()
         },
         RunConfig {
-            name: Some("shared".into()),
+            name: Some(name.into()),
             storage_path: Some(dir.to_path_buf()),
+            storage_url: url,
             verbose: Some(0),
             plot: Some(false),
             load_if_exists: true,
@@ -67,15 +68,33 @@ fn experiment(dir: &Path) -> pyrite_core::Result<pyrite_tune::ResultGrid> {
 }
 
 #[test]
-#[ignore = "a worker process of several_workers_share_an_experiment_and_survive_one_killed"]
+#[ignore = "a worker process of the tests below"]
 fn worker() {
     let dir = PathBuf::from(std::env::var("PYRITE_TUNE_WORKER_DIR").unwrap());
-    experiment(&dir).unwrap();
+    let name = std::env::var("PYRITE_TUNE_WORKER_NAME").unwrap();
+    experiment(&dir, &name, std::env::var("PYRITE_TUNE_WORKER_URL").ok()).unwrap();
 }
 
 #[test]
 fn several_workers_share_an_experiment_and_survive_one_killed() {
-    let dir = std::env::temp_dir().join(format!("pyrite_tune_workers_{}", std::process::id()));
+    three_workers_one_killed(None);
+}
+
+/// The same on PostgreSQL (`--features postgres`, with `PYRITE_TUNE_POSTGRES_URL` naming a
+/// database the test may create tables in; `.ci/run` starts a server for it).
+#[cfg(feature = "postgres")]
+#[test]
+fn several_workers_share_an_experiment_on_postgres() {
+    let url = std::env::var("PYRITE_TUNE_POSTGRES_URL").expect(
+        "PYRITE_TUNE_POSTGRES_URL=postgres://user:password@host/database is needed for the PostgreSQL tests",
+    );
+    three_workers_one_killed(Some(url));
+}
+
+fn three_workers_one_killed(url: Option<String>) {
+    let kind = if url.is_some() { "postgres" } else { "sqlite" };
+    let name = format!("shared_{kind}_{}", std::process::id());
+    let dir = std::env::temp_dir().join(format!("pyrite_tune_workers_{kind}_{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let exe = std::env::current_exe().unwrap();
@@ -83,18 +102,20 @@ fn several_workers_share_an_experiment_and_survive_one_killed() {
         std::process::Command::new(&exe)
             .args(["--exact", "worker", "--ignored", "--nocapture"])
             .env("PYRITE_TUNE_WORKER_DIR", &dir)
+            .env("PYRITE_TUNE_WORKER_NAME", &name)
+            .envs(url.iter().map(|u| ("PYRITE_TUNE_WORKER_URL", u.as_str())))
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap()
     };
+    let db = url.clone().unwrap_or_else(|| dir.join(&name).join("experiment.db").display().to_string());
     let mut workers: Vec<std::process::Child> = (0..3).map(|_| spawn()).collect();
     // Kill one worker while it trains: once the log shows it started a trial.
     let victim = format!(":{}", workers[1].id());
-    let db = dir.join("shared").join("experiment.db");
     let until = Instant::now() + Duration::from_secs(60);
     loop {
-        let started = db.exists()
-            && SqliteStore::open(&db).and_then(|mut s| s.events("shared", 0)).is_ok_and(|ev| {
+        let started = (url.is_some() || Path::new(&db).exists())
+            && open_store(&db).and_then(|mut s| s.events(&name, 0)).is_ok_and(|ev| {
                 ev.iter().any(|e| {
                     e.kind == EventKind::Start
                         && e.body["worker"].as_str().is_some_and(|w| w.ends_with(&victim))
@@ -123,9 +144,9 @@ fn several_workers_share_an_experiment_and_survive_one_killed() {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-    let mut store = SqliteStore::open(&dir.join("shared").join("experiment.db")).unwrap();
-    let events = store.events("shared", 0).unwrap();
-    let rows = store.trials("shared").unwrap();
+    let mut store = open_store(&db).unwrap();
+    let events = store.events(&name, 0).unwrap();
+    let rows = store.trials(&name).unwrap();
     assert_eq!(rows.len(), 12, "every trial was created once");
     assert!(rows.iter().all(|r| r.status == TrialStatus::Terminated), "{rows:#?}");
     // Trials ran on at least two workers.

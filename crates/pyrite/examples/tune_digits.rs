@@ -9,7 +9,8 @@
 //!     [--storage PATH] [--resume]
 //! ```
 //!
-//! `--storage` takes a SQLite path (default: `experiment.db` in the experiment folder);
+//! `--storage` takes a SQLite path (default: `experiment.db` in the experiment folder) or a
+//! PostgreSQL URL (with `--features postgres`);
 //! `--resume` continues an interrupted run (kill it and run again with `--resume`). The figures
 //! (`trial_curves`, `best_over_time`, `param_vs_metric`, PNG and SVG) land in the experiment
 //! folder. The last line reads `best: lr=..., ... test accuracy 99.1%`.
@@ -58,7 +59,8 @@ struct Args {
     /// The experiment's name (its folder under --root).
     #[arg(long, default_value = "bohb")]
     name: String,
-    /// The experiment database: a SQLite path (default: experiment.db in the experiment folder).
+    /// The experiment database: a SQLite path (default: experiment.db in the experiment folder),
+    /// or a PostgreSQL URL (postgres://user:password@host/db; build with --features postgres).
     #[arg(long)]
     storage: Option<String>,
     /// Continue the interrupted experiment --root/--name.

@@ -8,8 +8,12 @@
 //! trial's row together), so a driver killed at any moment leaves a consistent database: a
 //! trial's result is there with its decision, or not at all.
 
+#[cfg(feature = "postgres")]
+mod postgres;
 mod sqlite;
 
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
 use pyrite_core::Result;
@@ -102,7 +106,7 @@ pub trait ExperimentStore: Send {
     fn experiment_meta(&mut self, name: &str) -> Result<Option<Value>>;
     /// Takes the experiment's write lock (an exclusive transaction) until the next `commit`:
     /// workers read the log, decide and append under it, one at a time.
-    fn begin(&mut self) -> Result<()>;
+    fn begin(&mut self, name: &str) -> Result<()>;
     /// Appends events and writes trial rows, all or nothing (ending the transaction `begin`
     /// opened, if any).
     fn commit(&mut self, name: &str, events: &[Event], rows: &[TrialRow]) -> Result<()>;
@@ -114,14 +118,18 @@ pub trait ExperimentStore: Send {
     fn trials(&mut self, name: &str) -> Result<Vec<TrialRow>>;
 }
 
-/// Opens the store behind `url`: a SQLite file path (or `sqlite://PATH`).
+/// Opens the store behind `url`: a SQLite file path (or `sqlite://PATH`), or a PostgreSQL URL
+/// (`postgres://user:password@host/database`, with the `postgres` feature).
 pub fn open_store(url: &str) -> Result<Box<dyn ExperimentStore>> {
-    let path = url.strip_prefix("sqlite://").unwrap_or(url);
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        #[cfg(feature = "postgres")]
+        return Ok(Box::new(PostgresStore::connect(url)?));
+        #[cfg(not(feature = "postgres"))]
         return Err(pyrite_core::Error::new(
             pyrite_core::ErrorKind::NotImplemented,
-            "PostgreSQL storage is not built into this pyrite-tune yet; use a SQLite path",
+            "this pyrite-tune was built without PostgreSQL: enable the cargo feature `postgres` (pyrite/postgres), or use a SQLite path",
         ));
     }
+    let path = url.strip_prefix("sqlite://").unwrap_or(url);
     Ok(Box::new(SqliteStore::open(std::path::Path::new(path))?))
 }

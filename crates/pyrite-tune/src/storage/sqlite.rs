@@ -104,7 +104,7 @@ impl ExperimentStore for SqliteStore {
         s.map(|s| serde_json::from_str(&s).map_err(|e| self.err(e))).transpose()
     }
 
-    fn begin(&mut self) -> Result<()> {
+    fn begin(&mut self, _name: &str) -> Result<()> {
         if !self.in_tx {
             // IMMEDIATE: the write lock now, so what this worker reads stays the latest.
             self.conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| self.err(e))?;
