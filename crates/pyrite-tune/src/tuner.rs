@@ -224,7 +224,8 @@ impl Tuner {
         mut run_config: RunConfig,
     ) -> Result<Tuner> {
         let path = path.as_ref();
-        if !Tuner::can_restore(path) {
+        // With a database elsewhere (PostgreSQL), the folder holds only the trials' files.
+        if run_config.storage_url.is_none() && !Tuner::can_restore(path) {
             return Err(Error::new(
                 ErrorKind::Value,
                 format!("no experiment to restore in {} (expected its experiment.db)", path.display()),
