@@ -914,6 +914,18 @@ impl Driver {
                 self.on_end(i, error)?;
             }
             EventKind::Status => {}
+            EventKind::Choose => {
+                let c = self.choose()?;
+                if c.as_deref() != ev.body["trial"].as_str() {
+                    return Err(Error::new(
+                        ErrorKind::Value,
+                        format!(
+                            "while replaying the log, the scheduler chose {c:?} where it had chosen {}; restore with the same scheduler",
+                            ev.body["trial"]
+                        ),
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -950,8 +962,15 @@ impl Driver {
     }
 
     fn choose(&mut self) -> Result<Option<String>> {
+        let before = self.scheduler.state_version();
         let c = self.scheduler.choose_trial_to_run(&mut self.trials);
         self.settle()?;
+        if !self.replaying && self.scheduler.state_version() != before {
+            // The choice changed the scheduler (HyperBandForBOHB processes brackets when no
+            // trial runs): logged, so a replay makes the same call at the same point.
+            let ev = self.event(EventKind::Choose, c.as_deref().unwrap_or(""), json!({ "trial": c }));
+            self.commit(vec![ev], &[])?;
+        }
         Ok(c)
     }
 

@@ -237,7 +237,7 @@ fn stop_conditions_the_time_budget_and_the_thread_budget() {
 
 /// The experiment the SIGKILL test runs in a child process: TPE and ASHA, trials that
 /// checkpoint every iteration and take a little time.
-fn kill_experiment(dir: &Path, restore: bool) -> pyrite_core::Result<ResultGrid> {
+fn kill_experiment(dir: &Path, restore: bool, bohb: bool) -> pyrite_core::Result<ResultGrid> {
     let trainable = |c: &Config, s: &mut Session| -> pyrite_core::Result<()> {
         let x: f64 = c.get("x")?;
         for it in s.iteration()..9 {
@@ -254,23 +254,40 @@ fn kill_experiment(dir: &Path, restore: bool) -> pyrite_core::Result<ResultGrid>
         mode: Some(Mode::Min),
         num_samples: 16,
         max_concurrent_trials: Some(2),
-        search_alg: Some(Box::new(TpeSearch::new(TpeOptions {
-            seed: Some(3),
-            n_startup_trials: 4,
-            ..Default::default()
-        }))),
-        scheduler: Some(Box::new(
-            ASHAScheduler::new(AshaOptions {
-                max_t: 9.0,
-                reduction_factor: 3.0,
-                seed: Some(0),
+        search_alg: Some(if bohb {
+            Box::new(pyrite_tune::search::BohbSearch::new(pyrite_tune::search::BohbOptions {
+                seed: Some(3),
                 ..Default::default()
-            })
-            .unwrap(),
-        )),
+            }))
+        } else {
+            Box::new(TpeSearch::new(TpeOptions { seed: Some(3), n_startup_trials: 4, ..Default::default() }))
+        }),
+        // HyperBandForBOHB changes its state when asked for a trial: the log must replay that.
+        scheduler: Some(if bohb {
+            Box::new(
+                pyrite_tune::schedulers::HyperBandScheduler::for_bohb(
+                    pyrite_tune::schedulers::HyperBandOptions { max_t: 9.0, ..Default::default() },
+                )
+                .unwrap(),
+            )
+        } else {
+            Box::new(
+                ASHAScheduler::new(AshaOptions {
+                    max_t: 9.0,
+                    reduction_factor: 3.0,
+                    seed: Some(0),
+                    ..Default::default()
+                })
+                .unwrap(),
+            )
+        }),
         ..Default::default()
     };
-    let runc = RunConfig { failure_config: FailureConfig { max_failures: 0 }, ..run("killed", dir) };
+    let runc = RunConfig {
+        failure_config: FailureConfig { max_failures: 0 },
+        plot: Some(false),
+        ..run("killed", dir)
+    };
     if restore {
         Tuner::restore(dir.join("killed"), trainable, space, tune, runc)?.fit()
     } else {
@@ -283,12 +300,22 @@ fn kill_experiment(dir: &Path, restore: bool) -> pyrite_core::Result<ResultGrid>
 fn child_experiment() {
     let dir = PathBuf::from(std::env::var("PYRITE_TUNE_CHILD_DIR").unwrap());
     let restore = Tuner::can_restore(dir.join("killed"));
-    kill_experiment(&dir, restore).unwrap();
+    let bohb = std::env::var("PYRITE_TUNE_CHILD_BOHB").is_ok();
+    kill_experiment(&dir, restore, bohb).unwrap();
 }
 
 #[test]
 fn sigkill_mid_experiment_loses_no_trial_and_runs_none_twice() {
-    let dir = temp_dir("sigkill");
+    sigkill_and_restore(false);
+}
+
+#[test]
+fn sigkill_mid_experiment_with_bohb_and_hyperband_resumes_the_same() {
+    sigkill_and_restore(true);
+}
+
+fn sigkill_and_restore(bohb: bool) {
+    let dir = temp_dir(if bohb { "sigkill_bohb" } else { "sigkill" });
     std::fs::create_dir_all(&dir).unwrap();
     let exe = std::env::current_exe().unwrap();
     let mut kills = 0;
@@ -297,6 +324,7 @@ fn sigkill_mid_experiment_loses_no_trial_and_runs_none_twice() {
         let mut child = std::process::Command::new(&exe)
             .args(["--exact", "child_experiment", "--ignored", "--nocapture"])
             .env("PYRITE_TUNE_CHILD_DIR", &dir)
+            .envs(bohb.then_some(("PYRITE_TUNE_CHILD_BOHB", "1")))
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();
@@ -308,7 +336,7 @@ fn sigkill_mid_experiment_loses_no_trial_and_runs_none_twice() {
         child.wait().unwrap();
     }
     assert!(kills >= 3, "the experiment should still be running when killed ({kills} kills)");
-    let grid = kill_experiment(&dir, true).unwrap();
+    let grid = kill_experiment(&dir, true, bohb).unwrap();
     assert_eq!(grid.len(), 16);
     assert!(grid.results().iter().all(|r| r.status == TrialStatus::Terminated), "{}", grid.table());
     // Every trial's results: iterations 1, 2, ... once each, ending at a rung or at max_t.

@@ -170,6 +170,8 @@ pub struct HyperBandScheduler {
     trial_bracket: HashMap<String, usize>,
     current: Option<usize>,
     num_stopped: usize,
+    /// Bumped by every bracket processing (what `choose_trial_to_run` may do).
+    version: u64,
 }
 
 impl HyperBandScheduler {
@@ -193,6 +195,7 @@ impl HyperBandScheduler {
             trial_bracket: HashMap::new(),
             current: None,
             num_stopped: 0,
+            version: 0,
         })
     }
 
@@ -232,6 +235,7 @@ impl HyperBandScheduler {
     }
 
     fn process_bracket(&mut self, ctl: &mut dyn Controller, b: usize) -> Decision {
+        self.version += 1;
         let mut action = Decision::Pause;
         if !self.brackets[b].cur_iter_done() {
             return action;
@@ -430,5 +434,9 @@ impl TrialScheduler for HyperBandScheduler {
 
     fn choose_trial_to_run(&mut self, ctl: &mut dyn Controller) -> Option<String> {
         self.choose(ctl, true)
+    }
+
+    fn state_version(&self) -> u64 {
+        self.version
     }
 }

@@ -100,6 +100,13 @@ pub trait TrialScheduler: Send {
     /// A trial was stopped from outside the scheduler.
     fn on_trial_remove(&mut self, _ctl: &mut dyn Controller, _trial: &str) {}
 
+    /// Counts the calls of `choose_trial_to_run` that changed the scheduler's state (0 for
+    /// schedulers whose choice changes nothing). The tuner logs those calls, so that a replay
+    /// of the log makes them too.
+    fn state_version(&self) -> u64 {
+        0
+    }
+
     /// The next trial to run among the pending and paused ones (first pending, then first
     /// paused, in creation order, like Ray's FIFO).
     fn choose_trial_to_run(&mut self, ctl: &mut dyn Controller) -> Option<String> {

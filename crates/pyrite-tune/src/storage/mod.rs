@@ -36,6 +36,9 @@ pub enum EventKind {
     End,
     /// The scheduler changed another trial's status (`body`: `{"status": ...}`).
     Status,
+    /// The scheduler was asked for a trial to run and changed its state doing so (`body`:
+    /// `{"trial": id or null}`); replayed to change it the same way.
+    Choose,
 }
 
 impl EventKind {
@@ -47,6 +50,7 @@ impl EventKind {
             EventKind::Result => "result",
             EventKind::End => "end",
             EventKind::Status => "status",
+            EventKind::Choose => "choose",
         }
     }
 
@@ -58,6 +62,7 @@ impl EventKind {
             "result" => EventKind::Result,
             "end" => EventKind::End,
             "status" => EventKind::Status,
+            "choose" => EventKind::Choose,
             _ => return None,
         })
     }
