@@ -108,7 +108,7 @@ pub fn plot_curves(series: &BTreeMap<String, Vec<(u64, f64)>>, dir: &Path) -> Re
         );
     }
     create_dir(dir, "plot_curves")?;
-    let figure = CurvesFigure { panels };
+    let figure = PanelsFigure { panels };
     let (png, svg) = (dir.join("curves.png"), dir.join("curves.svg"));
     render(&figure, &png, &svg, "plot_curves")?;
     Ok((png, svg))
@@ -657,11 +657,24 @@ fn assign_colors(curves: &mut [Curve]) {
     }
 }
 
-struct CurvesFigure {
-    panels: Vec<Panel>,
+/// A panel that draws itself into its area of a figure.
+trait DrawPanel {
+    fn draw_in<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<DB>;
 }
 
-impl CurvesFigure {
+impl DrawPanel for Panel {
+    fn draw_in<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        draw_panel(self, area)
+    }
+}
+
+/// Panels laid out in one column, or two when there are more than two (`plot_curves` and
+/// `plot_xy`).
+struct PanelsFigure<P> {
+    panels: Vec<P>,
+}
+
+impl<P> PanelsFigure<P> {
     fn grid(&self) -> (usize, usize) {
         let n = self.panels.len();
         let cols = if n > 2 { 2 } else { 1 };
@@ -669,7 +682,7 @@ impl CurvesFigure {
     }
 }
 
-impl Figure for CurvesFigure {
+impl<P: DrawPanel> Figure for PanelsFigure<P> {
     fn size(&self) -> (u32, u32) {
         let (rows, cols) = self.grid();
         (PANEL_W * cols as u32, PANEL_H * rows as u32)
@@ -679,7 +692,7 @@ impl Figure for CurvesFigure {
         root.fill(&WHITE)?;
         let areas = root.split_evenly(self.grid());
         for (panel, area) in self.panels.iter().zip(areas.iter()) {
-            draw_panel(panel, area)?;
+            panel.draw_in(area)?;
         }
         Ok(())
     }
@@ -1216,35 +1229,13 @@ pub fn plot_xy(panels: &[XyPanel], path: &Path) -> Result<(PathBuf, PathBuf)> {
         bail!(Value, "plot_xy: nothing to plot (no panel has a finite point)");
     }
     let (png, svg) = output_paths(path, "plot_xy")?;
-    render(&XyFigure { panels }, &png, &svg, "plot_xy")?;
+    render(&PanelsFigure { panels }, &png, &svg, "plot_xy")?;
     Ok((png, svg))
 }
 
-struct XyFigure {
-    panels: Vec<XyPanel>,
-}
-
-impl XyFigure {
-    fn grid(&self) -> (usize, usize) {
-        let n = self.panels.len();
-        let cols = if n > 2 { 2 } else { 1 };
-        (n.div_ceil(cols), cols)
-    }
-}
-
-impl Figure for XyFigure {
-    fn size(&self) -> (u32, u32) {
-        let (rows, cols) = self.grid();
-        (PANEL_W * cols as u32, PANEL_H * rows as u32)
-    }
-
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
-        root.fill(&WHITE)?;
-        let areas = root.split_evenly(self.grid());
-        for (panel, area) in self.panels.iter().zip(areas.iter()) {
-            draw_xy_panel(panel, area)?;
-        }
-        Ok(())
+impl DrawPanel for XyPanel {
+    fn draw_in<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        draw_xy_panel(self, area)
     }
 }
 
