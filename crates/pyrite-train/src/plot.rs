@@ -718,6 +718,50 @@ fn y_label_width<DB: DrawingBackend>(
     Ok(widest + 16)
 }
 
+/// A chart on two [`Axis`] scales.
+type AxesChart<'a, DB> = ChartContext<'a, DB, plotters::coord::cartesian::Cartesian2d<Axis, Axis>>;
+
+/// A titled chart on `x` and `y` with the figures' grid, ticks and axis labels (`y_desc` gets
+/// room beside the tick labels).
+fn axes_chart<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    title: &str,
+    x: &Axis,
+    y: &Axis,
+    x_desc: &str,
+    y_desc: Option<&str>,
+) -> std::result::Result<AxesChart<'a, DB>, DrawingAreaErrorKind<DB::ErrorType>> {
+    let tick_style = font(14.0).color(&AXIS);
+    let y_area = y_label_width(area, y, &tick_style)? + if y_desc.is_some() { 22 } else { 0 };
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, bold(18.0))
+        .margin_top(8)
+        .margin_right(22)
+        .margin_left(10)
+        .margin_bottom(6)
+        .x_label_area_size(48)
+        .y_label_area_size(y_area)
+        .build_cartesian_2d(x.clone(), y.clone())?;
+    let fx = |v: &f64| x.label(*v);
+    let fy = |v: &f64| y.label(*v);
+    let mut mesh = chart.configure_mesh();
+    mesh.x_labels(x.major.len())
+        .y_labels(y.major.len())
+        .x_label_formatter(&fx)
+        .y_label_formatter(&fy)
+        .bold_line_style(GRID)
+        .light_line_style(GRID_MINOR)
+        .axis_style(AXIS)
+        .label_style(tick_style)
+        .axis_desc_style(font(15.0))
+        .x_desc(x_desc);
+    if let Some(d) = y_desc {
+        mesh.y_desc(d);
+    }
+    mesh.draw()?;
+    Ok(chart)
+}
+
 fn draw_panel<DB: DrawingBackend>(panel: &Panel, area: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
     let all = || panel.curves.iter().flat_map(|c| c.segments.iter().flatten().copied());
     let Some(((x0, x1), (y0, y1))) = bounds(all()) else { return Ok(()) };
@@ -730,33 +774,7 @@ fn draw_panel<DB: DrawingBackend>(panel: &Panel, area: &DrawingArea<DB, Shift>) 
     } else {
         Axis::linear(y0, y1, 0.06, max_y_ticks, false)
     };
-    let tick_style = font(14.0).color(&AXIS);
-    let y_area = y_label_width(area, &y_axis, &tick_style)?;
-
-    let mut chart = ChartBuilder::on(area)
-        .caption(&panel.title, bold(18.0))
-        .margin_top(8)
-        .margin_right(22)
-        .margin_left(10)
-        .margin_bottom(6)
-        .x_label_area_size(48)
-        .y_label_area_size(y_area)
-        .build_cartesian_2d(x_axis.clone(), y_axis.clone())?;
-    let fx = |v: &f64| x_axis.label(*v);
-    let fy = |v: &f64| y_axis.label(*v);
-    chart
-        .configure_mesh()
-        .x_labels(x_axis.major.len())
-        .y_labels(y_axis.major.len())
-        .x_label_formatter(&fx)
-        .y_label_formatter(&fy)
-        .bold_line_style(GRID)
-        .light_line_style(GRID_MINOR)
-        .axis_style(AXIS)
-        .label_style(tick_style.clone())
-        .axis_desc_style(font(15.0))
-        .x_desc("step")
-        .draw()?;
+    let mut chart = axes_chart(area, &panel.title, &x_axis, &y_axis, "step", None)?;
 
     let n_marked_max = 120;
     for curve in &panel.curves {
@@ -1250,33 +1268,8 @@ fn draw_xy_panel<DB: DrawingBackend>(panel: &XyPanel, area: &DrawingArea<DB, Shi
         Axis::linear(x0, x1, 0.03, max_x_ticks, false)
     };
     let y_axis = Axis::linear(y0, y1, 0.06, (h / 55).max(3) as usize, false);
-    let tick_style = font(14.0).color(&AXIS);
-    let y_area = y_label_width(area, &y_axis, &tick_style)?;
-    let mut chart = ChartBuilder::on(area)
-        .caption(&panel.title, bold(18.0))
-        .margin_top(8)
-        .margin_right(22)
-        .margin_left(10)
-        .margin_bottom(6)
-        .x_label_area_size(48)
-        .y_label_area_size(y_area + 22)
-        .build_cartesian_2d(x_axis.clone(), y_axis.clone())?;
-    let fx = |v: &f64| x_axis.label(*v);
-    let fy = |v: &f64| y_axis.label(*v);
-    chart
-        .configure_mesh()
-        .x_labels(x_axis.major.len())
-        .y_labels(y_axis.major.len())
-        .x_label_formatter(&fx)
-        .y_label_formatter(&fy)
-        .bold_line_style(GRID)
-        .light_line_style(GRID_MINOR)
-        .axis_style(AXIS)
-        .label_style(tick_style.clone())
-        .axis_desc_style(font(15.0))
-        .x_desc(panel.x_label.as_str())
-        .y_desc(panel.y_label.as_str())
-        .draw()?;
+    let mut chart =
+        axes_chart(area, &panel.title, &x_axis, &y_axis, &panel.x_label, Some(panel.y_label.as_str()))?;
     let legend = (2..=12).contains(&panel.series.len());
     for (i, s) in panel.series.iter().enumerate() {
         let color = TAB10[i % TAB10.len()];
