@@ -432,6 +432,30 @@ impl Drop for CpuBuffer {
     }
 }
 
+/// The CUDA caching allocator of `device`, when `device` is a GPU of a `cuda` build.
+#[cfg(feature = "cuda")]
+fn cuda_allocator(device: Device) -> Result<Option<&'static pyrite_cuda_runtime::caching_allocator::CachingAllocator>> {
+    match device {
+        Device::Cpu => Ok(None),
+        Device::Cuda(i) => {
+            device.check_available()?;
+            pyrite_cuda_runtime::memory::allocator(i)
+                .map(Some)
+                .map_err(|e| crate::Error::new(crate::ErrorKind::Device, e.message))
+        }
+    }
+}
+
+/// Answers a memory query from the CUDA allocator when `device` is a GPU.
+macro_rules! on_cuda {
+    ($device:expr, |$a:ident| $body:expr) => {
+        #[cfg(feature = "cuda")]
+        if let Some($a) = cuda_allocator($device)? {
+            return Ok($body);
+        }
+    };
+}
+
 fn check_cpu(device: Device, what: &str) -> Result<()> {
     match device {
         Device::Cpu => Ok(()),
@@ -471,30 +495,35 @@ pub(crate) fn try_vec<T: Clone>(n: usize, value: T, op: &str) -> Result<Vec<T>> 
 
 /// Bytes currently held by live tensors on `device` (`torch.cuda.memory_allocated`).
 pub fn memory_allocated(device: Device) -> Result<u64> {
+    on_cuda!(device, |a| a.memory_stats()["allocated_bytes.all.current"]);
     check_cpu(device, "memory_allocated")?;
     Ok(state().as_ref().unwrap().allocated_bytes.current)
 }
 
 /// Bytes held by the allocator: live tensors plus the cache (`memory_reserved`).
 pub fn memory_reserved(device: Device) -> Result<u64> {
+    on_cuda!(device, |a| a.memory_stats()["reserved_bytes.all.current"]);
     check_cpu(device, "memory_reserved")?;
     Ok(state().as_ref().unwrap().reserved_bytes.current)
 }
 
 /// Peak of [`memory_allocated`] since start or the last [`reset_peak_memory_stats`].
 pub fn max_memory_allocated(device: Device) -> Result<u64> {
+    on_cuda!(device, |a| a.memory_stats()["allocated_bytes.all.peak"]);
     check_cpu(device, "max_memory_allocated")?;
     Ok(state().as_ref().unwrap().allocated_bytes.peak)
 }
 
 /// Peak of [`memory_reserved`].
 pub fn max_memory_reserved(device: Device) -> Result<u64> {
+    on_cuda!(device, |a| a.memory_stats()["reserved_bytes.all.peak"]);
     check_cpu(device, "max_memory_reserved")?;
     Ok(state().as_ref().unwrap().reserved_bytes.peak)
 }
 
 /// Resets the peaks to the current values (`reset_peak_memory_stats`).
 pub fn reset_peak_memory_stats(device: Device) -> Result<()> {
+    on_cuda!(device, |a| a.reset_peak_memory_stats());
     check_cpu(device, "reset_peak_memory_stats")?;
     let mut g = state();
     let s = g.as_mut().unwrap();
@@ -504,8 +533,17 @@ pub fn reset_peak_memory_stats(device: Device) -> Result<()> {
     Ok(())
 }
 
-/// Returns every cached (unused) buffer to the OS (`torch.cuda.empty_cache`).
+/// Returns every cached (unused) buffer to the OS, and, in a `cuda` build, every GPU's cached
+/// segments to the driver (`torch.cuda.empty_cache`).
 pub fn empty_cache() {
+    #[cfg(feature = "cuda")]
+    if pyrite_cuda_runtime::driver::is_available() {
+        for d in 0..pyrite_cuda_runtime::driver::device_count() {
+            if let Ok(a) = pyrite_cuda_runtime::memory::allocator(d) {
+                a.empty_cache();
+            }
+        }
+    }
     let mut freed = Vec::new();
     {
         let mut g = state();
@@ -562,6 +600,7 @@ pub fn set_cache_limit(bytes: u64) {
 /// # Ok::<(), pyrite_core::Error>(())
 /// ```
 pub fn set_memory_limit(bytes: Option<u64>, device: Device) -> Result<()> {
+    on_cuda!(device, |a| a.set_memory_limit(bytes));
     check_cpu(device, "set_memory_limit")?;
     state().as_mut().unwrap().memory_limit = bytes;
     Ok(())
@@ -569,6 +608,7 @@ pub fn set_memory_limit(bytes: Option<u64>, device: Device) -> Result<()> {
 
 /// The limit set by [`set_memory_limit`] or [`set_per_process_memory_fraction`], in bytes.
 pub fn memory_limit(device: Device) -> Result<Option<u64>> {
+    on_cuda!(device, |a| a.memory_limit());
     check_cpu(device, "memory_limit")?;
     Ok(state().as_ref().unwrap().memory_limit)
 }
@@ -576,6 +616,10 @@ pub fn memory_limit(device: Device) -> Result<Option<u64>> {
 /// `torch.cuda.set_per_process_memory_fraction(fraction, device)`: limits the allocator to
 /// `fraction` of the device's memory (on the CPU, of the physical memory, `MemTotal`).
 pub fn set_per_process_memory_fraction(fraction: f64, device: Device) -> Result<()> {
+    #[cfg(feature = "cuda")]
+    if let Some(a) = cuda_allocator(device)? {
+        return a.set_memory_fraction(fraction).map_err(|e| crate::Error::new(crate::ErrorKind::Value, e.message));
+    }
     check_cpu(device, "set_per_process_memory_fraction")?;
     if !(0.0..=1.0).contains(&fraction) {
         bail!(Value, "Invalid fraction value: {fraction}. Allowed range: 0~1");
@@ -596,6 +640,7 @@ pub fn physical_memory() -> Result<u64> {
 
 /// PyTorch's `memory_stats`: a flat map with keys such as `allocated_bytes.all.current`.
 pub fn memory_stats(device: Device) -> Result<BTreeMap<String, u64>> {
+    on_cuda!(device, |a| a.memory_stats());
     check_cpu(device, "memory_stats")?;
     let g = state();
     let s = g.as_ref().unwrap();

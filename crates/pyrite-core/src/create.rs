@@ -4,7 +4,7 @@
 use crate::autograd::record::{needs_grad, paused, record1};
 use crate::dtype::Scalar;
 use crate::shape::Shape;
-use crate::{bail, dispatch_all, DType, Element, Result, Tensor};
+use crate::{bail, dispatch_all, DType, Device, Element, Result, Tensor};
 
 impl Tensor {
     /// A tensor of `shape` filled with `value` (`torch.full`).
@@ -22,6 +22,37 @@ impl Tensor {
                 Tensor::build::<T>(shape.into(), |o| o.fill(x))
             })
         })
+    }
+
+    /// `torch.full(shape, value, dtype=dtype, device=device)`: a filled tensor made on `device`
+    /// (on a GPU without passing through host memory).
+    ///
+    /// ```
+    /// use pyrite_core::{DType, Device, Tensor};
+    /// let t = Tensor::full_on([3], 2, DType::I64, Device::Cpu)?;
+    /// assert_eq!(t.to_vec::<i64>()?, vec![2; 3]);
+    /// // Without a GPU (or without the `cuda` feature), CUDA is an error, not a panic.
+    /// if !pyrite_core::cuda_is_available() {
+    ///     assert!(Tensor::full_on([3], 2, DType::I64, Device::Cuda(0)).is_err());
+    /// }
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn full_on(shape: impl Into<Shape>, value: impl Into<Scalar>, dtype: DType, device: Device) -> Result<Tensor> {
+        match device {
+            Device::Cpu => Tensor::full(shape, value, dtype),
+            Device::Cuda(i) => {
+                device.check_available()?;
+                crate::cuda::full(&shape.into(), value.into(), dtype, i)
+            }
+        }
+    }
+    /// `torch.zeros(shape, dtype=dtype, device=device)`.
+    pub fn zeros_on(shape: impl Into<Shape>, dtype: DType, device: Device) -> Result<Tensor> {
+        Tensor::full_on(shape, 0, dtype, device)
+    }
+    /// `torch.ones(shape, dtype=dtype, device=device)`.
+    pub fn ones_on(shape: impl Into<Shape>, dtype: DType, device: Device) -> Result<Tensor> {
+        Tensor::full_on(shape, 1, dtype, device)
     }
 
     /// A tensor of zeros (`torch.zeros`).
@@ -48,19 +79,22 @@ impl Tensor {
 
     /// `torch.zeros_like`.
     pub fn zeros_like(&self) -> Result<Tensor> {
-        Tensor::zeros(self.shape(), self.dtype())
+        Tensor::zeros_on(self.shape(), self.dtype(), self.device())
     }
     /// `torch.ones_like`.
     pub fn ones_like(&self) -> Result<Tensor> {
-        Tensor::ones(self.shape(), self.dtype())
+        Tensor::ones_on(self.shape(), self.dtype(), self.device())
     }
     /// `torch.empty_like`.
     pub fn empty_like(&self) -> Result<Tensor> {
+        if self.device().is_cuda() {
+            return Tensor::zeros_on(self.shape(), self.dtype(), self.device());
+        }
         Tensor::empty(self.shape(), self.dtype())
     }
     /// `torch.full_like`.
     pub fn full_like(&self, value: impl Into<Scalar>) -> Result<Tensor> {
-        Tensor::full(self.shape(), value, self.dtype())
+        Tensor::full_on(self.shape(), value, self.dtype(), self.device())
     }
 
     /// `t.new_zeros(size)`: zeros of another shape with this tensor's dtype and device.
@@ -73,19 +107,22 @@ impl Tensor {
     /// assert_eq!(t.new_full([2], 7).unwrap().to_vec::<f64>().unwrap(), vec![7.0, 7.0]);
     /// ```
     pub fn new_zeros(&self, shape: impl Into<Shape>) -> Result<Tensor> {
-        Tensor::zeros(shape, self.dtype())
+        Tensor::zeros_on(shape, self.dtype(), self.device())
     }
     /// `t.new_ones(size)`.
     pub fn new_ones(&self, shape: impl Into<Shape>) -> Result<Tensor> {
-        Tensor::ones(shape, self.dtype())
+        Tensor::ones_on(shape, self.dtype(), self.device())
     }
     /// `t.new_empty(size)`.
     pub fn new_empty(&self, shape: impl Into<Shape>) -> Result<Tensor> {
+        if self.device().is_cuda() {
+            return Tensor::zeros_on(shape, self.dtype(), self.device());
+        }
         Tensor::empty(shape, self.dtype())
     }
     /// `t.new_full(size, fill_value)`.
     pub fn new_full(&self, shape: impl Into<Shape>, value: impl Into<Scalar>) -> Result<Tensor> {
-        Tensor::full(shape, value, self.dtype())
+        Tensor::full_on(shape, value, self.dtype(), self.device())
     }
 
     /// Values `start, start + step, ...` below `end` (`torch.arange`).

@@ -337,7 +337,20 @@ impl Tensor {
             let opts = PrintOptions { edgeitems: opts.edgeitems.max(1), ..*opts };
             let summarize = self.numel() > opts.threshold;
             let plans = plan(self.dims(), summarize, opts.edgeitems);
-            let values = gather(self, &plans);
+            // CUDA tensors print from a host copy, as PyTorch's repr does.
+            let host;
+            let src = if self.device().is_cuda() {
+                match self.detach().to_device(Device::Cpu) {
+                    Ok(h) => {
+                        host = h;
+                        &host
+                    }
+                    Err(e) => return format!("tensor(<{e}>, device='{}')", self.device()),
+                }
+            } else {
+                self
+            };
+            let values = gather(src, &plans);
             let fmt = Formatter::new(&values, &opts);
             Printer { values: &values, plans: &plans, fmt, opts }.tensor_str(0, 0, indent)
         };

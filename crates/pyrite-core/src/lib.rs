@@ -27,6 +27,7 @@ pub(crate) fn env_switch(name: &str) -> bool {
 pub mod alloc;
 pub mod autocast;
 pub mod autograd;
+mod cuda;
 mod create;
 pub mod device;
 pub mod display;

@@ -14,6 +14,9 @@ use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 pub enum Storage {
     /// Host memory from the caching allocator.
     Cpu(CpuBuffer),
+    /// Device memory from the CUDA caching allocator.
+    #[cfg(feature = "cuda")]
+    Cuda(pyrite_cuda_runtime::memory::CudaBuffer),
 }
 
 impl Storage {
@@ -21,18 +24,33 @@ impl Storage {
     pub fn device(&self) -> Device {
         match self {
             Storage::Cpu(_) => Device::Cpu,
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(b) => Device::Cuda(b.device()),
         }
     }
-    /// The CPU buffer (every storage is a CPU one until another backend lands).
+    /// Size in bytes.
+    pub fn nbytes(&self) -> usize {
+        match self {
+            Storage::Cpu(b) => b.len_bytes(),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(b) => b.len_bytes(),
+        }
+    }
+    /// The CPU buffer. CPU kernels call it; ops on CUDA tensors dispatch to the CUDA backend
+    /// (`crate::cuda`) before reaching a CPU kernel, so a CUDA storage here is a Pyrite bug.
     pub fn cpu(&self) -> &CpuBuffer {
         match self {
             Storage::Cpu(b) => b,
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(_) => panic!("internal error: a CPU kernel reached a CUDA storage (an op without a CUDA dispatch)"),
         }
     }
     /// The CPU buffer, mutably.
     pub fn cpu_mut(&mut self) -> &mut CpuBuffer {
         match self {
             Storage::Cpu(b) => b,
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(_) => panic!("internal error: a CPU kernel reached a CUDA storage (an op without a CUDA dispatch)"),
         }
     }
 }
@@ -179,7 +197,7 @@ impl UntypedStorage {
 
     /// Size in bytes (`storage.nbytes()`).
     pub fn nbytes(&self) -> usize {
-        self.0.read().cpu().len_bytes()
+        self.0.read().nbytes()
     }
 
     /// The device the bytes live on.

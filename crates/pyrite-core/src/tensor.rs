@@ -137,6 +137,9 @@ impl Tensor {
     /// The elements in row-major order as little-endian raw bytes.
     pub fn to_raw_bytes(&self) -> Result<Vec<u8>> {
         self.0.device.check_available()?;
+        if self.0.device.is_cuda() {
+            return crate::cuda::to_device(self, Device::Cpu)?.to_raw_bytes();
+        }
         let t = self.contiguous()?;
         if t.numel() == 0 {
             return Ok(Vec::new());
@@ -263,6 +266,9 @@ impl Tensor {
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.check_dtype::<T>("to_vec")?;
         self.0.device.check_available()?;
+        if self.0.device.is_cuda() {
+            return crate::cuda::to_device(self, Device::Cpu)?.to_vec();
+        }
         Ok(self.gather_elements())
     }
 
@@ -300,6 +306,9 @@ impl Tensor {
             bail!(Value, "a Tensor with {} elements cannot be converted to Scalar", self.numel());
         }
         self.0.device.check_available()?;
+        if self.0.device.is_cuda() {
+            return crate::cuda::to_device(self, Device::Cpu)?.item();
+        }
         let g = self.0.storage.read();
         let off = self.0.layout.offset;
         let buf = g.cpu();

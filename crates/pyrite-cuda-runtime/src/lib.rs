@@ -6,6 +6,9 @@
 //! - [`caching_allocator`]: PyTorch's caching allocator (small and large pools, block splitting,
 //!   rounding, per-stream reuse, statistics, out-of-memory after freeing the cache), written over
 //!   a [`caching_allocator::RawMemory`] so that its rules are tested without a GPU.
+//! - [`memory`]: a caching allocator per device over `cuMemAlloc`, the [`memory::CudaBuffer`]
+//!   storages own, copies and pinned host memory.
+//! - [`stream`]: the current stream per device and thread, stream guards, events.
 //! - [`kernels`]: the CUDA C sources of every kernel, generated per op and dtype, compiled with
 //!   NVRTC at first use and cached.
 //!
@@ -16,5 +19,7 @@ pub mod caching_allocator;
 pub mod driver;
 mod error;
 pub mod kernels;
+pub mod memory;
+pub mod stream;
 
 pub use error::{Error, ErrorKind, Result};

@@ -1,6 +1,8 @@
 //! # pyrite-cuda
 //!
-//! Pyrite's CUDA layer. For now, GPU status as [GPUtil](https://github.com/anderskm/gputil)
+//! Pyrite's CUDA layer: `torch.cuda`'s device, stream and event API ([`is_available`],
+//! [`device_count`], [`set_device`], [`get_device_properties`], `Stream`, `Event`, ... with the
+//! `cuda` feature), and GPU status as [GPUtil](https://github.com/anderskm/gputil)
 //! gives it: [`gpus`] (`GPUtil.getGPUs`), [`get_available`], [`get_first_available`] and
 //! [`show_utilization`], with GPUtil's fields, defaults and rules, read from NVML
 //! (`libnvidia-ml.so.1`, opened at run time by the default `nvml` feature: no CUDA toolkit or
@@ -39,8 +41,11 @@
 //! # Ok::<(), pyrite_core::Error>(())
 //! ```
 
+mod device;
 mod gputil;
 mod nvml;
+
+pub use device::*;
 
 pub use gputil::{
     all_columns, availability, available_ids, default_columns, get_available_from, get_first_available_from,

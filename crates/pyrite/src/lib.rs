@@ -112,9 +112,10 @@ pub mod transformers {
     pub use pyrite_transformers::*;
 }
 
-/// `torch.cuda`, for now GPU status as GPUtil gives it (`gpus`, `get_available`,
-/// `show_utilization`) through NVML opened at run time; no driver means no GPU, not an error
-/// (the `pyrite-cuda` crate).
+/// `torch.cuda`: devices, streams and events (`is_available`, `device_count`, `set_device`,
+/// `Stream`, `Event`, ...; CUDA tensors with the `cuda` feature), and GPU status as GPUtil
+/// gives it (`gpus`, `get_available`, `show_utilization`) through NVML opened at run time. No
+/// driver means no GPU, not an error (the `pyrite-cuda` crate).
 pub mod cuda {
     pub use pyrite_cuda::*;
 }

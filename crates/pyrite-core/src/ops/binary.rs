@@ -392,7 +392,10 @@ fn check_devices(a: &Tensor, b: &Tensor, op: &str) -> Result<()> {
 /// Applies `op` elementwise with broadcasting and type promotion, into `out` if given.
 pub(crate) fn binary(a: &Tensor, b: &Tensor, op: BinaryOp, out: Out<'_>) -> Result<Tensor> {
     let name = op.name();
-    check_devices(a, b, name)?;
+    let cuda = a.device().is_cuda() || b.device().is_cuda();
+    if !cuda {
+        check_devices(a, b, name)?;
+    }
     let shape = broadcast_shapes(a.dims(), b.dims(), name)?;
     let mut dt = result_type(a, b);
     if matches!(op, BinaryOp::Div | BinaryOp::Atan2) && !dt.is_floating_point() {
@@ -412,6 +415,14 @@ pub(crate) fn binary(a: &Tensor, b: &Tensor, op: BinaryOp, out: Out<'_>) -> Resu
             }
             _ => {}
         }
+    }
+    if cuda {
+        // Integer division by zero gives an unspecified value on CUDA, as in PyTorch.
+        let kernel_op = match op {
+            BinaryOp::TruncDiv => "trunc_divide",
+            _ => name,
+        };
+        return crate::cuda::binary(a, b, kernel_op, dt, out);
     }
     if !dt.is_floating_point()
         && matches!(op, BinaryOp::FloorDiv | BinaryOp::TruncDiv | BinaryOp::Remainder | BinaryOp::Fmod)

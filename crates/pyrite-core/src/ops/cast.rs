@@ -18,6 +18,9 @@ pub(crate) fn cast<A: Element, R: Element>(x: A) -> R {
 
 /// Copies `src` (broadcast to `shape`) into `out` or a fresh tensor of dtype `dst`.
 pub(crate) fn convert(src: &Tensor, dst: DType, out: Out<'_>, op: &str) -> Result<Tensor> {
+    if src.device().is_cuda() || matches!(out, Out::Into(o) if o.device().is_cuda()) {
+        return crate::cuda::convert(src, dst, out);
+    }
     let shape = match out {
         Out::Into(t) => t.shape().clone(),
         Out::New => src.shape().clone(),
@@ -79,11 +82,23 @@ impl Tensor {
         })
     }
 
-    /// This tensor on `device` (`t.to(device)`). Fails with a clear error for CUDA until a CUDA
-    /// backend lands.
+    /// This tensor on `device` (`t.to(device)`): `self` when it is already there, else a copy
+    /// (contiguous), differentiable. CUDA devices need the `cuda` feature, a driver and a GPU;
+    /// otherwise the error says which is missing.
     pub fn to_device(&self, device: Device) -> Result<Tensor> {
         device.check_available()?;
-        Ok(self.clone())
+        if device == self.device() {
+            return Ok(self.clone());
+        }
+        let from = self.device();
+        let y = {
+            let _g = crate::autograd::record::paused(needs_grad(&[self]));
+            crate::cuda::to_device(self, device)?
+        };
+        if !needs_grad(&[self]) {
+            return Ok(y);
+        }
+        record1("ToCopyBackward0", &[self], y, &[], move |_, g| Ok(vec![Some(g[0].to_device(from)?)]))
     }
 
     /// A contiguous tensor with the same values: `self` if already contiguous, else a copy.

@@ -22,6 +22,9 @@ enum Cmp {
 fn compare(a: &Tensor, b: &Tensor, op: Cmp, name: &str, out: Out<'_>) -> Result<Tensor> {
     let shape = broadcast_shapes(a.dims(), b.dims(), name)?;
     let dt = result_type(a, b);
+    if a.device().is_cuda() || b.device().is_cuda() {
+        return crate::cuda::binary(a, b, name, dt, out);
+    }
     let (a, b) = (a.to_dtype(dt)?, b.to_dtype(dt)?);
     dispatch_all!(dt, T => match op {
         Cmp::Eq => map2::<T, T, bool>(&a, &b, &shape, out, name, |x, y| x == y),

@@ -68,7 +68,7 @@ enum IndexDtypes {
 
 /// Reads an index tensor's values in row-major order as i64.
 pub(crate) fn index_values(index: &Tensor, op: &str, accept_i32: bool) -> Result<Vec<i64>> {
-    index.device().check_available()?;
+    index.device().check_cpu_kernel()?;
     match index.dtype() {
         DType::I64 => Ok(index.gather_elements::<i64>()),
         DType::I32 if accept_i32 => Ok(index.with_slice::<i32, _>(|s| s.iter().map(|&v| v as i64).collect())),
@@ -592,7 +592,7 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn nonzero(&self) -> Result<Tensor> {
-        self.device().check_available()?;
+        self.device().check_cpu_kernel()?;
         let flat: Vec<usize> = dispatch_all!(self.dtype(), T => self.with_slice::<T, _>(|s| {
             let zero = T::default();
             s.iter().enumerate().filter(|(_, v)| **v != zero).map(|(i, _)| i).collect()

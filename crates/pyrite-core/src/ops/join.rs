@@ -202,7 +202,7 @@ impl Tensor {
                 );
             }
         }
-        device.check_available()?;
+        device.check_cpu_kernel()?;
         let dtype = ts.iter().skip(1).fold(ts[0].dtype(), |a, t| promote_types(a, t.dtype()));
         let kept: Vec<(usize, &Tensor)> = ts
             .iter()
@@ -479,7 +479,7 @@ impl Tensor {
 
     fn flip_impl(&self, dims: &[isize]) -> Result<Tensor> {
         let ds = wrap_dims(dims, self.rank(), "flip")?;
-        self.device().check_available()?;
+        self.device().check_cpu_kernel()?;
         let l = self.layout();
         let mut strides: Vec<isize> = l.strides().iter().map(|&s| s as isize).collect();
         let mut base = l.offset() as isize;

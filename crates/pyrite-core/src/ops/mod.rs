@@ -185,6 +185,7 @@ pub(crate) fn map1<A: Element, R: Element>(
     op: &str,
     f: impl Fn(A) -> R + Sync + Send,
 ) -> Result<Tensor> {
+    a.device().check_cpu_kernel()?;
     debug_assert_eq!(a.dtype(), A::DTYPE);
     if matches!(out, Out::New) && a.is_contiguous() && a.dims() == shape.dims() {
         return map1_contiguous(a, f);
@@ -244,6 +245,8 @@ pub(crate) fn map2<A: Element, B: Element, R: Element>(
     op: &str,
     f: impl Fn(A, B) -> R + Sync + Send,
 ) -> Result<Tensor> {
+    a.device().check_cpu_kernel()?;
+    b.device().check_cpu_kernel()?;
     debug_assert_eq!(a.dtype(), A::DTYPE);
     debug_assert_eq!(b.dtype(), B::DTYPE);
     if matches!(out, Out::New)
@@ -318,6 +321,9 @@ pub(crate) fn map3<A: Element, B: Element, C: Element, R: Element>(
     op: &str,
     f: impl Fn(A, B, C) -> R + Sync + Send,
 ) -> Result<Tensor> {
+    a.device().check_cpu_kernel()?;
+    b.device().check_cpu_kernel()?;
+    c.device().check_cpu_kernel()?;
     let a = detach_overlap(a, out)?;
     let b = detach_overlap(b, out)?;
     let c = detach_overlap(c, out)?;

@@ -14,6 +14,7 @@
 //! The kernels run inside [`simd`], which compiles them for AVX-512 and AVX2 as well.
 
 use super::SendPtr;
+use crate::cuda::Reduction;
 use crate::alloc::CpuBuffer;
 use crate::autograd::record::{needs_grad, paused, record1, Save};
 use crate::shape::{wrap_dim, wrap_dims, DimVec, Shape};
@@ -356,10 +357,35 @@ pub(crate) struct Plan {
     pub(crate) out_shape: Shape,
 }
 
+/// A reduction run by the CUDA backend when `x` is on a GPU, else planned for the CPU and
+/// run by `cpu`.
+fn on_device(
+    x: &Tensor,
+    mask: &[bool],
+    keepdim: bool,
+    r: crate::cuda::Reduction,
+    cpu: impl FnOnce(&Plan) -> Result<Tensor>,
+) -> Result<Tensor> {
+    if x.device().is_cuda() {
+        return Ok(crate::cuda::reduce(x, mask, keepdim, r)?.0);
+    }
+    cpu(&Plan::new(x, mask, keepdim)?)
+}
+
+/// max/min with indices (and argmax/argmin) on either device.
+fn on_device_indexed(x: &Tensor, mask: &[bool], keepdim: bool, max: bool) -> Result<(Tensor, Tensor)> {
+    if x.device().is_cuda() {
+        let r = if max { Reduction::ArgMax } else { Reduction::ArgMin };
+        let (v, i) = crate::cuda::reduce(x, mask, keepdim, r)?;
+        return Ok((v, i.expect("indices of an indexed reduction")));
+    }
+    extreme_index_plan(&Plan::new(x, mask, keepdim)?.rows()?, max)
+}
+
 impl Plan {
     /// Plans reducing the dims of `x` selected by `mask`.
     pub(crate) fn new(x: &Tensor, mask: &[bool], keepdim: bool) -> Result<Plan> {
-        x.device().check_available()?;
+        x.device().check_cpu_kernel()?;
         let dims = x.dims();
         let mut out = DimVec::new();
         let (mut m, mut k) = (1usize, 1usize);
@@ -1016,7 +1042,7 @@ impl Tensor {
             let rec = needs_grad(&[self]);
             let y = {
                 let _g = paused(rec);
-                sum_plan(&Plan::new(self, &mask, keepdim)?, false)?
+                on_device(self, &mask, keepdim, Reduction::Sum, |p| sum_plan(p, false))?
             };
             if !rec {
                 return Ok(y);
@@ -1090,7 +1116,7 @@ impl Tensor {
         let rec = needs_grad(&[self]);
         let s = {
             let _g = paused(rec);
-            sum_plan(&Plan::new(self, &mask, true)?, false)?.reshape(&target)?
+            on_device(self, &mask, true, Reduction::Sum, |p| sum_plan(p, false))?.reshape(&target)?
         };
         if !rec {
             return Ok(s);
@@ -1128,7 +1154,7 @@ impl Tensor {
             let rec = needs_grad(&[self]);
             let y = {
                 let _g = paused(rec);
-                mean_plan(&Plan::new(self, &mask, keepdim)?, false)?
+                on_device(self, &mask, keepdim, Reduction::Mean, |p| mean_plan(p, false))?
             };
             if !rec {
                 return Ok(y);
@@ -1187,7 +1213,7 @@ impl Tensor {
         let rec = needs_grad(&[self]);
         let y = {
             let _g = paused(rec);
-            prod_plan(&Plan::new(self, &mask, keepdim)?)?
+            on_device(self, &mask, keepdim, Reduction::Prod, prod_plan)?
         };
         if !rec || !y.dtype().is_floating_point() {
             return Ok(y);
@@ -1291,7 +1317,7 @@ impl Tensor {
             None => vec![true; self.rank()],
         };
         require_nonempty(self, &mask, dim.is_some(), op)?;
-        Ok(extreme_index_plan(&Plan::new(self, &mask, keepdim)?.rows()?, is_max)?.1)
+        Ok(on_device_indexed(self, &mask, keepdim, is_max)?.1)
     }
 
     /// `torch.var(x)`: the variance of all elements with Bessel's correction.
@@ -1550,7 +1576,7 @@ impl Tensor {
         let rec = needs_grad(&[self]);
         let y = {
             let _g = paused(rec);
-            extreme_plan(&Plan::new(self, mask, keepdim)?, max)?
+            on_device(self, mask, keepdim, if max { Reduction::Max } else { Reduction::Min }, |p| extreme_plan(p, max))?
         };
         if !rec {
             return Ok(y);
@@ -1578,7 +1604,7 @@ impl Tensor {
         let rec = needs_grad(&[self]);
         let (v, i) = {
             let _g = paused(rec);
-            extreme_index_plan(&Plan::new(self, mask, keepdim)?.rows()?, max)?
+            on_device_indexed(self, mask, keepdim, max)?
         };
         if !rec {
             return Ok((v, i));

@@ -17,7 +17,7 @@ use half::{bf16, f16};
 
 /// A contiguous copy of `x` and its `(outer, k, inner)` sizes around `dim`.
 fn scan_layout(x: &Tensor, dim: isize) -> Result<(Tensor, usize, usize, usize)> {
-    x.device().check_available()?;
+    x.device().check_cpu_kernel()?;
     let d = wrap_dim(dim, x.rank())?;
     let x = x.contiguous()?;
     if x.rank() == 0 {

@@ -360,6 +360,9 @@ fn softmax_impl(x: &Tensor, dim: isize, log: bool) -> Result<Tensor> {
         let name = if log { "log_softmax_lastdim_kernel_impl" } else { "softmax_lastdim_kernel_impl" };
         bail!(DType, "\"{name}\" not implemented for '{}'", x.dtype().type_name());
     }
+    if x.device().is_cuda() {
+        return crate::cuda::softmax(x, d, log);
+    }
     if x.numel() == 0 {
         // no rows to walk, however many the other sizes make
         return Tensor::empty(x.shape(), x.dtype());

@@ -297,7 +297,7 @@ impl Tensor {
 
     fn sort_impl(&self, dim: isize, descending: bool) -> Result<(Tensor, Tensor)> {
         let d = wrap_dim(dim, self.rank())?;
-        self.device().check_available()?;
+        self.device().check_cpu_kernel()?;
         if self.rank() == 0 {
             return Ok((self.deep_clone()?, Tensor::scalar(0i64)?));
         }
@@ -362,7 +362,7 @@ impl Tensor {
 
     fn topk_impl(&self, k: usize, dim: isize, largest: bool) -> Result<(Tensor, Tensor)> {
         let d = wrap_dim(dim, self.rank())?;
-        self.device().check_available()?;
+        self.device().check_cpu_kernel()?;
         if self.rank() == 0 {
             if k > 1 {
                 bail!(Index, "selected index k out of range");
@@ -439,7 +439,7 @@ impl Tensor {
 
     fn kthvalue_impl(&self, k: usize, dim: isize, keepdim: bool) -> Result<(Tensor, Tensor)> {
         let d = wrap_dim(dim, self.rank())?;
-        self.device().check_available()?;
+        self.device().check_cpu_kernel()?;
         if self.rank() == 0 {
             if k != 1 {
                 bail!(Index, "kthvalue(): selected number k out of range for dimension {d}");
@@ -501,7 +501,7 @@ impl Tensor {
         return_counts: bool,
     ) -> Result<(Tensor, Option<Tensor>, Option<Tensor>)> {
         let _ = sorted;
-        self.device().check_available()?;
+        self.device().check_cpu_kernel()?;
         let (values, inverse, counts) = dispatch_all!(self.dtype(), T => {
             let (v, inv, cnt) = self.with_slice::<T, _>(unique_flat);
             let n = v.len();

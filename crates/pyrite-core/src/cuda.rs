@@ -1,0 +1,460 @@
+//! The CUDA backend's glue: how ops on CUDA tensors reach pyrite-cuda-runtime's kernels.
+//!
+//! Ops dispatch here at the same points where their CPU kernels take a storage's bytes:
+//! `binary` (arithmetic and comparisons), the float unary ops, `convert` (casts, copies,
+//! `contiguous`), `to_device`, the reductions and softmax. Each builds a kernel description
+//! (an op name and element types), describes the operands' layouts in plain numbers, and
+//! launches on the device's current stream. Operands must share one CUDA device; a CPU 0-d
+//! tensor (a Python scalar) joins as a kernel scalar, as in PyTorch. Every other op on a CUDA
+//! tensor fails with PyTorch's "Could not run ... with arguments from the 'CUDA' backend".
+//!
+//! Without the `cuda` feature no tensor can be on a CUDA device, and these functions are
+//! never reached (they return errors).
+
+use crate::ops::Out;
+#[cfg(feature = "cuda")]
+use crate::bail;
+use crate::{DType, Device, Error, Result, Shape, Tensor};
+
+/// A reduction the CUDA backend runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reduction {
+    Sum,
+    Mean,
+    Prod,
+    Max,
+    Min,
+    ArgMax,
+    ArgMin,
+}
+
+/// The error for an op that has no CUDA kernel yet.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn not_implemented(op: &str) -> Error {
+    crate::error::Error::new(
+        crate::ErrorKind::NotImplemented,
+        format!(
+            "Could not run 'aten::{op}' with arguments from the 'CUDA' backend: Pyrite has no CUDA kernel for it yet. Move the tensors to the CPU with .to_device(Device::Cpu) for this op"
+        ),
+    )
+}
+
+#[cfg(not(feature = "cuda"))]
+mod imp {
+    use super::*;
+    fn off() -> Error {
+        crate::error::Error::new(crate::ErrorKind::Device, "this build of Pyrite has no CUDA backend (the `cuda` feature)")
+    }
+    pub(crate) fn binary(_: &Tensor, _: &Tensor, _: &str, _: DType, _: Out<'_>) -> Result<Tensor> {
+        Err(off())
+    }
+    pub(crate) fn unary(_: &Tensor, _: &str, _: Out<'_>, _: [f64; 2]) -> Result<Tensor> {
+        Err(off())
+    }
+    pub(crate) fn convert(_: &Tensor, _: DType, _: Out<'_>) -> Result<Tensor> {
+        Err(off())
+    }
+    pub(crate) fn to_device(_: &Tensor, _: Device) -> Result<Tensor> {
+        Err(off())
+    }
+    pub(crate) fn reduce(_: &Tensor, _: &[bool], _: bool, _: Reduction) -> Result<(Tensor, Option<Tensor>)> {
+        Err(off())
+    }
+    pub(crate) fn softmax(_: &Tensor, _: usize, _: bool) -> Result<Tensor> {
+        Err(off())
+    }
+    pub(crate) fn full(_: &Shape, _: crate::dtype::Scalar, _: DType, _: usize) -> Result<Tensor> {
+        Err(off())
+    }
+}
+
+#[cfg(feature = "cuda")]
+mod imp {
+    use super::*;
+    use crate::storage::{Storage, StorageCell};
+    use pyrite_cuda_runtime as rt;
+    use rt::kernels::{
+        binary_expr, coalesce, grid_for, reduce, unary_expr, CType, Elementwise, EwParams, KernelCache, ReduceOp,
+        ReduceParams, Softmax, SoftmaxParams, BLOCK, MAX_DIMS,
+    };
+    use rt::memory::CudaBuffer;
+    use std::sync::Arc;
+
+    /// A runtime error as pyrite-core's.
+    pub(crate) fn err(e: rt::Error) -> Error {
+        e.into()
+    }
+
+    impl From<rt::Error> for Error {
+        fn from(e: rt::Error) -> Error {
+            let kind = match e.kind {
+                rt::ErrorKind::Unavailable | rt::ErrorKind::Driver | rt::ErrorKind::Compile => crate::ErrorKind::Device,
+                rt::ErrorKind::OutOfMemory => crate::ErrorKind::OutOfMemory,
+                rt::ErrorKind::Value => crate::ErrorKind::Value,
+            };
+            crate::error::Error::new(kind, e.message)
+        }
+    }
+
+    fn ctype(d: DType) -> CType {
+        match d {
+            DType::Bool => CType::Bool,
+            DType::U8 => CType::U8,
+            DType::I32 => CType::I32,
+            DType::I64 => CType::I64,
+            DType::F16 => CType::F16,
+            DType::BF16 => CType::BF16,
+            DType::F32 => CType::F32,
+            DType::F64 => CType::F64,
+        }
+    }
+
+    fn index(device: Device) -> usize {
+        match device {
+            Device::Cuda(i) => i,
+            Device::Cpu => unreachable!("a CUDA kernel launched for a CPU tensor"),
+        }
+    }
+
+    /// A new contiguous tensor of `shape` and `dtype` on `cuda:device`, uninitialized.
+    pub(crate) fn empty(shape: &Shape, dtype: DType, device: usize) -> Result<Tensor> {
+        let n = shape.checked_numel().and_then(|n| n.checked_mul(dtype.size_in_bytes()));
+        let Some(bytes) = n else { bail!(Value, "a tensor of shape {shape} is too large") };
+        let buf = CudaBuffer::new(device, bytes).map_err(err)?;
+        let cell = Arc::new(StorageCell::new_for(Storage::Cuda(buf), dtype));
+        Ok(Tensor::from_parts(cell, crate::layout::Layout::contiguous(shape.clone()), dtype, Device::Cuda(device)))
+    }
+
+    /// `torch.full(shape, value, dtype=dtype, device=cuda:device)`.
+    pub(crate) fn full(shape: &Shape, value: crate::dtype::Scalar, dtype: DType, device: usize) -> Result<Tensor> {
+        let t = empty(shape, dtype, device)?;
+        let k = Elementwise {
+            op: "fill".into(),
+            inputs: vec![],
+            out: ctype(dtype),
+            compute: ctype(dtype),
+            expr: "s0".into(),
+        };
+        launch(&k, &t, &[], [value.to_f64(); 2], [value.to_i64(); 2])?;
+        Ok(t)
+    }
+
+    /// The device address of element 0 of `t`'s storage.
+    fn base_ptr(t: &Tensor) -> u64 {
+        match &*t.storage().read() {
+            Storage::Cuda(b) => b.ptr(),
+            Storage::Cpu(_) => unreachable!("a CPU storage handed to a CUDA kernel"),
+        }
+    }
+
+    /// Launches the elementwise kernel `k` writing `out` from `ins` (each broadcast to `out`'s
+    /// shape) on `out`'s device's current stream.
+    fn launch(k: &Elementwise, out: &Tensor, ins: &[&Tensor], fs: [f64; 2], is: [i64; 2]) -> Result<()> {
+        let device = index(out.device());
+        let n = out.numel();
+        if n == 0 {
+            return Ok(());
+        }
+        let sizes: Vec<i64> = out.dims().iter().map(|&s| s as i64).collect();
+        let mut strides = vec![out.layout().strides().iter().map(|&s| s as i64).collect::<Vec<_>>()];
+        for t in ins {
+            let l = t.layout().expand(out.dims(), &k.op)?;
+            strides.push(l.strides().iter().map(|&s| s as i64).collect());
+        }
+        let (csizes, cstrides) = coalesce(&sizes, &strides);
+        if csizes.len() > MAX_DIMS {
+            bail!(
+                NotImplemented,
+                "{}: CUDA kernels take at most {MAX_DIMS} non-mergeable dims; make the operands contiguous first",
+                k.op
+            );
+        }
+        let contiguous = csizes.len() <= 1 && cstrides.iter().all(|s| s.first().is_none_or(|&x| x == 1));
+        let mut p = EwParams { n: n as i64, ndim: csizes.len() as i32, contiguous: contiguous as i32, ..Default::default() };
+        p.ptrs[0] = base_ptr(out);
+        p.offsets[0] = out.storage_offset() as i64;
+        for (i, t) in ins.iter().enumerate() {
+            p.ptrs[i + 1] = base_ptr(t);
+            p.offsets[i + 1] = t.storage_offset() as i64;
+        }
+        for (d, &s) in csizes.iter().enumerate() {
+            p.sizes[d] = s;
+            for (o, st) in cstrides.iter().enumerate() {
+                p.strides[o][d] = st[d];
+            }
+        }
+        p.fscalars = fs;
+        p.iscalars = is;
+        let kernel = KernelCache::global().get(device, || k.spec(), &k.kernel_name()).map_err(err)?;
+        let stream = rt::stream::current_stream(device).map_err(err)?;
+        // SAFETY: EwParams is the kernel's parameter struct; the pointers and layouts describe
+        // live storages of the right element types, which stay allocated (stream-ordered reuse)
+        // until the kernel has run.
+        unsafe { kernel.launch(grid_for(n as u64), BLOCK, stream.raw(), &p) }.map_err(err)
+    }
+
+    /// The one CUDA device of `ts`, allowing CPU 0-d tensors beside it.
+    fn common_device(ts: &[&Tensor], op: &str) -> Result<usize> {
+        let mut dev = None;
+        for t in ts {
+            match t.device() {
+                Device::Cuda(i) => match dev {
+                    None => dev = Some(i),
+                    Some(j) if j == i => {}
+                    Some(j) => bail!(
+                        Device,
+                        "{op}: Expected all tensors to be on the same device, but found at least two devices, cuda:{j} and cuda:{i}!"
+                    ),
+                },
+                Device::Cpu if t.rank() == 0 => {}
+                Device::Cpu => bail!(
+                    Device,
+                    "{op}: Expected all tensors to be on the same device, but found at least two devices, cpu and cuda!"
+                ),
+            }
+        }
+        dev.ok_or_else(|| crate::error::Error::new(crate::ErrorKind::Device, format!("{op}: no CUDA operand")))
+    }
+
+    /// Replaces the identifier `var` in a kernel expression (whole tokens only).
+    fn subst(expr: &str, var: &str, with: &str) -> String {
+        let b = expr.as_bytes();
+        let mut out = String::with_capacity(expr.len() + 8);
+        let mut i = 0;
+        let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+        while i < b.len() {
+            if expr[i..].starts_with(var)
+                && (i == 0 || !ident(b[i - 1]))
+                && b.get(i + var.len()).is_none_or(|&c| !ident(c))
+            {
+                out.push_str(with);
+                i += var.len();
+            } else {
+                out.push(b[i] as char);
+                i += 1;
+            }
+        }
+        out
+    }
+
+    /// The output for `shape`/`dtype`: a fresh tensor, or `out` when it matches (else the
+    /// result is computed fresh and copied into `out`).
+    fn output(out: &Out<'_>, shape: &Shape, dtype: DType, device: usize) -> Result<(Tensor, bool)> {
+        match out {
+            Out::Into(o) if o.dtype() == dtype && o.shape() == shape && o.device() == Device::Cuda(device) => {
+                Ok(((*o).clone(), false))
+            }
+            Out::Into(_) => Ok((empty(shape, dtype, device)?, true)),
+            Out::New => Ok((empty(shape, dtype, device)?, false)),
+        }
+    }
+
+    fn finish(out: Out<'_>, y: Tensor, copy: bool) -> Result<Tensor> {
+        match out {
+            Out::Into(o) if copy => {
+                o.copy_(&y)?;
+                Ok(o.clone())
+            }
+            _ => Ok(y),
+        }
+    }
+
+    /// `op` (a kernel op name: `add`, `floor_divide`, `lt`, ...) on `a` and `b` with result
+    /// dtype `dt` (bool for comparisons; the computation runs in `compute`).
+    pub(crate) fn binary(a: &Tensor, b: &Tensor, op: &str, compute: DType, out: Out<'_>) -> Result<Tensor> {
+        let device = common_device(&[a, b], op)?;
+        let shape = crate::shape::broadcast_shapes(a.dims(), b.dims(), op)?;
+        let Some(mut expr) = binary_expr(op, ctype(compute)) else {
+            bail!(NotImplemented, "\"{op}_cuda\" not implemented for '{}'", compute.type_name());
+        };
+        let dt = if rt::kernels::elementwise::is_predicate(op) { DType::Bool } else { compute };
+        let (mut ins, mut inputs, mut fs, mut is, mut tag) = (Vec::new(), Vec::new(), [0.0; 2], [0i64; 2], String::new());
+        let mut n_scalars = 0;
+        for (t, var) in [(a, "a"), (b, "b")] {
+            if t.device() == Device::Cpu {
+                // A CPU scalar becomes the kernel scalar s0 / s1.
+                let s = format!("s{n_scalars}");
+                fs[n_scalars] = t.item::<f64>()?;
+                is[n_scalars] = if t.dtype().is_floating_point() { t.item::<f64>()? as i64 } else { t.item::<i64>()? };
+                expr = subst(&expr, var, &s);
+                tag.push_str(&format!("_{var}s"));
+                n_scalars += 1;
+            } else {
+                ins.push(t);
+                inputs.push(ctype(t.dtype()));
+            }
+        }
+        // The inputs keep their names a, b in order; with `a` a scalar, `b` is the first input.
+        if a.device() == Device::Cpu {
+            expr = subst(&expr, "b", "a");
+        }
+        let (y, copy) = output(&out, &shape, dt, device)?;
+        let k = Elementwise { op: format!("{op}{tag}"), inputs, out: ctype(dt), compute: ctype(compute), expr };
+        launch(&k, &y, &ins, fs, is)?;
+        finish(out, y, copy)
+    }
+
+    /// A unary op by PyTorch's name on a float (or any, for the generic ones) tensor, with
+    /// the scalars `s0`, `s1` it takes.
+    pub(crate) fn unary(x: &Tensor, op: &str, out: Out<'_>, scalars: [f64; 2]) -> Result<Tensor> {
+        let device = common_device(&[x], op)?;
+        let Some(expr) = unary_expr(op, ctype(x.dtype())) else {
+            return Err(not_implemented(op));
+        };
+        let dt = if rt::kernels::elementwise::is_predicate(op) { DType::Bool } else { x.dtype() };
+        let (y, copy) = output(&out, x.shape(), dt, device)?;
+        let k = Elementwise { op: op.into(), inputs: vec![ctype(x.dtype())], out: ctype(dt), compute: ctype(x.dtype()), expr };
+        launch(&k, &y, &[x], scalars, [scalars[0] as i64, scalars[1] as i64])?;
+        finish(out, y, copy)
+    }
+
+    /// `src` converted to `dst` (broadcast into `out` when given): casts, copies,
+    /// `contiguous`, and `copy_` between devices.
+    pub(crate) fn convert(src: &Tensor, dst: DType, out: Out<'_>) -> Result<Tensor> {
+        let src = match out {
+            // copy_ from another device: move first, then convert on the destination.
+            Out::Into(o) if o.device() != src.device() => &src.to_device(o.device())?,
+            _ => src,
+        };
+        if let (Out::Into(o), Device::Cpu) = (&out, src.device()) {
+            return crate::ops::cast::convert(src, dst, Out::Into(o), "copy_");
+        }
+        let device = index(src.device());
+        let shape = match &out {
+            Out::Into(o) => o.shape().clone(),
+            Out::New => src.shape().clone(),
+        };
+        let (y, copy) = output(&out, &shape, dst, device)?;
+        let k = rt::kernels::elementwise::cast(ctype(src.dtype()), ctype(dst));
+        launch(&k, &y, &[src], [0.0; 2], [0; 2])?;
+        finish(out, y, copy)
+    }
+
+    /// `t.to(device)`: copies between host and device memory (contiguous on the way).
+    pub(crate) fn to_device(t: &Tensor, device: Device) -> Result<Tensor> {
+        match (t.device(), device) {
+            (Device::Cpu, Device::Cuda(i)) => {
+                let c = t.contiguous()?;
+                let y = empty(c.shape(), c.dtype(), i)?;
+                let stream = rt::stream::current_stream(i).map_err(err)?;
+                let bytes = c.to_raw_bytes()?;
+                match &*y.storage().read() {
+                    Storage::Cuda(b) => b.copy_from_host(0, &bytes, &stream).map_err(err)?,
+                    Storage::Cpu(_) => unreachable!(),
+                }
+                Ok(y)
+            }
+            (Device::Cuda(i), Device::Cpu) => {
+                let c = if t.is_contiguous() { t.clone() } else { convert(t, t.dtype(), Out::New)? };
+                let sz = c.dtype().size_in_bytes();
+                let mut bytes = vec![0u8; c.numel() * sz];
+                let stream = rt::stream::current_stream(i).map_err(err)?;
+                match &*c.storage().read() {
+                    Storage::Cuda(b) => b.copy_to_host(c.storage_offset() * sz, &mut bytes, &stream).map_err(err)?,
+                    Storage::Cpu(_) => unreachable!(),
+                }
+                Tensor::from_raw_bytes(&bytes, c.shape().clone(), c.dtype())
+            }
+            (Device::Cuda(_), Device::Cuda(_)) => to_device(&to_device(t, Device::Cpu)?, device),
+            (Device::Cpu, Device::Cpu) => Ok(t.clone()),
+        }
+    }
+
+    /// A reduction of the dims of `x` selected by `mask`: the values (and indices for
+    /// argmax/argmin).
+    pub(crate) fn reduce(x: &Tensor, mask: &[bool], keepdim: bool, r: Reduction) -> Result<(Tensor, Option<Tensor>)> {
+        let device = common_device(&[x], "reduce")?;
+        let op = match r {
+            Reduction::Sum => ReduceOp::Sum,
+            Reduction::Mean => ReduceOp::Mean,
+            Reduction::Prod => ReduceOp::Prod,
+            Reduction::Max => ReduceOp::Max,
+            Reduction::Min => ReduceOp::Min,
+            Reduction::ArgMax => ReduceOp::ArgMax,
+            Reduction::ArgMin => ReduceOp::ArgMin,
+        };
+        let input = ctype(x.dtype());
+        let out_t = reduce::default_out(op, input);
+        let out_dtype = DType::ALL[CType::ALL.iter().position(|&c| c == out_t).unwrap()];
+        let dims = x.dims();
+        let kept: Vec<usize> = (0..dims.len()).filter(|&d| !mask[d]).collect();
+        let red: Vec<usize> = (0..dims.len()).filter(|&d| mask[d]).collect();
+        let out_shape: Vec<usize> =
+            (0..dims.len()).filter_map(|d| if mask[d] { keepdim.then_some(1) } else { Some(dims[d]) }).collect();
+        let shape = Shape::from(out_shape);
+        let values = empty(&shape, out_dtype, device)?;
+        let is_arg = matches!(r, Reduction::ArgMax | Reduction::ArgMin);
+        let indices = if is_arg { Some(empty(&shape, DType::I64, device)?) } else { None };
+        if kept.len() > MAX_DIMS || red.len() > MAX_DIMS {
+            bail!(NotImplemented, "CUDA reductions take at most {MAX_DIMS} kept and {MAX_DIMS} reduced dims");
+        }
+        let strides = x.layout().strides();
+        let mut p = ReduceParams::default();
+        let mut out_stride = 1i64;
+        for (i, &d) in kept.iter().enumerate().rev() {
+            p.out_sizes[i] = dims[d] as i64;
+            p.out_in_strides[i] = strides[d] as i64;
+            p.out_strides[i] = out_stride;
+            out_stride *= dims[d] as i64;
+        }
+        for (i, &d) in red.iter().enumerate() {
+            p.red_sizes[i] = dims[d] as i64;
+            p.red_strides[i] = strides[d] as i64;
+        }
+        p.nd_out = kept.len() as i32;
+        p.nd_red = red.len() as i32;
+        p.n_out = shape.numel() as i64;
+        p.n_red = red.iter().map(|&d| dims[d] as i64).product();
+        p.input = base_ptr(x);
+        p.in_offset = x.storage_offset() as i64;
+        p.out = base_ptr(&values);
+        if let Some(i) = &indices {
+            p.out_index = base_ptr(i);
+        }
+        if p.n_out == 0 {
+            return Ok((values, indices));
+        }
+        if p.n_red == 0 && (is_arg || matches!(r, Reduction::Max | Reduction::Min)) {
+            bail!(Index, "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
+        }
+        let spec = rt::kernels::Reduce { op, input, out: out_t };
+        let name = spec.kernel_name();
+        let Some(kspec) = spec.spec() else {
+            bail!(NotImplemented, "\"{name}\" not implemented for '{}'", x.dtype().type_name());
+        };
+        let kernel = KernelCache::global().get(device, || kspec, &name).map_err(err)?;
+        let stream = rt::stream::current_stream(device).map_err(err)?;
+        // SAFETY: ReduceParams is the kernel's parameter struct and describes live storages.
+        unsafe { kernel.launch(grid_for(p.n_out as u64 * BLOCK as u64).min(65_535), BLOCK, stream.raw(), &p) }
+            .map_err(err)?;
+        Ok((values, indices))
+    }
+
+    /// softmax / log_softmax over `dim`.
+    pub(crate) fn softmax(x: &Tensor, dim: usize, log: bool) -> Result<Tensor> {
+        let device = common_device(&[x], "softmax")?;
+        let last = x.rank().saturating_sub(1);
+        // The kernel walks contiguous rows of the last dim: move `dim` there and back.
+        let xt = if dim == last { x.contiguous()? } else { x.transpose(dim as isize, last as isize)?.contiguous()? };
+        let y = empty(xt.shape(), xt.dtype(), device)?;
+        let cols = xt.dims().last().copied().unwrap_or(1).max(1);
+        let rows = xt.numel() / cols;
+        if xt.numel() > 0 {
+            let kind = if log { Softmax::LogForward } else { Softmax::Forward };
+            let spec = kind.spec(ctype(x.dtype())).ok_or_else(|| not_implemented("softmax"))?;
+            let name = spec.name.clone();
+            let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
+            let p = SoftmaxParams { out: base_ptr(&y), input: base_ptr(&xt) + (xt.storage_offset() * xt.dtype().size_in_bytes()) as u64, grad: 0, rows: rows as i64, cols: cols as i64 };
+            let stream = rt::stream::current_stream(device).map_err(err)?;
+            // SAFETY: SoftmaxParams describes contiguous live storages of `rows * cols` elements.
+            unsafe { kernel.launch((rows as u32).clamp(1, 65_535), BLOCK, stream.raw(), &p) }.map_err(err)?;
+        }
+        if dim == last {
+            Ok(y)
+        } else {
+            y.transpose(dim as isize, last as isize)?.contiguous()
+        }
+    }
+}
+
+pub(crate) use imp::*;

@@ -1,0 +1,215 @@
+//! Device memory: one [`CachingAllocator`] per device drawing on `cuMemAlloc`, the
+//! [`CudaBuffer`] a storage owns, copies between host and device, and pinned host memory.
+
+use crate::caching_allocator::{Allocation, CachingAllocator, RawMemory};
+use crate::driver::{context, device_count, driver_error};
+use crate::stream::{current_stream, Stream};
+use crate::{cuda_bail, Result};
+use cudarc::driver::result as cu;
+use std::sync::OnceLock;
+
+/// `cuMemAlloc` / `cuMemFree` / `cuMemGetInfo` on one device.
+struct DeviceMemory {
+    device: usize,
+}
+
+impl RawMemory for DeviceMemory {
+    fn malloc(&self, bytes: usize) -> Option<u64> {
+        context(self.device).ok()?;
+        // SAFETY: the device's context is current; the pointer is freed once, by `free`.
+        unsafe { cu::malloc_sync(bytes) }.ok()
+    }
+    fn free(&self, ptr: u64) {
+        if context(self.device).is_ok() {
+            // SAFETY: `ptr` came from `malloc` above and the allocator frees it once. Work
+            // queued on it has finished: cuMemFree synchronizes the device.
+            let _ = unsafe { cu::free_sync(ptr) };
+        }
+    }
+    fn mem_get_info(&self) -> (u64, u64) {
+        match context(self.device).and_then(|_| cu::mem_get_info().map_err(|e| driver_error("cuMemGetInfo", e))) {
+            Ok((f, t)) => (f as u64, t as u64),
+            Err(_) => (0, 0),
+        }
+    }
+}
+
+/// The caching allocator of `device`, made on first use.
+pub fn allocator(device: usize) -> Result<&'static CachingAllocator> {
+    crate::driver::check_device(device)?;
+    static ALLOCATORS: OnceLock<Vec<CachingAllocator>> = OnceLock::new();
+    let all = ALLOCATORS.get_or_init(|| {
+        (0..device_count()).map(|d| CachingAllocator::new(d, Box::new(DeviceMemory { device: d }))).collect()
+    });
+    Ok(&all[device])
+}
+
+/// Device memory owned by one storage: a block of the device's caching allocator, returned to
+/// the cache when dropped (and reusable at once by work queued later on the same stream, as in
+/// PyTorch).
+#[derive(Debug)]
+pub struct CudaBuffer {
+    allocation: Option<Allocation>,
+    device: usize,
+    bytes: usize,
+}
+
+impl CudaBuffer {
+    /// `bytes` of uninitialized memory on `device`, for use on the current stream.
+    pub fn new(device: usize, bytes: usize) -> Result<CudaBuffer> {
+        let stream = current_stream(device)?;
+        let a = allocator(device)?.malloc(bytes, stream.id())?;
+        Ok(CudaBuffer { allocation: Some(a), device, bytes })
+    }
+    /// The device ordinal.
+    pub fn device(&self) -> usize {
+        self.device
+    }
+    /// Bytes requested.
+    pub fn len_bytes(&self) -> usize {
+        self.bytes
+    }
+    /// The device address of byte 0 (0 for an empty buffer).
+    pub fn ptr(&self) -> u64 {
+        self.allocation.as_ref().map_or(0, |a| a.ptr)
+    }
+    /// The block's rounded size in the allocator.
+    pub fn capacity(&self) -> usize {
+        self.allocation.as_ref().map_or(0, |a| a.size)
+    }
+
+    /// Copies `src` into bytes `offset..` on `stream`; returns when the host memory may be
+    /// reused (pageable memory is staged by the driver).
+    pub fn copy_from_host(&self, offset: usize, src: &[u8], stream: &Stream) -> Result<()> {
+        self.check_range("copy_from_host", offset, src.len())?;
+        if src.is_empty() {
+            return Ok(());
+        }
+        let _ctx = context(self.device)?;
+        // SAFETY: the range lies inside this buffer; the driver copies pageable memory before
+        // returning.
+        unsafe { cu::memcpy_htod_async(self.ptr() + offset as u64, src, stream.raw().cu_stream()) }
+            .map_err(|e| driver_error("cuMemcpyHtoDAsync", e))?;
+        stream.synchronize()
+    }
+
+    /// Copies bytes `offset..offset + dst.len()` into `dst`, waiting for the work queued on
+    /// `stream` first (`tensor.cpu()` blocks).
+    pub fn copy_to_host(&self, offset: usize, dst: &mut [u8], stream: &Stream) -> Result<()> {
+        self.check_range("copy_to_host", offset, dst.len())?;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let _ctx = context(self.device)?;
+        // SAFETY: the range lies inside this buffer; `dst` outlives the copy because we wait.
+        unsafe { cu::memcpy_dtoh_async(dst, self.ptr() + offset as u64, stream.raw().cu_stream()) }
+            .map_err(|e| driver_error("cuMemcpyDtoHAsync", e))?;
+        stream.synchronize()
+    }
+
+    /// Queues a copy of `bytes` from `src` (at `src_offset`) into this buffer at `offset`.
+    pub fn copy_from_device(
+        &self,
+        offset: usize,
+        src: &CudaBuffer,
+        src_offset: usize,
+        bytes: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        self.check_range("copy_from_device", offset, bytes)?;
+        src.check_range("copy_from_device", src_offset, bytes)?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let _ctx = context(self.device)?;
+        // SAFETY: both ranges lie inside live buffers; the copy is stream-ordered with the
+        // kernels that use them. Across devices, unified addressing makes the copy a peer copy.
+        unsafe {
+            cu::memcpy_dtod_async(self.ptr() + offset as u64, src.ptr() + src_offset as u64, bytes, stream.raw().cu_stream())
+        }
+        .map_err(|e| driver_error("cuMemcpyDtoDAsync", e))
+    }
+
+    /// Queues a fill of every byte with `value` (zeros: `torch.zeros`).
+    pub fn fill_bytes(&self, value: u8, stream: &Stream) -> Result<()> {
+        if self.bytes == 0 {
+            return Ok(());
+        }
+        let _ctx = context(self.device)?;
+        // SAFETY: the whole range belongs to this buffer.
+        unsafe { cu::memset_d8_async(self.ptr(), value, self.bytes, stream.raw().cu_stream()) }
+            .map_err(|e| driver_error("cuMemsetD8Async", e))
+    }
+
+    fn check_range(&self, what: &str, offset: usize, len: usize) -> Result<()> {
+        if offset.checked_add(len).is_none_or(|end| end > self.bytes) {
+            cuda_bail!(Value, "{what}: bytes {offset}..{} outside a buffer of {} bytes", offset + len, self.bytes);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for CudaBuffer {
+    fn drop(&mut self) {
+        if let Some(a) = self.allocation.take() {
+            if let Ok(alloc) = allocator(self.device) {
+                alloc.free(a);
+            }
+        }
+    }
+}
+
+/// Page-locked host memory (`cuMemHostAlloc`): copies from it to the device run at full
+/// bandwidth and can overlap with kernels (`pin_memory`, `non_blocking=True`).
+pub struct PinnedBuffer {
+    ptr: *mut u8,
+    bytes: usize,
+}
+
+// SAFETY: the buffer is plain host memory owned by this value.
+unsafe impl Send for PinnedBuffer {}
+// SAFETY: shared access only reads.
+unsafe impl Sync for PinnedBuffer {}
+
+impl PinnedBuffer {
+    /// `bytes` of pinned host memory, zeroed.
+    pub fn new(bytes: usize) -> Result<PinnedBuffer> {
+        let _ctx = context(crate::driver::current_device())?;
+        let ptr = if bytes == 0 {
+            std::ptr::null_mut()
+        } else {
+            // SAFETY: a plain allocation, freed in Drop.
+            unsafe { cu::malloc_host(bytes, 0) }.map_err(|e| driver_error("cuMemHostAlloc", e))? as *mut u8
+        };
+        if !ptr.is_null() {
+            // SAFETY: `bytes` bytes were just allocated at `ptr`.
+            unsafe { std::ptr::write_bytes(ptr, 0, bytes) };
+        }
+        Ok(PinnedBuffer { ptr, bytes })
+    }
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        if self.ptr.is_null() {
+            return &[];
+        }
+        // SAFETY: `bytes` initialized bytes live at `ptr` while self does.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.bytes) }
+    }
+    /// The bytes, mutably.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        if self.ptr.is_null() {
+            return &mut [];
+        }
+        // SAFETY: as above, and `&mut self` is exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.bytes) }
+    }
+}
+
+impl Drop for PinnedBuffer {
+    fn drop(&mut self) {
+        if !self.ptr.is_null() {
+            // SAFETY: allocated by cuMemHostAlloc in `new`, freed once.
+            let _ = unsafe { cu::free_host(self.ptr as *mut std::ffi::c_void) };
+        }
+    }
+}
