@@ -434,7 +434,9 @@ impl Drop for CpuBuffer {
 
 /// The CUDA caching allocator of `device`, when `device` is a GPU of a `cuda` build.
 #[cfg(feature = "cuda")]
-fn cuda_allocator(device: Device) -> Result<Option<&'static pyrite_cuda_runtime::caching_allocator::CachingAllocator>> {
+fn cuda_allocator(
+    device: Device,
+) -> Result<Option<&'static pyrite_cuda_runtime::caching_allocator::CachingAllocator>> {
     match device {
         Device::Cpu => Ok(None),
         Device::Cuda(i) => {
@@ -618,7 +620,9 @@ pub fn memory_limit(device: Device) -> Result<Option<u64>> {
 pub fn set_per_process_memory_fraction(fraction: f64, device: Device) -> Result<()> {
     #[cfg(feature = "cuda")]
     if let Some(a) = cuda_allocator(device)? {
-        return a.set_memory_fraction(fraction).map_err(|e| crate::Error::new(crate::ErrorKind::Value, e.message));
+        return a
+            .set_memory_fraction(fraction)
+            .map_err(|e| crate::Error::new(crate::ErrorKind::Value, e.message));
     }
     check_cpu(device, "set_per_process_memory_fraction")?;
     if !(0.0..=1.0).contains(&fraction) {

@@ -37,7 +37,12 @@ impl Tensor {
     /// }
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
-    pub fn full_on(shape: impl Into<Shape>, value: impl Into<Scalar>, dtype: DType, device: Device) -> Result<Tensor> {
+    pub fn full_on(
+        shape: impl Into<Shape>,
+        value: impl Into<Scalar>,
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
         match device {
             Device::Cpu => Tensor::full(shape, value, dtype),
             Device::Cuda(i) => {
@@ -250,11 +255,13 @@ impl Tensor {
         };
         let mut dims = self.dims().to_vec();
         dims.push(n);
+        // Built on the host (the classes were read there), placed where the input lives.
         Tensor::build::<i64>(Shape::from(dims), |o| {
             o.fill(0);
             for (i, &c) in v.iter().enumerate() {
                 o[i * n + c as usize] = 1;
             }
-        })
+        })?
+        .to_device(self.device())
     }
 }

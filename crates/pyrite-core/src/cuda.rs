@@ -11,9 +11,9 @@
 //! Without the `cuda` feature no tensor can be on a CUDA device, and these functions are
 //! never reached (they return errors).
 
-use crate::ops::Out;
 #[cfg(feature = "cuda")]
 use crate::bail;
+use crate::ops::Out;
 use crate::{DType, Device, Error, Result, Shape, Tensor};
 
 /// A reduction the CUDA backend runs.
@@ -43,7 +43,10 @@ pub(crate) fn not_implemented(op: &str) -> Error {
 mod imp {
     use super::*;
     fn off() -> Error {
-        crate::error::Error::new(crate::ErrorKind::Device, "this build of Pyrite has no CUDA backend (the `cuda` feature)")
+        crate::error::Error::new(
+            crate::ErrorKind::Device,
+            "this build of Pyrite has no CUDA backend (the `cuda` feature)",
+        )
     }
     pub(crate) fn binary(_: &Tensor, _: &Tensor, _: &str, _: DType, _: Out<'_>) -> Result<Tensor> {
         Err(off())
@@ -66,6 +69,16 @@ mod imp {
     pub(crate) fn full(_: &Shape, _: crate::dtype::Scalar, _: DType, _: usize) -> Result<Tensor> {
         Err(off())
     }
+    pub(crate) fn addbmm(
+        _: &Tensor,
+        _: &Tensor,
+        _: Option<&Tensor>,
+        _: crate::dtype::Scalar,
+        _: crate::dtype::Scalar,
+        _: Option<&Tensor>,
+    ) -> Result<Tensor> {
+        Err(off())
+    }
 }
 
 #[cfg(feature = "cuda")]
@@ -74,8 +87,8 @@ mod imp {
     use crate::storage::{Storage, StorageCell};
     use pyrite_cuda_runtime as rt;
     use rt::kernels::{
-        binary_expr, coalesce, grid_for, reduce, unary_expr, CType, Elementwise, EwParams, KernelCache, ReduceOp,
-        ReduceParams, Softmax, SoftmaxParams, BLOCK, MAX_DIMS,
+        binary_expr, coalesce, grid_for, reduce, unary_expr, CType, Elementwise, EwParams, KernelCache,
+        ReduceOp, ReduceParams, Softmax, SoftmaxParams, BLOCK, MAX_DIMS,
     };
     use rt::memory::CudaBuffer;
     use std::sync::Arc;
@@ -88,7 +101,9 @@ mod imp {
     impl From<rt::Error> for Error {
         fn from(e: rt::Error) -> Error {
             let kind = match e.kind {
-                rt::ErrorKind::Unavailable | rt::ErrorKind::Driver | rt::ErrorKind::Compile => crate::ErrorKind::Device,
+                rt::ErrorKind::Unavailable | rt::ErrorKind::Driver | rt::ErrorKind::Compile => {
+                    crate::ErrorKind::Device
+                }
                 rt::ErrorKind::OutOfMemory => crate::ErrorKind::OutOfMemory,
                 rt::ErrorKind::Value => crate::ErrorKind::Value,
             };
@@ -122,11 +137,21 @@ mod imp {
         let Some(bytes) = n else { bail!(Value, "a tensor of shape {shape} is too large") };
         let buf = CudaBuffer::new(device, bytes).map_err(err)?;
         let cell = Arc::new(StorageCell::new_for(Storage::Cuda(buf), dtype));
-        Ok(Tensor::from_parts(cell, crate::layout::Layout::contiguous(shape.clone()), dtype, Device::Cuda(device)))
+        Ok(Tensor::from_parts(
+            cell,
+            crate::layout::Layout::contiguous(shape.clone()),
+            dtype,
+            Device::Cuda(device),
+        ))
     }
 
     /// `torch.full(shape, value, dtype=dtype, device=cuda:device)`.
-    pub(crate) fn full(shape: &Shape, value: crate::dtype::Scalar, dtype: DType, device: usize) -> Result<Tensor> {
+    pub(crate) fn full(
+        shape: &Shape,
+        value: crate::dtype::Scalar,
+        dtype: DType,
+        device: usize,
+    ) -> Result<Tensor> {
         let t = empty(shape, dtype, device)?;
         let k = Elementwise {
             op: "fill".into(),
@@ -170,7 +195,12 @@ mod imp {
             );
         }
         let contiguous = csizes.len() <= 1 && cstrides.iter().all(|s| s.first().is_none_or(|&x| x == 1));
-        let mut p = EwParams { n: n as i64, ndim: csizes.len() as i32, contiguous: contiguous as i32, ..Default::default() };
+        let mut p = EwParams {
+            n: n as i64,
+            ndim: csizes.len() as i32,
+            contiguous: contiguous as i32,
+            ..Default::default()
+        };
         p.ptrs[0] = base_ptr(out);
         p.offsets[0] = out.storage_offset() as i64;
         for (i, t) in ins.iter().enumerate() {
@@ -190,7 +220,7 @@ mod imp {
         // SAFETY: EwParams is the kernel's parameter struct; the pointers and layouts describe
         // live storages of the right element types, which stay allocated (stream-ordered reuse)
         // until the kernel has run.
-        unsafe { kernel.launch(grid_for(n as u64), BLOCK, stream.raw(), &p) }.map_err(err)
+        unsafe { kernel.launch(grid_for(n as u64), BLOCK, &stream, &p) }.map_err(err)
     }
 
     /// The one CUDA device of `ts`, allowing CPU 0-d tensors beside it.
@@ -213,7 +243,9 @@ mod imp {
                 ),
             }
         }
-        dev.ok_or_else(|| crate::error::Error::new(crate::ErrorKind::Device, format!("{op}: no CUDA operand")))
+        dev.ok_or_else(|| {
+            crate::error::Error::new(crate::ErrorKind::Device, format!("{op}: no CUDA operand"))
+        })
     }
 
     /// Replaces the identifier `var` in a kernel expression (whole tokens only).
@@ -241,7 +273,9 @@ mod imp {
     /// result is computed fresh and copied into `out`).
     fn output(out: &Out<'_>, shape: &Shape, dtype: DType, device: usize) -> Result<(Tensor, bool)> {
         match out {
-            Out::Into(o) if o.dtype() == dtype && o.shape() == shape && o.device() == Device::Cuda(device) => {
+            Out::Into(o)
+                if o.dtype() == dtype && o.shape() == shape && o.device() == Device::Cuda(device) =>
+            {
                 Ok(((*o).clone(), false))
             }
             Out::Into(_) => Ok((empty(shape, dtype, device)?, true)),
@@ -268,14 +302,16 @@ mod imp {
             bail!(NotImplemented, "\"{op}_cuda\" not implemented for '{}'", compute.type_name());
         };
         let dt = if rt::kernels::elementwise::is_predicate(op) { DType::Bool } else { compute };
-        let (mut ins, mut inputs, mut fs, mut is, mut tag) = (Vec::new(), Vec::new(), [0.0; 2], [0i64; 2], String::new());
+        let (mut ins, mut inputs, mut fs, mut is, mut tag) =
+            (Vec::new(), Vec::new(), [0.0; 2], [0i64; 2], String::new());
         let mut n_scalars = 0;
         for (t, var) in [(a, "a"), (b, "b")] {
             if t.device() == Device::Cpu {
                 // A CPU scalar becomes the kernel scalar s0 / s1.
                 let s = format!("s{n_scalars}");
                 fs[n_scalars] = t.item::<f64>()?;
-                is[n_scalars] = if t.dtype().is_floating_point() { t.item::<f64>()? as i64 } else { t.item::<i64>()? };
+                is[n_scalars] =
+                    if t.dtype().is_floating_point() { t.item::<f64>()? as i64 } else { t.item::<i64>()? };
                 expr = subst(&expr, var, &s);
                 tag.push_str(&format!("_{var}s"));
                 n_scalars += 1;
@@ -289,7 +325,8 @@ mod imp {
             expr = subst(&expr, "b", "a");
         }
         let (y, copy) = output(&out, &shape, dt, device)?;
-        let k = Elementwise { op: format!("{op}{tag}"), inputs, out: ctype(dt), compute: ctype(compute), expr };
+        let k =
+            Elementwise { op: format!("{op}{tag}"), inputs, out: ctype(dt), compute: ctype(compute), expr };
         launch(&k, &y, &ins, fs, is)?;
         finish(out, y, copy)
     }
@@ -303,7 +340,13 @@ mod imp {
         };
         let dt = if rt::kernels::elementwise::is_predicate(op) { DType::Bool } else { x.dtype() };
         let (y, copy) = output(&out, x.shape(), dt, device)?;
-        let k = Elementwise { op: op.into(), inputs: vec![ctype(x.dtype())], out: ctype(dt), compute: ctype(x.dtype()), expr };
+        let k = Elementwise {
+            op: op.into(),
+            inputs: vec![ctype(x.dtype())],
+            out: ctype(dt),
+            compute: ctype(x.dtype()),
+            expr,
+        };
         launch(&k, &y, &[x], scalars, [scalars[0] as i64, scalars[1] as i64])?;
         finish(out, y, copy)
     }
@@ -350,7 +393,9 @@ mod imp {
                 let mut bytes = vec![0u8; c.numel() * sz];
                 let stream = rt::stream::current_stream(i).map_err(err)?;
                 match &*c.storage().read() {
-                    Storage::Cuda(b) => b.copy_to_host(c.storage_offset() * sz, &mut bytes, &stream).map_err(err)?,
+                    Storage::Cuda(b) => {
+                        b.copy_to_host(c.storage_offset() * sz, &mut bytes, &stream).map_err(err)?
+                    }
                     Storage::Cpu(_) => unreachable!(),
                 }
                 Tensor::from_raw_bytes(&bytes, c.shape().clone(), c.dtype())
@@ -362,7 +407,12 @@ mod imp {
 
     /// A reduction of the dims of `x` selected by `mask`: the values (and indices for
     /// argmax/argmin).
-    pub(crate) fn reduce(x: &Tensor, mask: &[bool], keepdim: bool, r: Reduction) -> Result<(Tensor, Option<Tensor>)> {
+    pub(crate) fn reduce(
+        x: &Tensor,
+        mask: &[bool],
+        keepdim: bool,
+        r: Reduction,
+    ) -> Result<(Tensor, Option<Tensor>)> {
         let device = common_device(&[x], "reduce")?;
         let op = match r {
             Reduction::Sum => ReduceOp::Sum,
@@ -379,8 +429,9 @@ mod imp {
         let dims = x.dims();
         let kept: Vec<usize> = (0..dims.len()).filter(|&d| !mask[d]).collect();
         let red: Vec<usize> = (0..dims.len()).filter(|&d| mask[d]).collect();
-        let out_shape: Vec<usize> =
-            (0..dims.len()).filter_map(|d| if mask[d] { keepdim.then_some(1) } else { Some(dims[d]) }).collect();
+        let out_shape: Vec<usize> = (0..dims.len())
+            .filter_map(|d| if mask[d] { keepdim.then_some(1) } else { Some(dims[d]) })
+            .collect();
         let shape = Shape::from(out_shape);
         let values = empty(&shape, out_dtype, device)?;
         let is_arg = matches!(r, Reduction::ArgMax | Reduction::ArgMin);
@@ -425,9 +476,118 @@ mod imp {
         let kernel = KernelCache::global().get(device, || kspec, &name).map_err(err)?;
         let stream = rt::stream::current_stream(device).map_err(err)?;
         // SAFETY: ReduceParams is the kernel's parameter struct and describes live storages.
-        unsafe { kernel.launch(grid_for(p.n_out as u64 * BLOCK as u64).min(65_535), BLOCK, stream.raw(), &p) }
+        unsafe { kernel.launch(grid_for(p.n_out as u64 * BLOCK as u64).min(65_535), BLOCK, &stream, &p) }
             .map_err(err)?;
         Ok((values, indices))
+    }
+
+    /// `out = beta * input + alpha * (a @ b)` for matrices (rank 2) or batches (rank 3): cuBLAS
+    /// where the layouts allow, else the GEMM kernel; the input added after.
+    pub(crate) fn addbmm(
+        a: &Tensor,
+        b: &Tensor,
+        input: Option<&Tensor>,
+        beta: crate::dtype::Scalar,
+        alpha: crate::dtype::Scalar,
+        out: Option<&Tensor>,
+    ) -> Result<Tensor> {
+        let mut ts = vec![a, b];
+        ts.extend(input);
+        ts.extend(out);
+        let device = common_device(&ts, "addmm")?;
+        if !a.device().is_cuda() || !b.device().is_cuda() {
+            bail!(Device, "addmm: Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:{device}!");
+        }
+        let dtype = a.dtype();
+        if !dtype.is_floating_point() {
+            bail!(NotImplemented, "\"addmm_cuda\" not implemented for '{}'", dtype.type_name());
+        }
+        let r = a.rank();
+        let (batch, m, k, n) = if r == 3 {
+            (a.dims()[0], a.dims()[1], a.dims()[2], b.dims()[2])
+        } else {
+            (1, a.dims()[0], a.dims()[1], b.dims()[1])
+        };
+        let mut shape: Vec<usize> = a.dims()[..r - 1].to_vec();
+        shape.push(n);
+        let c = empty(&Shape::from(shape), dtype, device)?;
+        let strides3 = |t: &Tensor| -> [i64; 3] {
+            let s = t.layout().strides();
+            if r == 3 {
+                [s[0] as i64, s[1] as i64, s[2] as i64]
+            } else {
+                [0, s[0] as i64, s[1] as i64]
+            }
+        };
+        if c.numel() > 0 {
+            let sz = dtype.size_in_bytes() as u64;
+            let mat = |t: &Tensor| rt::blas::Matrix {
+                ptr: base_ptr(t) + t.storage_offset() as u64 * sz,
+                strides: strides3(t),
+            };
+            let stream = rt::stream::current_stream(device).map_err(err)?;
+            let alpha_f = alpha.to_f64();
+            let by_blas = k > 0
+                && rt::blas::gemm(
+                    device,
+                    &stream,
+                    ctype(dtype),
+                    batch as i64,
+                    m as i64,
+                    n as i64,
+                    k as i64,
+                    alpha_f,
+                    &mat(a),
+                    &mat(b),
+                    &mat(&c),
+                    crate::backends::cuda_matmul_allow_tf32(),
+                )
+                .map_err(err)?;
+            if !by_blas {
+                let p = rt::kernels::GemmParams {
+                    a: base_ptr(a),
+                    b: base_ptr(b),
+                    c: base_ptr(&c),
+                    batch: batch as i64,
+                    m: m as i64,
+                    n: n as i64,
+                    k: k as i64,
+                    sa: strides3(a),
+                    sb: strides3(b),
+                    sc: strides3(&c),
+                    offsets: [
+                        a.storage_offset() as i64,
+                        b.storage_offset() as i64,
+                        c.storage_offset() as i64,
+                    ],
+                    alpha: alpha_f,
+                };
+                let Some(spec) = rt::kernels::gemm::spec(ctype(dtype)) else {
+                    bail!(NotImplemented, "\"addmm_cuda\" not implemented for '{}'", dtype.type_name());
+                };
+                let name = spec.name.clone();
+                let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
+                let tiles = batch as u64 * (m as u64).div_ceil(16) * (n as u64).div_ceil(16);
+                // SAFETY: GemmParams describes live storages of `dtype` elements of the stated
+                // shapes and strides; blocks are the 256 threads the kernel needs.
+                unsafe { kernel.launch(tiles.clamp(1, 65_535) as u32, BLOCK, &stream, &p) }.map_err(err)?;
+            }
+        }
+        let zero_beta = beta.to_f64() == 0.0;
+        let y = match input {
+            Some(i) if !zero_beta => {
+                let scaled = if beta.to_f64() == 1.0 { i.clone() } else { i.mul_scalar(beta)? };
+                c.add(&scaled)?
+            }
+            _ => c,
+        };
+        match out {
+            Some(o) => {
+                o.copy_(&y)?;
+                Ok(o.clone())
+            }
+            None => Ok(y),
+        }
     }
 
     /// softmax / log_softmax over `dim`.
@@ -435,7 +595,11 @@ mod imp {
         let device = common_device(&[x], "softmax")?;
         let last = x.rank().saturating_sub(1);
         // The kernel walks contiguous rows of the last dim: move `dim` there and back.
-        let xt = if dim == last { x.contiguous()? } else { x.transpose(dim as isize, last as isize)?.contiguous()? };
+        let xt = if dim == last {
+            x.contiguous()?
+        } else {
+            x.transpose(dim as isize, last as isize)?.contiguous()?
+        };
         let y = empty(xt.shape(), xt.dtype(), device)?;
         let cols = xt.dims().last().copied().unwrap_or(1).max(1);
         let rows = xt.numel() / cols;
@@ -444,10 +608,16 @@ mod imp {
             let spec = kind.spec(ctype(x.dtype())).ok_or_else(|| not_implemented("softmax"))?;
             let name = spec.name.clone();
             let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
-            let p = SoftmaxParams { out: base_ptr(&y), input: base_ptr(&xt) + (xt.storage_offset() * xt.dtype().size_in_bytes()) as u64, grad: 0, rows: rows as i64, cols: cols as i64 };
+            let p = SoftmaxParams {
+                out: base_ptr(&y),
+                input: base_ptr(&xt) + (xt.storage_offset() * xt.dtype().size_in_bytes()) as u64,
+                grad: 0,
+                rows: rows as i64,
+                cols: cols as i64,
+            };
             let stream = rt::stream::current_stream(device).map_err(err)?;
             // SAFETY: SoftmaxParams describes contiguous live storages of `rows * cols` elements.
-            unsafe { kernel.launch((rows as u32).clamp(1, 65_535), BLOCK, stream.raw(), &p) }.map_err(err)?;
+            unsafe { kernel.launch((rows as u32).clamp(1, 65_535), BLOCK, &stream, &p) }.map_err(err)?;
         }
         if dim == last {
             Ok(y)

@@ -27,8 +27,8 @@ pub(crate) fn env_switch(name: &str) -> bool {
 pub mod alloc;
 pub mod autocast;
 pub mod autograd;
-mod cuda;
 mod create;
+mod cuda;
 pub mod device;
 pub mod display;
 pub mod dtype;
@@ -84,6 +84,45 @@ pub mod backends {
         pub fn set_bf16_kernel_enabled(on: bool) {
             crate::ops::bf16gemm::set_enabled(on)
         }
+    }
+
+    static F32_MATMUL_PRECISION: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+    /// `torch.set_float32_matmul_precision`: `"highest"` (the default: f32 products in f32),
+    /// `"high"` or `"medium"` (CUDA f32 products may use TF32 tensor cores). The CPU kernels
+    /// always compute in f32.
+    ///
+    /// ```
+    /// use pyrite_core::backends::{get_float32_matmul_precision, set_float32_matmul_precision};
+    /// set_float32_matmul_precision("high")?;
+    /// assert_eq!(get_float32_matmul_precision(), "high");
+    /// assert!(set_float32_matmul_precision("fast").is_err());
+    /// set_float32_matmul_precision("highest")?;
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn set_float32_matmul_precision(precision: &str) -> crate::Result<()> {
+        let v = match precision {
+            "highest" => 0,
+            "high" => 1,
+            "medium" => 2,
+            _ => crate::bail!(
+                Value,
+                "Invalid precision: expected one of 'highest', 'high' or 'medium', but got '{precision}'"
+            ),
+        };
+        F32_MATMUL_PRECISION.store(v, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// `torch.get_float32_matmul_precision()`.
+    pub fn get_float32_matmul_precision() -> &'static str {
+        ["highest", "high", "medium"]
+            [F32_MATMUL_PRECISION.load(std::sync::atomic::Ordering::Relaxed) as usize]
+    }
+
+    /// `torch.backends.cuda.matmul.allow_tf32`: whether CUDA f32 products may use TF32.
+    pub fn cuda_matmul_allow_tf32() -> bool {
+        F32_MATMUL_PRECISION.load(std::sync::atomic::Ordering::Relaxed) != 0
     }
 }
 

@@ -42,7 +42,9 @@ impl Storage {
         match self {
             Storage::Cpu(b) => b,
             #[cfg(feature = "cuda")]
-            Storage::Cuda(_) => panic!("internal error: a CPU kernel reached a CUDA storage (an op without a CUDA dispatch)"),
+            Storage::Cuda(_) => {
+                panic!("internal error: a CPU kernel reached a CUDA storage (an op without a CUDA dispatch)")
+            }
         }
     }
     /// The CPU buffer, mutably.
@@ -50,7 +52,9 @@ impl Storage {
         match self {
             Storage::Cpu(b) => b,
             #[cfg(feature = "cuda")]
-            Storage::Cuda(_) => panic!("internal error: a CPU kernel reached a CUDA storage (an op without a CUDA dispatch)"),
+            Storage::Cuda(_) => {
+                panic!("internal error: a CPU kernel reached a CUDA storage (an op without a CUDA dispatch)")
+            }
         }
     }
 }

@@ -15,6 +15,9 @@ fn driver() -> Result<usize> {
     static DRIVER: OnceLock<Result<usize>> = OnceLock::new();
     DRIVER
         .get_or_init(|| {
+            if crate::emulated() {
+                return Ok(1);
+            }
             // SAFETY: probing only tries to dlopen the candidate names.
             if !unsafe { sys::is_culib_present() } {
                 cuda_bail!(
@@ -78,6 +81,9 @@ pub fn check_device(device: usize) -> Result<()> {
     Ok(())
 }
 
+/// The emulated device's name.
+pub const EMULATOR_NAME: &str = "Pyrite CUDA emulator (host)";
+
 /// The primary context of `device`, made current on this thread.
 pub fn context(device: usize) -> Result<Arc<CudaContext>> {
     check_device(device)?;
@@ -140,6 +146,22 @@ pub struct DeviceProperties {
 
 /// `torch.cuda.get_device_properties(device)`.
 pub fn get_device_properties(device: usize) -> Result<DeviceProperties> {
+    if crate::emulated() {
+        check_device(device)?;
+        return Ok(DeviceProperties {
+            name: EMULATOR_NAME.into(),
+            major: 8,
+            minor: 0,
+            total_memory: 4 << 30,
+            multi_processor_count: 1,
+            max_threads_per_multi_processor: 2048,
+            warp_size: 32,
+            l2_cache_size: 0,
+            shared_memory_per_block_optin: 48 << 10,
+            is_integrated: true,
+            uuid: "GPU-00000000-0000-0000-0000-000000000000".into(),
+        });
+    }
     let ctx = context(device)?;
     let attr =
         |a: sys::CUdevice_attribute| ctx.attribute(a).map_err(|e| driver_error("cuDeviceGetAttribute", e));
@@ -168,16 +190,28 @@ pub fn get_device_properties(device: usize) -> Result<DeviceProperties> {
 
 /// `torch.cuda.get_device_name(device)`.
 pub fn get_device_name(device: usize) -> Result<String> {
+    if crate::emulated() {
+        check_device(device)?;
+        return Ok(EMULATOR_NAME.into());
+    }
     context(device)?.name().map_err(|e| driver_error("cuDeviceGetName", e))
 }
 
 /// `torch.cuda.get_device_capability(device)`.
 pub fn get_device_capability(device: usize) -> Result<(i32, i32)> {
+    if crate::emulated() {
+        check_device(device)?;
+        return Ok((8, 0));
+    }
     context(device)?.compute_capability().map_err(|e| driver_error("cuDeviceGetAttribute", e))
 }
 
 /// `torch.cuda.mem_get_info(device)`: (free, total) bytes.
 pub fn mem_get_info(device: usize) -> Result<(u64, u64)> {
+    if crate::emulated() {
+        check_device(device)?;
+        return Ok(crate::memory::raw_mem_get_info(device));
+    }
     let _ctx = context(device)?;
     let (f, t) = cu::mem_get_info().map_err(|e| driver_error("cuMemGetInfo", e))?;
     Ok((f as u64, t as u64))
@@ -185,6 +219,9 @@ pub fn mem_get_info(device: usize) -> Result<(u64, u64)> {
 
 /// `torch.cuda.synchronize(device)`: waits for all work queued on the device.
 pub fn synchronize(device: usize) -> Result<()> {
+    if crate::emulated() {
+        return check_device(device);
+    }
     context(device)?.synchronize().map_err(|e| driver_error("cuCtxSynchronize", e))
 }
 

@@ -15,11 +15,19 @@
 //! This crate knows nothing of tensors: pyrite-core's `cuda` feature puts its storages here and
 //! launches its kernels with layouts it describes in plain numbers.
 
+pub mod blas;
 pub mod caching_allocator;
 pub mod driver;
+pub mod emulator;
 mod error;
 pub mod kernels;
 pub mod memory;
 pub mod stream;
 
 pub use error::{Error, ErrorKind, Result};
+
+/// Whether this process runs on the emulated device (feature `emulator` and
+/// `PYRITE_CUDA_EMULATOR=1`) instead of a GPU.
+pub fn emulated() -> bool {
+    emulator::active()
+}

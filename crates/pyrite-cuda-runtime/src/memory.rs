@@ -27,7 +27,9 @@ impl RawMemory for DeviceMemory {
         }
     }
     fn mem_get_info(&self) -> (u64, u64) {
-        match context(self.device).and_then(|_| cu::mem_get_info().map_err(|e| driver_error("cuMemGetInfo", e))) {
+        match context(self.device)
+            .and_then(|_| cu::mem_get_info().map_err(|e| driver_error("cuMemGetInfo", e)))
+        {
             Ok((f, t)) => (f as u64, t as u64),
             Err(_) => (0, 0),
         }
@@ -39,9 +41,24 @@ pub fn allocator(device: usize) -> Result<&'static CachingAllocator> {
     crate::driver::check_device(device)?;
     static ALLOCATORS: OnceLock<Vec<CachingAllocator>> = OnceLock::new();
     let all = ALLOCATORS.get_or_init(|| {
-        (0..device_count()).map(|d| CachingAllocator::new(d, Box::new(DeviceMemory { device: d }))).collect()
+        (0..device_count())
+            .map(|d| {
+                if crate::emulated() {
+                    return CachingAllocator::new(d, Box::new(crate::emulator::HostMemory));
+                }
+                CachingAllocator::new(d, Box::new(DeviceMemory { device: d }))
+            })
+            .collect()
     });
     Ok(&all[device])
+}
+
+/// (free, total) bytes as the device's memory source reports them.
+pub(crate) fn raw_mem_get_info(device: usize) -> (u64, u64) {
+    if crate::emulated() {
+        return crate::emulator::HostMemory.mem_get_info();
+    }
+    DeviceMemory { device }.mem_get_info()
 }
 
 /// Device memory owned by one storage: a block of the device's caching allocator, returned to
@@ -85,10 +102,21 @@ impl CudaBuffer {
         if src.is_empty() {
             return Ok(());
         }
+        if crate::emulated() {
+            // SAFETY: the range lies inside this buffer, which is host memory here.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    src.as_ptr(),
+                    (self.ptr() + offset as u64) as *mut u8,
+                    src.len(),
+                )
+            };
+            return Ok(());
+        }
         let _ctx = context(self.device)?;
         // SAFETY: the range lies inside this buffer; the driver copies pageable memory before
         // returning.
-        unsafe { cu::memcpy_htod_async(self.ptr() + offset as u64, src, stream.raw().cu_stream()) }
+        unsafe { cu::memcpy_htod_async(self.ptr() + offset as u64, src, stream.cu_stream()) }
             .map_err(|e| driver_error("cuMemcpyHtoDAsync", e))?;
         stream.synchronize()
     }
@@ -100,9 +128,20 @@ impl CudaBuffer {
         if dst.is_empty() {
             return Ok(());
         }
+        if crate::emulated() {
+            // SAFETY: the range lies inside this buffer, which is host memory here.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    (self.ptr() + offset as u64) as *const u8,
+                    dst.as_mut_ptr(),
+                    dst.len(),
+                )
+            };
+            return Ok(());
+        }
         let _ctx = context(self.device)?;
         // SAFETY: the range lies inside this buffer; `dst` outlives the copy because we wait.
-        unsafe { cu::memcpy_dtoh_async(dst, self.ptr() + offset as u64, stream.raw().cu_stream()) }
+        unsafe { cu::memcpy_dtoh_async(dst, self.ptr() + offset as u64, stream.cu_stream()) }
             .map_err(|e| driver_error("cuMemcpyDtoHAsync", e))?;
         stream.synchronize()
     }
@@ -121,11 +160,27 @@ impl CudaBuffer {
         if bytes == 0 {
             return Ok(());
         }
+        if crate::emulated() {
+            // SAFETY: both ranges lie inside live host buffers.
+            unsafe {
+                std::ptr::copy(
+                    (src.ptr() + src_offset as u64) as *const u8,
+                    (self.ptr() + offset as u64) as *mut u8,
+                    bytes,
+                )
+            };
+            return Ok(());
+        }
         let _ctx = context(self.device)?;
         // SAFETY: both ranges lie inside live buffers; the copy is stream-ordered with the
         // kernels that use them. Across devices, unified addressing makes the copy a peer copy.
         unsafe {
-            cu::memcpy_dtod_async(self.ptr() + offset as u64, src.ptr() + src_offset as u64, bytes, stream.raw().cu_stream())
+            cu::memcpy_dtod_async(
+                self.ptr() + offset as u64,
+                src.ptr() + src_offset as u64,
+                bytes,
+                stream.cu_stream(),
+            )
         }
         .map_err(|e| driver_error("cuMemcpyDtoDAsync", e))
     }
@@ -135,15 +190,25 @@ impl CudaBuffer {
         if self.bytes == 0 {
             return Ok(());
         }
+        if crate::emulated() {
+            // SAFETY: the whole range belongs to this host buffer.
+            unsafe { std::ptr::write_bytes(self.ptr() as *mut u8, value, self.bytes) };
+            return Ok(());
+        }
         let _ctx = context(self.device)?;
         // SAFETY: the whole range belongs to this buffer.
-        unsafe { cu::memset_d8_async(self.ptr(), value, self.bytes, stream.raw().cu_stream()) }
+        unsafe { cu::memset_d8_async(self.ptr(), value, self.bytes, stream.cu_stream()) }
             .map_err(|e| driver_error("cuMemsetD8Async", e))
     }
 
     fn check_range(&self, what: &str, offset: usize, len: usize) -> Result<()> {
         if offset.checked_add(len).is_none_or(|end| end > self.bytes) {
-            cuda_bail!(Value, "{what}: bytes {offset}..{} outside a buffer of {} bytes", offset + len, self.bytes);
+            cuda_bail!(
+                Value,
+                "{what}: bytes {offset}..{} outside a buffer of {} bytes",
+                offset + len,
+                self.bytes
+            );
         }
         Ok(())
     }
@@ -164,6 +229,8 @@ impl Drop for CudaBuffer {
 pub struct PinnedBuffer {
     ptr: *mut u8,
     bytes: usize,
+    /// Allocated by the driver (else, on the emulated device, by Rust's allocator).
+    driver: bool,
 }
 
 // SAFETY: the buffer is plain host memory owned by this value.
@@ -174,6 +241,10 @@ unsafe impl Sync for PinnedBuffer {}
 impl PinnedBuffer {
     /// `bytes` of pinned host memory, zeroed.
     pub fn new(bytes: usize) -> Result<PinnedBuffer> {
+        if crate::emulated() {
+            let v = vec![0u8; bytes].into_boxed_slice();
+            return Ok(PinnedBuffer { ptr: Box::into_raw(v) as *mut u8, bytes, driver: false });
+        }
         let _ctx = context(crate::driver::current_device())?;
         let ptr = if bytes == 0 {
             std::ptr::null_mut()
@@ -185,7 +256,7 @@ impl PinnedBuffer {
             // SAFETY: `bytes` bytes were just allocated at `ptr`.
             unsafe { std::ptr::write_bytes(ptr, 0, bytes) };
         }
-        Ok(PinnedBuffer { ptr, bytes })
+        Ok(PinnedBuffer { ptr, bytes, driver: true })
     }
     /// The bytes.
     pub fn as_slice(&self) -> &[u8] {
@@ -207,7 +278,10 @@ impl PinnedBuffer {
 
 impl Drop for PinnedBuffer {
     fn drop(&mut self) {
-        if !self.ptr.is_null() {
+        if !self.driver {
+            // SAFETY: made from a boxed slice of `bytes` bytes in `new`.
+            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr, self.bytes)) });
+        } else if !self.ptr.is_null() {
             // SAFETY: allocated by cuMemHostAlloc in `new`, freed once.
             let _ = unsafe { cu::free_host(self.ptr as *mut std::ffi::c_void) };
         }

@@ -11,8 +11,20 @@ use std::sync::Arc;
 /// A CUDA stream of one device (`torch.cuda.Stream`). Cloning shares it.
 #[derive(Clone)]
 pub struct Stream {
-    raw: Arc<CudaStream>,
+    raw: Raw,
     device: usize,
+}
+
+#[derive(Clone)]
+enum Raw {
+    Cuda(Arc<CudaStream>),
+    /// The emulated device runs work as it is queued; streams only have identities.
+    Emulated(u64),
+}
+
+fn next_emulated_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl std::fmt::Debug for Stream {
@@ -30,12 +42,20 @@ impl PartialEq for Stream {
 impl Stream {
     /// A new stream on `device` (`torch.cuda.Stream(device)`).
     pub fn new(device: usize) -> Result<Stream> {
+        if crate::emulated() {
+            crate::driver::check_device(device)?;
+            return Ok(Stream { raw: Raw::Emulated(next_emulated_id()), device });
+        }
         let raw = context(device)?.new_stream().map_err(|e| driver_error("cuStreamCreate", e))?;
-        Ok(Stream { raw, device })
+        Ok(Stream { raw: Raw::Cuda(raw), device })
     }
     /// The device's default stream (`torch.cuda.default_stream`).
     pub fn default_stream(device: usize) -> Result<Stream> {
-        Ok(Stream { raw: context(device)?.default_stream(), device })
+        if crate::emulated() {
+            crate::driver::check_device(device)?;
+            return Ok(Stream { raw: Raw::Emulated(0), device });
+        }
+        Ok(Stream { raw: Raw::Cuda(context(device)?.default_stream()), device })
     }
     /// The device.
     pub fn device(&self) -> usize {
@@ -43,21 +63,35 @@ impl Stream {
     }
     /// The handle's address: the allocator's key for per-stream reuse (`cuda_stream`).
     pub fn id(&self) -> u64 {
-        self.raw.cu_stream() as u64
+        match &self.raw {
+            Raw::Cuda(s) => s.cu_stream() as u64,
+            Raw::Emulated(id) => *id,
+        }
     }
-    /// cudarc's stream.
-    pub fn raw(&self) -> &Arc<CudaStream> {
-        &self.raw
+    /// cudarc's stream (`None` on the emulated device).
+    pub fn cuda(&self) -> Option<&Arc<CudaStream>> {
+        match &self.raw {
+            Raw::Cuda(s) => Some(s),
+            Raw::Emulated(_) => None,
+        }
+    }
+    /// The raw `CUstream` (null for the emulated device).
+    pub fn cu_stream(&self) -> sys::CUstream {
+        self.cuda().map_or(std::ptr::null_mut(), |s| s.cu_stream())
     }
     /// Waits until all work queued on the stream is done.
     pub fn synchronize(&self) -> Result<()> {
-        self.raw.synchronize().map_err(|e| driver_error("cuStreamSynchronize", e))
+        match &self.raw {
+            Raw::Cuda(s) => s.synchronize().map_err(|e| driver_error("cuStreamSynchronize", e)),
+            Raw::Emulated(_) => Ok(()),
+        }
     }
     /// Whether all work queued so far is done (`stream.query()`).
     pub fn query(&self) -> Result<bool> {
+        let Some(raw) = self.cuda() else { return Ok(true) };
         let _ctx = context(self.device)?;
         // SAFETY: the stream handle is alive while self is.
-        match unsafe { sys::cuStreamQuery(self.raw.cu_stream()) } {
+        match unsafe { sys::cuStreamQuery(raw.cu_stream()) } {
             sys::cudaError_enum::CUDA_SUCCESS => Ok(true),
             sys::cudaError_enum::CUDA_ERROR_NOT_READY => Ok(false),
             e => Err(driver_error("cuStreamQuery", cudarc::driver::DriverError(e))),
@@ -65,7 +99,10 @@ impl Stream {
     }
     /// Makes later work on this stream wait for `event` (`stream.wait_event`).
     pub fn wait_event(&self, event: &Event) -> Result<()> {
-        self.raw.wait(&event.raw).map_err(|e| driver_error("cuStreamWaitEvent", e))
+        match (&self.raw, &event.raw) {
+            (Raw::Cuda(s), EventRaw::Cuda(e)) => s.wait(e).map_err(|e| driver_error("cuStreamWaitEvent", e)),
+            _ => Ok(()),
+        }
     }
     /// Makes later work on this stream wait for the work queued so far on `other`
     /// (`stream.wait_stream`).
@@ -120,8 +157,14 @@ impl Drop for StreamGuard {
 
 /// A CUDA event (`torch.cuda.Event`): marks a point in a stream, for waiting and timing.
 pub struct Event {
-    raw: CudaEvent,
+    raw: EventRaw,
     timing: bool,
+}
+
+enum EventRaw {
+    Cuda(CudaEvent),
+    /// On the emulated device an event records the host clock.
+    Emulated(std::sync::Mutex<Option<std::time::Instant>>),
 }
 
 impl Event {
@@ -132,20 +175,37 @@ impl Event {
         } else {
             sys::CUevent_flags::CU_EVENT_DISABLE_TIMING
         };
+        if crate::emulated() {
+            crate::driver::check_device(device)?;
+            return Ok(Event { raw: EventRaw::Emulated(std::sync::Mutex::new(None)), timing: enable_timing });
+        }
         let raw = context(device)?.new_event(Some(flags)).map_err(|e| driver_error("cuEventCreate", e))?;
-        Ok(Event { raw, timing: enable_timing })
+        Ok(Event { raw: EventRaw::Cuda(raw), timing: enable_timing })
     }
     /// Records the event at the current end of `stream` (`event.record(stream)`).
     pub fn record(&self, stream: &Stream) -> Result<()> {
-        self.raw.record(&stream.raw).map_err(|e| driver_error("cuEventRecord", e))
+        match (&self.raw, &stream.raw) {
+            (EventRaw::Cuda(e), Raw::Cuda(s)) => e.record(s).map_err(|e| driver_error("cuEventRecord", e)),
+            (EventRaw::Emulated(t), _) => {
+                *t.lock().unwrap() = Some(std::time::Instant::now());
+                Ok(())
+            }
+            _ => crate::cuda_bail!(Value, "event and stream belong to different kinds of device"),
+        }
     }
     /// Waits until the work before the event is done.
     pub fn synchronize(&self) -> Result<()> {
-        self.raw.synchronize().map_err(|e| driver_error("cuEventSynchronize", e))
+        match &self.raw {
+            EventRaw::Cuda(e) => e.synchronize().map_err(|e| driver_error("cuEventSynchronize", e)),
+            EventRaw::Emulated(_) => Ok(()),
+        }
     }
     /// Whether the work before the event is done.
     pub fn query(&self) -> Result<bool> {
-        self.raw.try_is_complete().map_err(|e| driver_error("cuEventQuery", e))
+        match &self.raw {
+            EventRaw::Cuda(e) => e.try_is_complete().map_err(|e| driver_error("cuEventQuery", e)),
+            EventRaw::Emulated(_) => Ok(true),
+        }
     }
     /// Milliseconds between this event and `end` (`start.elapsed_time(end)`); both must have
     /// been made with timing enabled and have completed.
@@ -153,13 +213,29 @@ impl Event {
         if !self.timing || !end.timing {
             crate::cuda_bail!(Value, "Both events must be created with argument 'enable_timing=True'.");
         }
-        self.raw.elapsed_ms(&end.raw).map_err(|e| driver_error("cuEventElapsedTime", e))
+        match (&self.raw, &end.raw) {
+            (EventRaw::Cuda(a), EventRaw::Cuda(b)) => {
+                a.elapsed_ms(b).map_err(|e| driver_error("cuEventElapsedTime", e))
+            }
+            (EventRaw::Emulated(a), EventRaw::Emulated(b)) => {
+                match (*a.lock().unwrap(), *b.lock().unwrap()) {
+                    (Some(a), Some(b)) => Ok(b.saturating_duration_since(a).as_secs_f32() * 1000.0),
+                    _ => {
+                        crate::cuda_bail!(Value, "CUDA error: device not ready (an event was never recorded)")
+                    }
+                }
+            }
+            _ => crate::cuda_bail!(Value, "events of different kinds of device"),
+        }
     }
 }
 
 /// `cudaProfilerStart()`: starts the range an external profiler (Nsight Systems with
 /// `--capture-range=cudaProfilerApi`) records.
 pub fn profiler_start() -> Result<()> {
+    if crate::emulated() {
+        return Ok(());
+    }
     let _ctx = context(crate::driver::current_device())?;
     // SAFETY: no arguments; the context is current.
     unsafe { sys::cuProfilerStart() }.result().map_err(|e| driver_error("cuProfilerStart", e))
@@ -167,6 +243,9 @@ pub fn profiler_start() -> Result<()> {
 
 /// `cudaProfilerStop()`.
 pub fn profiler_stop() -> Result<()> {
+    if crate::emulated() {
+        return Ok(());
+    }
     let _ctx = context(crate::driver::current_device())?;
     // SAFETY: as above.
     unsafe { sys::cuProfilerStop() }.result().map_err(|e| driver_error("cuProfilerStop", e))

@@ -2,16 +2,19 @@
 //! the GPUs through pyrite-cuda-runtime; without it (or without a driver or a GPU)
 //! [`is_available`] is false, [`device_count`] is 0 and the rest return errors that say why.
 
+use pyrite_core::Result;
 #[cfg(not(feature = "cuda"))]
 use pyrite_core::{Error, ErrorKind};
-use pyrite_core::Result;
 
 #[cfg(feature = "cuda")]
 use pyrite_cuda_runtime as rt;
 
 #[cfg(not(feature = "cuda"))]
 fn off<T>() -> Result<T> {
-    Err(Error::new(ErrorKind::Device, "this build of Pyrite has no CUDA backend: build with the `cuda` feature"))
+    Err(Error::new(
+        ErrorKind::Device,
+        "this build of Pyrite has no CUDA backend: build with the `cuda` feature",
+    ))
 }
 
 /// `torch.cuda.is_available()`.

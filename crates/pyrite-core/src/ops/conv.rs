@@ -1134,6 +1134,7 @@ pub fn conv(
     dilation: &[usize],
     groups: usize,
 ) -> Result<Tensor> {
+    input.device().check_cpu_kernel()?;
     if crate::autocast::is_active() {
         return crate::autocast::lower3(input, weight, bias, |x, w, b| {
             conv(x, w, b, stride, padding, dilation, groups)
@@ -1191,6 +1192,7 @@ pub fn conv_transpose(
     dilation: &[usize],
     groups: usize,
 ) -> Result<Tensor> {
+    input.device().check_cpu_kernel()?;
     if crate::autocast::is_active() {
         return crate::autocast::lower3(input, weight, bias, |x, w, b| {
             conv_transpose(x, w, b, stride, padding, output_padding, dilation, groups)

@@ -901,6 +901,9 @@ fn addbmm_core(
     out: Option<&Tensor>,
     op: &str,
 ) -> Result<Tensor> {
+    if a.device().is_cuda() || b.device().is_cuda() {
+        return crate::cuda::addbmm(a, b, input, beta, alpha, out);
+    }
     let dtype = a.dtype();
     let r = a.rank();
     let mut shape: Vec<usize> = a.dims()[..r - 1].to_vec();

@@ -461,6 +461,7 @@ impl Tensor {
         f: impl FnOnce(&mut [T], &Layout) -> R,
     ) -> Result<R> {
         debug_assert_eq!(self.dtype(), T::DTYPE);
+        self.device().check_cpu_kernel()?;
         self.check_inplace_allowed()?;
         let mut g = self.storage().write();
         Ok(f(g.cpu_mut().as_mut_slice::<T>(), self.layout()))
@@ -476,6 +477,8 @@ impl Tensor {
         f: impl FnOnce(&mut [T], &Layout, &[T]) -> R,
     ) -> Result<R> {
         debug_assert!(!self.same_storage(src));
+        self.device().check_cpu_kernel()?;
+        src.device().check_cpu_kernel()?;
         self.check_inplace_allowed()?;
         let (s, d) = (&**src.storage(), &**self.storage());
         let (r, mut w);

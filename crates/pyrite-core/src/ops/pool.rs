@@ -740,6 +740,7 @@ fn max_pool_nd(
     ceil_mode: bool,
     nd: Option<usize>,
 ) -> Result<(Tensor, Tensor)> {
+    input.device().check_cpu_kernel()?;
     let _prof = crate::profiler_record::op(prof_name("max", input, nd), &[input]);
     let nd = check_input(input, nd, "max_pool")?;
     if nd == 3 && crate::autocast::is_active() {
@@ -910,6 +911,7 @@ pub fn avg_pool(
     count_include_pad: bool,
     divisor_override: Option<usize>,
 ) -> Result<Tensor> {
+    input.device().check_cpu_kernel()?;
     avg_pool_nd(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, None)
 }
 
@@ -952,6 +954,7 @@ fn check_adaptive(input: &Tensor, output_size: &[usize], nd: Option<usize>, op: 
 /// # Ok::<(), pyrite_core::Error>(())
 /// ```
 pub fn adaptive_avg_pool(input: &Tensor, output_size: &[usize]) -> Result<Tensor> {
+    input.device().check_cpu_kernel()?;
     adaptive_avg_pool_nd(input, output_size, None)
 }
 
@@ -984,6 +987,7 @@ fn adaptive_avg_pool_nd(input: &Tensor, output_size: &[usize], nd: Option<usize>
 /// # Ok::<(), pyrite_core::Error>(())
 /// ```
 pub fn adaptive_max_pool(input: &Tensor, output_size: &[usize]) -> Result<(Tensor, Tensor)> {
+    input.device().check_cpu_kernel()?;
     adaptive_max_pool_nd(input, output_size, None)
 }
 
@@ -1020,6 +1024,7 @@ fn adaptive_max_pool_nd(
 /// # Ok::<(), pyrite_core::Error>(())
 /// ```
 pub fn max_unpool(input: &Tensor, indices: &Tensor, output_size: &[usize]) -> Result<Tensor> {
+    input.device().check_cpu_kernel()?;
     max_unpool_nd(input, indices, output_size, None)
 }
 

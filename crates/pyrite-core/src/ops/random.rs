@@ -454,17 +454,17 @@ impl Tensor {
 
     /// Uniform samples in `[0, 1)` with this tensor's shape and dtype (`torch.rand_like`).
     pub fn rand_like(&self) -> Result<Tensor> {
-        Tensor::rand(self.shape(), self.dtype())
+        Tensor::rand(self.shape(), self.dtype())?.to_device(self.device())
     }
 
     /// Standard normal samples with this tensor's shape and dtype (`torch.randn_like`).
     pub fn randn_like(&self) -> Result<Tensor> {
-        Tensor::randn(self.shape(), self.dtype())
+        Tensor::randn(self.shape(), self.dtype())?.to_device(self.device())
     }
 
     /// Integers in `[low, high)` with this tensor's shape and dtype (`torch.randint_like`).
     pub fn randint_like(&self, low: i64, high: i64) -> Result<Tensor> {
-        Tensor::randint(low, high, self.shape(), self.dtype())
+        Tensor::randint(low, high, self.shape(), self.dtype())?.to_device(self.device())
     }
 
     /// A random permutation of `0..n` as int64 (`torch.randperm(n)`).

@@ -14,9 +14,9 @@
 //! The kernels run inside [`simd`], which compiles them for AVX-512 and AVX2 as well.
 
 use super::SendPtr;
-use crate::cuda::Reduction;
 use crate::alloc::CpuBuffer;
 use crate::autograd::record::{needs_grad, paused, record1, Save};
+use crate::cuda::Reduction;
 use crate::shape::{wrap_dim, wrap_dims, DimVec, Shape};
 use crate::threads::parallel_for;
 use crate::{bail, dispatch_all, dispatch_float, get_default_dtype, DType, Element, Result, Tensor};
@@ -1576,7 +1576,9 @@ impl Tensor {
         let rec = needs_grad(&[self]);
         let y = {
             let _g = paused(rec);
-            on_device(self, mask, keepdim, if max { Reduction::Max } else { Reduction::Min }, |p| extreme_plan(p, max))?
+            on_device(self, mask, keepdim, if max { Reduction::Max } else { Reduction::Min }, |p| {
+                extreme_plan(p, max)
+            })?
         };
         if !rec {
             return Ok(y);

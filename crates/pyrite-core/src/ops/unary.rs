@@ -210,7 +210,7 @@ impl Tensor {
             Out::New => true,
             Out::Into(o) => o.is_contiguous() && o.dtype() == DType::F32 && o.dims() == self.dims(),
         };
-        if self.dtype() == DType::F32 && self.is_contiguous() && contiguous_out {
+        if self.dtype() == DType::F32 && self.is_contiguous() && contiguous_out && !self.device().is_cuda() {
             // Vectorised path; computes exactly what the generic path computes.
             let n = self.numel();
             let x = match out {
@@ -303,13 +303,13 @@ impl Tensor {
         crate::profiler_record::profiled!("aten::gelu", [self], {
             require_float(self, "GeluKernelImpl")?;
             if tanh_approximation {
-                let y = float_op!(self, Out::New, "gelu", |v| {
+                let y = float_op!(self, Out::New, "gelu_tanh", |v| {
                     let k = 0.797_884_560_802_865_4;
                     0.5 * v * (1.0 + (k * (v + 0.044715 * v * v * v)).tanh())
                 })?;
                 unary_ad("gelu_tanh", self, y)
             } else {
-                let y = if self.dtype() == DType::F32 && self.is_contiguous() {
+                let y = if self.dtype() == DType::F32 && self.is_contiguous() && !self.device().is_cuda() {
                     // the vectorised kernel (every path computes `simd::gelu_f32`'s bits)
                     let n = self.numel();
                     let mut buf = crate::alloc::CpuBuffer::for_elems(n, 4)?;
@@ -459,6 +459,16 @@ impl Tensor {
             }
             o => o,
         };
+        if x.device().is_cuda() {
+            let (lo, hi) = (min.map_or(0.0, |s| s.to_f64()), max.map_or(0.0, |s| s.to_f64()));
+            let op = match (min, max) {
+                (Some(_), Some(_)) => "clamp",
+                (Some(_), None) => "clamp_min",
+                _ => "clamp_max",
+            };
+            let s = if op == "clamp_max" { [hi, 0.0] } else { [lo, hi] };
+            return crate::cuda::unary(&x, op, outd, s);
+        }
         // Comparisons are false for NaN, so NaN passes through; min > max gives max.
         dispatch_all!(dt, T => match (min.map(T::from_scalar), max.map(T::from_scalar)) {
             (Some(lo), Some(hi)) => map1::<T, T>(&x, &shape, outd, "clamp", move |v: T| {
@@ -619,6 +629,13 @@ fn keep_dtype(
     ff: impl Fn(f64) -> f64 + Sync + Send + Copy,
     fi: impl Fn(i64) -> i64 + Sync + Send + Copy,
 ) -> Result<Tensor> {
+    if x.device().is_cuda() {
+        if !x.dtype().is_floating_point() && matches!(name, "floor" | "ceil" | "round" | "trunc") {
+            // integers are returned unchanged
+            return crate::cuda::unary(x, "copy", out, [0.0; 2]);
+        }
+        return crate::cuda::unary(x, name, out, [0.0; 2]);
+    }
     let shape = x.shape().clone();
     match x.dtype() {
         DType::F32 => map1::<f32, f32>(x, &shape, out, name, move |v| ff(v as f64) as f32),

@@ -166,7 +166,8 @@ pub fn unary_expr(op: &str, c: CType) -> Option<String> {
         "sub_scalar" => "a - s0",
         "rsub_scalar" => "s0 - a",
         "mul_scalar" => "a * s0",
-        "clamp" => "(a != a ? a : (a < s0 ? s0 : (a > s1 ? s1 : a)))",
+        // As the CPU: the lower bound first, then the upper (min > max gives max).
+        "clamp" => "(a != a ? a : ((a < s0 ? s0 : a) > s1 ? s1 : (a < s0 ? s0 : a)))",
         "clamp_min" => "(a != a ? a : (a < s0 ? s0 : a))",
         "clamp_max" => "(a != a ? a : (a > s0 ? s0 : a))",
         "eq_scalar" => "a == s0",

@@ -2,8 +2,9 @@
 
 use super::KernelSpec;
 use crate::driver::{context, driver_error};
+use crate::stream::Stream;
 use crate::{cuda_bail, Error, ErrorKind, Result};
-use cudarc::driver::{CudaFunction, CudaStream};
+use cudarc::driver::CudaFunction;
 use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -34,7 +35,13 @@ pub fn compile_ptx(source: &str, arch: &str) -> Result<String> {
 /// A kernel loaded on a device, ready to launch.
 #[derive(Clone)]
 pub struct CompiledKernel {
-    function: Arc<CudaFunction>,
+    function: Loaded,
+}
+
+#[derive(Clone)]
+enum Loaded {
+    Cuda(Arc<CudaFunction>),
+    Emulated(&'static crate::emulator::HostKernels, String),
 }
 
 impl CompiledKernel {
@@ -45,20 +52,21 @@ impl CompiledKernel {
     /// `P` must be the `#[repr(C)]` twin of the kernel's parameter struct, and every device
     /// address in it must be valid for what the kernel reads and writes until the stream
     /// reaches the kernel.
-    pub unsafe fn launch<P: Copy>(
-        &self,
-        grid: u32,
-        block: u32,
-        stream: &CudaStream,
-        params: &P,
-    ) -> Result<()> {
+    pub unsafe fn launch<P: Copy>(&self, grid: u32, block: u32, stream: &Stream, params: &P) -> Result<()> {
+        let function = match &self.function {
+            Loaded::Cuda(f) => f,
+            // SAFETY: as for the GPU; the addresses are host memory on the emulated device.
+            Loaded::Emulated(lib, name) => {
+                return unsafe { lib.launch(name, grid, block, params as *const P as *const u8) };
+            }
+        };
         let mut p = *params;
         let mut args = [&mut p as *mut P as *mut std::ffi::c_void];
         // SAFETY: the caller guarantees the parameter block; cuLaunchKernel copies it before
         // returning.
         unsafe {
             cudarc::driver::result::launch_kernel(
-                self.function.cu_function(),
+                function.cu_function(),
                 (grid, 1, 1),
                 (block, 1, 1),
                 0,
@@ -94,6 +102,12 @@ impl KernelCache {
         if let Some(k) = self.loaded.lock().unwrap().get(&(device, name.to_string())) {
             return Ok(k.clone());
         }
+        if crate::emulated() {
+            let lib = crate::emulator::kernel(spec, name)?;
+            let k = CompiledKernel { function: Loaded::Emulated(lib, name.to_string()) };
+            self.loaded.lock().unwrap().insert((device, name.to_string()), k.clone());
+            return Ok(k);
+        }
         let spec = spec();
         debug_assert_eq!(spec.name, name);
         let ctx = context(device)?;
@@ -102,7 +116,7 @@ impl KernelCache {
         let module = ctx.load_module(Ptx::from_src(ptx)).map_err(|e| driver_error("cuModuleLoadData", e))?;
         let function =
             module.load_function(&spec.name).map_err(|e| driver_error("cuModuleGetFunction", e))?;
-        let k = CompiledKernel { function: Arc::new(function) };
+        let k = CompiledKernel { function: Loaded::Cuda(Arc::new(function)) };
         self.loaded.lock().unwrap().insert((device, spec.name), k.clone());
         Ok(k)
     }

@@ -1,0 +1,375 @@
+//! CUDA tensors behave as CPU tensors: every op with a CUDA kernel gives the CPU's values
+//! (the CPU ops are checked against PyTorch elsewhere), autograd runs on the device, memory is
+//! accounted, and ops without a CUDA kernel are errors, not panics.
+//!
+//! Runs on a real GPU (`scripts/gpu_check.sh`), or anywhere on the emulated device:
+//! `PYRITE_CUDA_EMULATOR=1 cargo test -p pyrite-core --features cuda,pyrite-cuda-runtime/emulator --test cuda`
+//! (what CI does). Without either, each test says it was skipped.
+#![cfg(feature = "cuda")]
+
+use pyrite_core::{memory, DType, Device, ErrorKind, Result, Tensor};
+
+const CUDA: Device = Device::Cuda(0);
+
+/// The device, and a lock that makes the tests take turns: the memory counters are per device.
+fn device() -> Option<(Device, std::sync::MutexGuard<'static, ()>)> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    if pyrite_core::cuda_is_available() {
+        Some((CUDA, SERIAL.lock().unwrap_or_else(|e| e.into_inner())))
+    } else {
+        eprintln!(
+            "SKIPPED: no CUDA device (set PYRITE_CUDA_EMULATOR=1 with the emulator feature to emulate one)"
+        );
+        None
+    }
+}
+
+fn f64s(t: &Tensor) -> Vec<f64> {
+    t.to_device(Device::Cpu).unwrap().to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap()
+}
+
+fn assert_close(got: &Tensor, want: &Tensor, rtol: f64, what: &str) {
+    assert_eq!(got.dims(), want.dims(), "{what}: shape");
+    assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
+    for (i, (g, w)) in f64s(got).into_iter().zip(f64s(want)).enumerate() {
+        let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= rtol * (1.0 + w.abs());
+        assert!(ok, "{what}: element {i}: cuda {g}, cpu {w}");
+    }
+}
+
+fn randn(shape: &[usize], seed: u64) -> Tensor {
+    let g = pyrite_core::Generator::new(seed);
+    Tensor::randn_with(shape.to_vec(), DType::F32, Some(&g)).unwrap()
+}
+
+#[test]
+fn tensors_round_trip_between_host_and_device_in_every_dtype() -> Result<()> {
+    let Some((dev, _serial)) = device() else { return Ok(()) };
+    for &dt in &DType::ALL {
+        let x = randn(&[3, 4], 1).mul_scalar(3.0)?.to_dtype(dt)?;
+        // A transposed (non-contiguous) view goes up as its values.
+        let xt = x.transpose(0, 1)?;
+        let d = xt.to_device(dev)?;
+        assert_eq!(d.device(), dev);
+        assert_eq!(d.dims(), &[4, 3]);
+        let back = d.to_device(Device::Cpu)?;
+        assert_eq!(back.to_raw_bytes()?, xt.contiguous()?.to_raw_bytes()?, "{dt}");
+        // Reading values goes through the host.
+        assert_eq!(d.to_raw_bytes()?, xt.contiguous()?.to_raw_bytes()?);
+    }
+    assert_eq!(Tensor::new([2.5f32])?.to_device(dev)?.item::<f64>()?, 2.5);
+    let z = Tensor::zeros_on([2, 3], DType::I64, dev)?;
+    assert_eq!(z.to_vec::<i64>()?, vec![0; 6]);
+    assert_eq!(
+        Tensor::full_on([2], 1.5, DType::BF16, dev)?.to_dtype(DType::F32)?.to_vec::<f32>()?,
+        vec![1.5; 2]
+    );
+    assert_eq!(z.zeros_like()?.device(), dev, "_like follows the device");
+    Ok(())
+}
+
+#[test]
+fn arithmetic_and_comparisons_match_the_cpu_with_broadcasting_promotion_and_cpu_scalars() -> Result<()> {
+    let Some((dev, _serial)) = device() else { return Ok(()) };
+    let a = randn(&[4, 5], 2);
+    let b = randn(&[5], 3);
+    let i = Tensor::arange(-3.0, 2.0, 1.0, DType::I64)?; // [5], integers
+    let (da, db, di) = (a.to_device(dev)?, b.to_device(dev)?, i.to_device(dev)?);
+    type Bin = fn(&Tensor, &Tensor) -> Result<Tensor>;
+    let ops: &[(&str, Bin)] = &[
+        ("add", Tensor::add),
+        ("sub", Tensor::sub),
+        ("mul", Tensor::mul),
+        ("div", Tensor::div),
+        ("pow", Tensor::pow),
+        ("maximum", Tensor::maximum),
+        ("remainder", Tensor::remainder),
+        ("atan2", Tensor::atan2),
+        ("lt", Tensor::lt),
+        ("eq", Tensor::eq),
+    ];
+    for (name, f) in ops {
+        assert_close(&f(&da, &db)?, &f(&a, &b)?, 1e-5, name);
+        // float [4, 5] with int64 [5]: promotes to float32.
+        assert_close(&f(&da, &di)?, &f(&a, &i)?, 1e-5, &format!("{name} f32 with i64"));
+        // Transposed operands.
+        assert_close(&f(&da.transpose(0, 1)?, &da.transpose(0, 1)?)?, &f(&a.t()?, &a.t()?)?, 1e-5, name);
+    }
+    // int64 true division gives float32; floor division stays integer.
+    assert_close(&di.div(&di.add_scalar(10)?)?, &i.div(&i.add_scalar(10)?)?, 1e-6, "int div");
+    assert_close(&di.floor_divide_scalar(2)?, &i.floor_divide_scalar(2)?, 0.0, "int floor_divide");
+    // CPU scalars join CUDA tensors, on either side.
+    assert_close(&da.mul_scalar(2.5)?, &a.mul_scalar(2.5)?, 0.0, "mul_scalar");
+    assert_close(&da.rsub_scalar(1.0)?, &a.rsub_scalar(1.0)?, 0.0, "rsub_scalar");
+    assert_close(&da.gt_scalar(0.0)?, &a.gt_scalar(0.0)?, 0.0, "gt_scalar");
+    // In place, through a view.
+    let dc = da.deep_clone()?;
+    dc.narrow(0, 1, 2)?.add_(&db)?;
+    let c = a.deep_clone()?;
+    c.narrow(0, 1, 2)?.add_(&b)?;
+    assert_close(&dc, &c, 1e-6, "add_ on a view");
+    // A CUDA tensor and a CPU tensor that is not a scalar do not mix.
+    let e = da.add(&b).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Device);
+    assert!(e.to_string().contains("Expected all tensors to be on the same device"), "{e}");
+    Ok(())
+}
+
+#[test]
+fn unary_ops_and_casts_match_the_cpu() -> Result<()> {
+    let Some((dev, _serial)) = device() else { return Ok(()) };
+    let x = randn(&[6, 7], 4);
+    let dx = x.to_device(dev)?;
+    type Un = fn(&Tensor) -> Result<Tensor>;
+    let ops: &[(&str, Un)] = &[
+        ("exp", Tensor::exp),
+        ("tanh", Tensor::tanh),
+        ("sigmoid", Tensor::sigmoid),
+        ("sin", Tensor::sin),
+        ("erf", Tensor::erf),
+        ("silu", Tensor::silu),
+        ("abs", Tensor::abs),
+        ("neg", Tensor::neg),
+        ("relu", Tensor::relu),
+    ];
+    for (name, f) in ops {
+        assert_close(&f(&dx)?, &f(&x)?, 2e-6, name);
+        assert_close(&f(&dx.t()?)?, &f(&x.t()?)?, 2e-6, name);
+    }
+    let i = Tensor::arange(0.0, 5.0, 1.0, DType::I64)?;
+    assert_close(&i.to_device(dev)?.exp()?, &i.exp()?, 1e-6, "exp of int64 promotes");
+    for &dt in &DType::ALL {
+        assert_close(
+            &dx.mul_scalar(4.0)?.to_dtype(dt)?,
+            &x.mul_scalar(4.0)?.to_dtype(dt)?,
+            0.0,
+            &format!("to {dt}"),
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn reductions_and_softmax_match_the_cpu() -> Result<()> {
+    let Some((dev, _serial)) = device() else { return Ok(()) };
+    let x = randn(&[3, 50, 7], 5);
+    let dx = x.to_device(dev)?;
+    assert_close(&dx.sum_dims(&[1], false)?, &x.sum_dims(&[1], false)?, 1e-5, "sum over 1");
+    assert_close(&dx.sum_dims(&[0, 2], true)?, &x.sum_dims(&[0, 2], true)?, 1e-5, "sum over 0, 2");
+    assert_close(&dx.sum()?, &x.sum()?, 1e-5, "sum");
+    assert_close(&dx.mean_dims(&[-1], false)?, &x.mean_dims(&[-1], false)?, 1e-5, "mean");
+    assert_close(&dx.amax(&[1], false)?, &x.amax(&[1], false)?, 0.0, "amax");
+    assert_close(&dx.argmax(Some(1), false)?, &x.argmax(Some(1), false)?, 0.0, "argmax");
+    let (v, i) = dx.max_dim(2, true)?;
+    let (cv, ci) = x.max_dim(2, true)?;
+    assert_close(&v, &cv, 0.0, "max values");
+    assert_close(&i, &ci, 0.0, "max indices");
+    let b = x.gt_scalar(0.0)?;
+    assert_close(&b.to_device(dev)?.sum()?, &b.sum()?, 0.0, "sum of bool is int64");
+    assert_close(&dx.softmax(-1)?, &x.softmax(-1)?, 1e-6, "softmax");
+    assert_close(&dx.log_softmax(1)?, &x.log_softmax(1)?, 1e-5, "log_softmax over a middle dim");
+    Ok(())
+}
+
+#[test]
+fn matrix_products_match_the_cpu_in_every_layout() -> Result<()> {
+    let Some((dev, _serial)) = device() else { return Ok(()) };
+    let a = randn(&[2, 19, 23], 20);
+    let b = randn(&[2, 23, 17], 21);
+    let (da, db) = (a.to_device(dev)?, b.to_device(dev)?);
+    assert_close(&da.bmm(&db)?, &a.bmm(&b)?, 1e-5, "bmm");
+    // Transposed operands, as backward passes make them.
+    let (at, bt) = (
+        a.transpose(1, 2)?.contiguous()?.transpose(1, 2)?,
+        b.transpose(1, 2)?.contiguous()?.transpose(1, 2)?,
+    );
+    assert_close(
+        &at.to_device(dev)?.bmm(&bt.to_device(dev)?)?,
+        &a.bmm(&b)?,
+        1e-5,
+        "bmm of transposed layouts",
+    );
+    let x = randn(&[7, 23], 22);
+    let w = randn(&[5, 23], 23);
+    let bias = randn(&[5], 24);
+    let got = x.to_device(dev)?.linear(&w.to_device(dev)?, Some(&bias.to_device(dev)?))?;
+    assert_close(&got, &x.linear(&w, Some(&bias))?, 1e-5, "linear");
+    assert_close(
+        &da.matmul(&db.narrow(0, 0, 1)?)?,
+        &a.matmul(&b.narrow(0, 0, 1)?)?,
+        1e-5,
+        "broadcast matmul",
+    );
+    for dt in [DType::F64, DType::BF16, DType::F16] {
+        let (a2, b2) = (a.to_dtype(dt)?, b.to_dtype(dt)?);
+        let tol = if dt == DType::F64 { 1e-12 } else { 2e-2 };
+        assert_close(&a2.to_device(dev)?.bmm(&b2.to_device(dev)?)?, &a2.bmm(&b2)?, tol, &format!("bmm {dt}"));
+    }
+    let e = Tensor::ones_on([2, 2], DType::I64, dev)?
+        .matmul(&Tensor::ones_on([2, 2], DType::I64, dev)?)
+        .unwrap_err();
+    assert!(e.to_string().contains("\"addmm_cuda\" not implemented for 'Long'"), "{e}");
+    Ok(())
+}
+
+#[test]
+fn gradients_flow_on_the_device_and_back_to_host_leaves() -> Result<()> {
+    let Some((dev, _serial)) = device() else { return Ok(()) };
+    let run = |device: Device| -> Result<(Tensor, Tensor)> {
+        let w = randn(&[4, 3], 6).requires_grad_(true)?;
+        let x = randn(&[5, 3], 7).to_device(device)?;
+        // A leaf on the host, used on the device: its gradient comes back through to_device.
+        let wd = w.to_device(device)?;
+        let h = x.unsqueeze(1)?.mul(&wd.unsqueeze(0)?)?.sum_dims(&[2], false)?; // [5, 4]
+        let h = h.add(&x.matmul(&wd.t()?)?)?; // and through a matrix product
+        let y = h.tanh()?.mul_scalar(2.0)?.add(&h.exp()?.mul_scalar(0.1)?)?;
+        let loss = y.softmax(1)?.mul(&y)?.mean()?;
+        loss.backward()?;
+        Ok((loss.to_device(Device::Cpu)?, w.grad().expect("a gradient for w")))
+    };
+    let (l_cpu, g_cpu) = run(Device::Cpu)?;
+    let (l_gpu, g_gpu) = run(dev)?;
+    assert_close(&l_gpu, &l_cpu, 1e-5, "loss");
+    assert_eq!(g_gpu.device(), Device::Cpu);
+    assert_close(&g_gpu, &g_cpu, 1e-4, "grad");
+    Ok(())
+}
+
+#[test]
+fn device_memory_is_accounted_and_out_of_memory_is_an_error() -> Result<()> {
+    let Some((dev, _serial)) = device() else { return Ok(()) };
+    let before = memory::memory_allocated(dev)?;
+    let t = Tensor::zeros_on([1000, 1000], DType::F32, dev)?;
+    assert_eq!(memory::memory_allocated(dev)? - before, 4_000_256, "rounded to 512 bytes as PyTorch");
+    assert!(memory::memory_reserved(dev)? >= memory::memory_allocated(dev)?);
+    assert!(memory::memory_summary(dev)?.contains("cuda:0"));
+    drop(t);
+    assert_eq!(memory::memory_allocated(dev)?, before);
+    memory::set_memory_limit(Some(memory::memory_reserved(dev)? + (64 << 20)), dev)?;
+    let e = Tensor::zeros_on([256 << 20], DType::F32, dev).unwrap_err();
+    memory::set_memory_limit(None, dev)?;
+    assert_eq!(e.kind(), ErrorKind::OutOfMemory);
+    assert!(e.to_string().contains("CUDA out of memory. Tried to allocate 1024.00 MiB"), "{e}");
+    assert!(memory::memory_stats(dev)?["num_ooms"] >= 1);
+    Ok(())
+}
+
+#[test]
+fn ops_without_a_cuda_kernel_are_errors_and_printing_works() -> Result<()> {
+    let Some((dev, _serial)) = device() else { return Ok(()) };
+    let x = randn(&[3, 3], 8).to_device(dev)?;
+    for r in
+        [x.cumsum(0), x.sort(0, false).map(|p| p.0), x.index_select(0, &Tensor::new([0i64])?.to_device(dev)?)]
+    {
+        let e = r.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotImplemented, "{e}");
+        assert!(e.to_string().contains("'CUDA' backend"), "{e}");
+    }
+    let s = format!("{}", Tensor::new([1.5f32, -2.0])?.to_device(dev)?);
+    assert_eq!(s, "tensor([ 1.5000, -2.0000], device='cuda:0')");
+    Ok(())
+}
+
+#[test]
+fn every_op_on_cuda_tensors_returns_a_result_without_panicking() {
+    let Some((dev, _serial)) = device() else { return };
+    let x = randn(&[3, 4], 9).to_device(dev).unwrap();
+    let y = randn(&[3, 4], 10).to_device(dev).unwrap();
+    let m = randn(&[4, 2], 11).to_device(dev).unwrap();
+    let idx = Tensor::new([0i64, 2, 1]).unwrap().to_device(dev).unwrap();
+    let mask = x.gt_scalar(0.0).unwrap();
+    let img = randn(&[1, 2, 5, 5], 12).to_device(dev).unwrap();
+    let wconv = randn(&[3, 2, 3, 3], 13).to_device(dev).unwrap();
+    type Op<'a> = (&'a str, Box<dyn Fn() -> Result<Tensor> + 'a>);
+    let ops: Vec<Op> = vec![
+        ("matmul", Box::new(|| x.matmul(&m))),
+        ("bmm", Box::new(|| x.unsqueeze(0)?.bmm(&m.unsqueeze(0)?))),
+        ("linear", Box::new(|| x.linear(&m.t()?, None))),
+        ("cumsum", Box::new(|| x.cumsum(1))),
+        ("sort", Box::new(|| Ok(x.sort(1, false)?.0))),
+        ("topk", Box::new(|| Ok(x.topk(2, 1, true, true)?.0))),
+        ("index_select", Box::new(|| x.index_select(0, &idx))),
+        ("gather", Box::new(|| x.gather(1, &idx.unsqueeze(1)?.expand([3, 4])?.contiguous()?))),
+        ("scatter_add", Box::new(|| x.scatter_add(0, &idx.unsqueeze(1)?.expand([3, 4])?.contiguous()?, &y))),
+        ("cat", Box::new(|| Tensor::cat(&[&x, &y], 0))),
+        ("stack", Box::new(|| Tensor::stack(&[&x, &y], 0))),
+        ("flip", Box::new(|| x.flip(&[0]))),
+        ("roll", Box::new(|| x.roll(&[1], &[1]))),
+        ("repeat", Box::new(|| x.repeat(&[2, 1]))),
+        ("tril", Box::new(|| x.tril(0))),
+        ("where", Box::new(|| x.where_(&mask, &y))),
+        ("masked_fill", Box::new(|| x.masked_fill(&mask, 0.0))),
+        ("clamp", Box::new(|| x.clamp(Some((-0.5).into()), Some(0.5.into())))),
+        ("clamp_", Box::new(|| Ok(x.deep_clone()?.clamp_(Some(0.0.into()), None)?.clone()))),
+        ("fill_", Box::new(|| Ok(x.deep_clone()?.fill_(3.0)?.clone()))),
+        ("zero_", Box::new(|| Ok(x.deep_clone()?.zero_()?.clone()))),
+        ("uniform_", Box::new(|| Ok(x.deep_clone()?.uniform_(0.0, 1.0, None)?.clone()))),
+        ("normal_", Box::new(|| Ok(x.deep_clone()?.normal_(0.0, 1.0, None)?.clone()))),
+        ("rand_like", Box::new(|| x.rand_like())),
+        ("dropout-like mask", Box::new(|| x.rand_like()?.lt_scalar(0.5))),
+        ("var", Box::new(|| x.var())),
+        ("std", Box::new(|| x.std())),
+        ("norm", Box::new(|| x.norm(2.0, &[1], false))),
+        ("logsumexp", Box::new(|| x.logsumexp(&[1], false))),
+        ("all", Box::new(|| mask.all())),
+        ("any", Box::new(|| mask.any())),
+        ("nonzero", Box::new(|| mask.nonzero())),
+        ("nansum", Box::new(|| x.nansum())),
+        ("prod", Box::new(|| x.prod())),
+        ("max", Box::new(|| x.max())),
+        ("min", Box::new(|| x.min())),
+        ("square", Box::new(|| x.square())),
+        ("softplus", Box::new(|| x.softplus(1.0, 20.0))),
+        ("lerp", Box::new(|| x.lerp(&y, &y))),
+        ("nan_to_num", Box::new(|| x.nan_to_num(0.0, None, None))),
+        ("one_hot", Box::new(|| idx.one_hot(Some(3)))),
+        ("isnan", Box::new(|| x.isnan())),
+        ("logical_not", Box::new(|| mask.logical_not())),
+        ("mish", Box::new(|| x.mish())),
+        ("gelu", Box::new(|| x.gelu(false))),
+        ("gelu tanh", Box::new(|| x.gelu(true))),
+        ("chunk", Box::new(|| Ok(x.chunk(2, 1)?.remove(0)))),
+        ("unbind", Box::new(|| Ok(x.unbind(0)?.remove(0)))),
+        (
+            "conv2d",
+            Box::new(|| pyrite_core::ops::conv::conv(&img, &wconv, None, &[1, 1], &[1, 1], &[1, 1], 1)),
+        ),
+        (
+            "max_pool2d",
+            Box::new(|| {
+                Ok(pyrite_core::ops::pool::max_pool(&img, &[2, 2], &[2, 2], &[0, 0], &[1, 1], false)?.0)
+            }),
+        ),
+        (
+            "avg_pool2d",
+            Box::new(|| pyrite_core::ops::pool::avg_pool(&img, &[2, 2], &[2, 2], &[0, 0], false, true, None)),
+        ),
+        (
+            "layer_norm",
+            Box::new(|| {
+                Ok(pyrite_core::ops::norm::fused_layer_norm(&x, 4, None, None, 1e-5)?.unwrap_or(x.clone()))
+            }),
+        ),
+        (
+            "embedding-like",
+            Box::new(|| m.t()?.contiguous()?.index_select(0, &idx.clamp(None, Some(1.into()))?)),
+        ),
+        ("pow_scalar", Box::new(|| x.pow_scalar(2.0))),
+        ("contiguous of a view", Box::new(|| x.t()?.contiguous())),
+        ("reshape of a view", Box::new(|| x.t()?.reshape([12]))),
+        ("dtype round trip", Box::new(|| x.to_dtype(DType::F16)?.to_dtype(DType::F32))),
+        ("einsum", Box::new(|| pyrite_core::einsum("ij,jk->ik", &[&x, &m]))),
+    ];
+    let (mut no_kernel, mut problems) = (Vec::new(), Vec::new());
+    for (name, f) in &ops {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+            Err(_) => problems.push(format!("{name} panicked")),
+            Ok(Ok(t)) if t.device() != dev => problems.push(format!("{name} left the device")),
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) if e.kind() == ErrorKind::NotImplemented => no_kernel.push(*name),
+            Ok(Err(e)) => problems.push(format!("{name}: only a missing kernel may fail here, got {e}")),
+        }
+    }
+    eprintln!("ops without a CUDA kernel yet: {no_kernel:?}");
+    assert!(problems.is_empty(), "on CUDA tensors:\n{}", problems.join("\n"));
+}
