@@ -14,13 +14,19 @@ use std::sync::{Mutex, OnceLock};
 /// The emulator's header: the CUDA launch model on host threads.
 pub const HEADER: &str = include_str!("emulator.h");
 
-/// Whether the emulated device is on (`PYRITE_CUDA_EMULATOR=1`).
+static ON: OnceLock<bool> = OnceLock::new();
+
+/// Whether the emulated device is on (`PYRITE_CUDA_EMULATOR=1`, or [`enable`]); decided at the
+/// first CUDA call of the process.
 pub fn active() -> bool {
-    if !cfg!(feature = "emulator") {
-        return false;
-    }
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("PYRITE_CUDA_EMULATOR").as_deref() == Ok("1"))
+    cfg!(feature = "emulator") && *ON.get_or_init(|| std::env::var("PYRITE_CUDA_EMULATOR").as_deref() == Ok("1"))
+}
+
+/// Turns the emulated device on for this process, before any CUDA call (tests do this).
+/// Returns whether it is on: false without the `emulator` feature, or when CUDA was already
+/// used without it.
+pub fn enable() -> bool {
+    cfg!(feature = "emulator") && *ON.get_or_init(|| true)
 }
 
 /// The emulated device's memory: 4 GiB of host memory at most.

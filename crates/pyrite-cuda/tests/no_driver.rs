@@ -67,3 +67,29 @@ fn pyrite_smi_runs_and_exits_0() {
     let bad = std::process::Command::new(env!("CARGO_BIN_EXE_pyrite-smi")).arg("--bogus").output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn cuda_tensors_without_a_driver_are_errors_that_say_why() {
+    if pyrite_cuda::is_available() {
+        return; // a GPU machine: tests/tensors.rs covers it
+    }
+    use pyrite_core::{memory, DType, ErrorKind, Tensor};
+    let cuda = Device::Cuda(0);
+    assert_eq!(pyrite_cuda::device_count(), 0);
+    let reason = pyrite_cuda::unavailable_reason().expect("a reason");
+    let e = Tensor::ones([2], DType::F32).unwrap().to_device(cuda).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Device);
+    assert!(e.to_string().starts_with("device cuda:0 requested, but "), "{e}");
+    // The reason names what is missing: the `cuda` feature, or the driver.
+    assert!(
+        reason.contains("no CUDA backend") || reason.contains("NVIDIA driver") || reason.contains("no CUDA-capable device"),
+        "{reason}"
+    );
+    assert!(Tensor::zeros_on([2], DType::F32, cuda).is_err());
+    assert!(memory::memory_allocated(cuda).is_err());
+    assert!(pyrite_cuda::set_device(0).is_err());
+    assert!(pyrite_cuda::get_device_name(0).is_err());
+    // Synchronizing and the profiler range are no-ops without a GPU, as in PyTorch's CPU builds.
+    pyrite_cuda::synchronize();
+    assert!(pyrite_core::device::cuda_profiler_start().is_ok());
+}
