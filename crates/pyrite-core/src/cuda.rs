@@ -69,6 +69,36 @@ mod imp {
     pub(crate) fn full(_: &Shape, _: crate::dtype::Scalar, _: DType, _: usize) -> Result<Tensor> {
         Err(off())
     }
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn map(
+        _: &str,
+        _: &str,
+        _: &[&Tensor],
+        _: DType,
+        _: DType,
+        _: Out<'_>,
+        _: [f64; 2],
+        _: [i64; 2],
+    ) -> Result<Tensor> {
+        Err(off())
+    }
+    pub(crate) fn gather(_: &Tensor, _: usize, _: &[i64], _: &Shape) -> Result<Tensor> {
+        Err(off())
+    }
+    pub(crate) fn index_select(_: &Tensor, _: usize, _: &[i64]) -> Result<Tensor> {
+        Err(off())
+    }
+    pub(crate) fn scatter_add(
+        _: &Tensor,
+        _: usize,
+        _: &[i64],
+        _: &Shape,
+        _: &Tensor,
+        _: bool,
+        _: f64,
+    ) -> Result<()> {
+        Err(off())
+    }
     pub(crate) fn addbmm(
         _: &Tensor,
         _: &Tensor,
@@ -331,6 +361,47 @@ mod imp {
         finish(out, y, copy)
     }
 
+    /// A custom elementwise op: `expr` over the inputs `a`, `b`, `c` (each converted to
+    /// `compute`) and the scalars `s0`, `s1`, into a tensor of `out_dtype` of the broadcast
+    /// shape (or into `out`). `op` names the kernel: one name, one expression.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn map(
+        op: &str,
+        expr: &str,
+        ins: &[&Tensor],
+        out_dtype: DType,
+        compute: DType,
+        out: Out<'_>,
+        fs: [f64; 2],
+        is: [i64; 2],
+    ) -> Result<Tensor> {
+        let device = common_device(ins, op)?;
+        // CPU scalars join as one-element device tensors here.
+        let moved: Vec<Tensor> = ins
+            .iter()
+            .map(|t| if t.device().is_cuda() { Ok((*t).clone()) } else { t.to_device(Device::Cuda(device)) })
+            .collect::<Result<_>>()?;
+        let ins: Vec<&Tensor> = moved.iter().collect();
+        let ins = &ins[..];
+        let mut shape = Shape::from(Vec::<usize>::new());
+        for t in ins {
+            shape = crate::shape::broadcast_shapes(shape.dims(), t.dims(), op)?;
+        }
+        if let Out::Into(o) = &out {
+            shape = o.shape().clone();
+        }
+        let (y, copy) = output(&out, &shape, out_dtype, device)?;
+        let k = Elementwise {
+            op: op.into(),
+            inputs: ins.iter().map(|t| ctype(t.dtype())).collect(),
+            out: ctype(out_dtype),
+            compute: ctype(compute),
+            expr: expr.into(),
+        };
+        launch(&k, &y, ins, fs, is)?;
+        finish(out, y, copy)
+    }
+
     /// A unary op by PyTorch's name on a float (or any, for the generic ones) tensor, with
     /// the scalars `s0`, `s1` it takes.
     pub(crate) fn unary(x: &Tensor, op: &str, out: Out<'_>, scalars: [f64; 2]) -> Result<Tensor> {
@@ -588,6 +659,141 @@ mod imp {
             }
             None => Ok(y),
         }
+    }
+
+    /// Validated positions along a dim, uploaded as a contiguous int64 tensor.
+    fn upload_index(idx: &[i64], device: usize) -> Result<Tensor> {
+        Tensor::from_vec(idx.to_vec(), [idx.len()])?.to_device(Device::Cuda(device))
+    }
+
+    fn contiguous_strides(dims: &[usize]) -> Vec<i64> {
+        let mut s = vec![1i64; dims.len()];
+        for d in (0..dims.len().saturating_sub(1)).rev() {
+            s[d] = s[d + 1] * dims[d + 1] as i64;
+        }
+        s
+    }
+
+    /// Launches `gather_*` or `scatter_add_*` over `sizes` with the three operands' strides.
+    #[allow(clippy::too_many_arguments)]
+    fn launch_index(
+        spec: rt::kernels::KernelSpec,
+        device: usize,
+        dim: usize,
+        sizes: &[usize],
+        ops: [(&Tensor, Vec<i64>); 3],
+        alpha: f64,
+    ) -> Result<()> {
+        let n: usize = sizes.iter().product();
+        if n == 0 {
+            return Ok(());
+        }
+        if sizes.len() > MAX_DIMS {
+            bail!(NotImplemented, "CUDA indexing takes at most {MAX_DIMS} dims");
+        }
+        let mut p = rt::kernels::IndexParams {
+            n: n as i64,
+            ndim: sizes.len() as i32,
+            dim: dim as i32,
+            alpha,
+            ..Default::default()
+        };
+        for (d, &s) in sizes.iter().enumerate() {
+            p.sizes[d] = s as i64;
+        }
+        for (k, (t, strides)) in ops.iter().enumerate() {
+            p.ptrs[k] = base_ptr(t);
+            p.offsets[k] = t.storage_offset() as i64;
+            for (d, &s) in strides.iter().enumerate() {
+                p.strides[k][d] = s;
+            }
+        }
+        let name = spec.name.clone();
+        let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
+        let stream = rt::stream::current_stream(device).map_err(err)?;
+        // SAFETY: IndexParams describes live storages; every index was validated against the
+        // size of `dim` on the host.
+        unsafe { kernel.launch(grid_for(n as u64), BLOCK, &stream, &p) }.map_err(err)
+    }
+
+    fn strides_of(t: &Tensor) -> Vec<i64> {
+        t.layout().strides().iter().map(|&s| s as i64).collect()
+    }
+
+    /// `src.gather(dim, index)` with the index's validated values `idx` (row-major over
+    /// `index_shape`).
+    pub(crate) fn gather(src: &Tensor, dim: usize, idx: &[i64], index_shape: &Shape) -> Result<Tensor> {
+        let device = common_device(&[src], "gather")?;
+        let out = empty(index_shape, src.dtype(), device)?;
+        let index = upload_index(idx, device)?;
+        let cs = contiguous_strides(index_shape.dims());
+        let spec = rt::kernels::index::gather(ctype(src.dtype()));
+        launch_index(
+            spec,
+            device,
+            dim,
+            index_shape.dims(),
+            [(&out, cs.clone()), (src, strides_of(src)), (&index, cs)],
+            1.0,
+        )?;
+        Ok(out)
+    }
+
+    /// `src.index_select(dim, index)` with the validated positions `idx`.
+    pub(crate) fn index_select(src: &Tensor, dim: usize, idx: &[i64]) -> Result<Tensor> {
+        let device = common_device(&[src], "index_select")?;
+        let mut dims = src.dims().to_vec();
+        dims[dim] = idx.len();
+        let out = empty(&Shape::from(dims.clone()), src.dtype(), device)?;
+        let index = upload_index(idx, device)?;
+        let mut is = vec![0i64; dims.len()];
+        is[dim] = 1;
+        let spec = rt::kernels::index::gather(ctype(src.dtype()));
+        launch_index(
+            spec,
+            device,
+            dim,
+            &dims,
+            [(&out, contiguous_strides(&dims)), (src, strides_of(src)), (&index, is)],
+            1.0,
+        )?;
+        Ok(out)
+    }
+
+    /// `out.scatter_add_(dim, index, src)` (with `per_slice`, `out.index_add_(dim, index,
+    /// src, alpha)`: one position per slice of `src` along `dim`), in place.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn scatter_add(
+        out: &Tensor,
+        dim: usize,
+        idx: &[i64],
+        index_shape: &Shape,
+        src: &Tensor,
+        per_slice: bool,
+        alpha: f64,
+    ) -> Result<()> {
+        let device = common_device(&[out, src], "scatter_add")?;
+        let Some(spec) = rt::kernels::index::scatter_add(ctype(out.dtype())) else {
+            bail!(NotImplemented, "\"scatter_add_cuda\" not implemented for '{}'", out.dtype().type_name());
+        };
+        let index = upload_index(idx, device)?;
+        let (sizes, is) = if per_slice {
+            let mut is = vec![0i64; src.rank()];
+            is[dim] = 1;
+            (src.dims().to_vec(), is)
+        } else {
+            (index_shape.dims().to_vec(), contiguous_strides(index_shape.dims()))
+        };
+        // The writes land in `out`'s storage: count them as an in-place write.
+        drop(out.storage().write());
+        launch_index(
+            spec,
+            device,
+            dim,
+            &sizes,
+            [(out, strides_of(out)), (src, strides_of(src)), (&index, is)],
+            alpha,
+        )
     }
 
     /// softmax / log_softmax over `dim`.

@@ -57,10 +57,15 @@ impl Device {
     pub fn check_cpu_kernel(self) -> Result<()> {
         match self {
             Device::Cpu => Ok(()),
-            Device::Cuda(i) => bail!(
+            Device::Cuda(i) => {
+                if std::env::var_os("PYRITE_DEBUG_CUDA_DISPATCH").is_some() {
+                    eprintln!("{}", std::backtrace::Backtrace::force_capture());
+                }
+                bail!(
                 NotImplemented,
                 "Could not run this op with arguments from the 'CUDA' backend (tensor on cuda:{i}): Pyrite has no CUDA kernel for it yet. Move the tensors to the CPU with .to_device(Device::Cpu) for this op"
-            ),
+            )
+            }
         }
     }
 }

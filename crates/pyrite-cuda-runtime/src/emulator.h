@@ -16,6 +16,8 @@ static thread_local dim3 threadIdx, blockIdx;
 static dim3 blockDim, gridDim;
 static std::barrier<>* emu_barrier;
 static inline void __syncthreads() { emu_barrier->arrive_and_wait(); }
+#include <atomic>
+template <typename T> static inline T atomicAdd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
 #define __global__
 #define __device__
 #define __forceinline__ inline

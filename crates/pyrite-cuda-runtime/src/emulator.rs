@@ -19,7 +19,8 @@ static ON: OnceLock<bool> = OnceLock::new();
 /// Whether the emulated device is on (`PYRITE_CUDA_EMULATOR=1`, or [`enable`]); decided at the
 /// first CUDA call of the process.
 pub fn active() -> bool {
-    cfg!(feature = "emulator") && *ON.get_or_init(|| std::env::var("PYRITE_CUDA_EMULATOR").as_deref() == Ok("1"))
+    cfg!(feature = "emulator")
+        && *ON.get_or_init(|| std::env::var("PYRITE_CUDA_EMULATOR").as_deref() == Ok("1"))
 }
 
 /// Turns the emulated device on for this process, before any CUDA call (tests do this).
@@ -108,6 +109,10 @@ impl HostKernels {
         let f: libloading::Symbol<Launch> = unsafe { self.lib.get(format!("launch_{name}").as_bytes()) }
             .map_err(|e| crate::Error::new(crate::ErrorKind::Driver, format!("emulator: {e}")))?;
         // GEMM's tiles need their 256 threads; other synchronizing kernels take any size.
+        // One launch at a time in the process: the emulation's block state (grid and block
+        // sizes, the barrier, `__shared__` arrays) is global, as a GPU's is per block.
+        static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let block = if self.synchronizing.contains(name) && !name.starts_with("gemm_") {
             block.min(32)
         } else {

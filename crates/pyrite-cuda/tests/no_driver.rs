@@ -82,7 +82,9 @@ fn cuda_tensors_without_a_driver_are_errors_that_say_why() {
     assert!(e.to_string().starts_with("device cuda:0 requested, but "), "{e}");
     // The reason names what is missing: the `cuda` feature, or the driver.
     assert!(
-        reason.contains("no CUDA backend") || reason.contains("NVIDIA driver") || reason.contains("no CUDA-capable device"),
+        reason.contains("no CUDA backend")
+            || reason.contains("NVIDIA driver")
+            || reason.contains("no CUDA-capable device"),
         "{reason}"
     );
     assert!(Tensor::zeros_on([2], DType::F32, cuda).is_err());

@@ -216,6 +216,50 @@ fn matrix_products_match_the_cpu_in_every_layout() -> Result<()> {
 }
 
 #[test]
+fn indexing_matches_the_cpu_values_and_gradients() -> Result<()> {
+    let Some((dev, _serial)) = device() else { return Ok(()) };
+    let x = randn(&[4, 6], 30);
+    let dx = x.to_device(dev)?;
+    let idx = Tensor::new([[0i64, 5, 2], [1, 1, 4], [3, 0, 0], [5, 2, 1]])?;
+    assert_close(&dx.gather(1, &idx.to_device(dev)?)?, &x.gather(1, &idx)?, 0.0, "gather");
+    // The index may stay on the host.
+    assert_close(&dx.gather(1, &idx)?, &x.gather(1, &idx)?, 0.0, "gather with a host index");
+    let sel = Tensor::new([3i64, 0, 3, -1])?;
+    assert_close(&dx.index_select(0, &sel)?, &x.index_select(0, &sel)?, 0.0, "index_select");
+    assert_close(
+        &dx.t()?.index_select(1, &sel)?,
+        &x.t()?.index_select(1, &sel)?,
+        0.0,
+        "index_select of a view",
+    );
+    let src = randn(&[4, 3], 31);
+    assert_close(
+        &dx.scatter_add(1, &idx.to_device(dev)?, &src.to_device(dev)?)?,
+        &x.scatter_add(1, &idx, &src)?,
+        1e-6,
+        "scatter_add with repeated indices",
+    );
+    let rows = randn(&[4, 6], 32);
+    assert_close(
+        &dx.index_add(0, &sel, &rows.to_device(dev)?, 2.0)?,
+        &x.index_add(0, &sel, &rows, 2.0)?,
+        1e-6,
+        "index_add",
+    );
+    // Backward of gather and index_select: scatter_add and index_add into zeros on the device.
+    let grads = |d: Device| -> Result<Tensor> {
+        let w = x.to_device(d)?.requires_grad_(true)?;
+        w.gather(1, &idx.to_device(d)?)?
+            .sum()?
+            .add(&w.index_select(0, &sel.to_device(d)?)?.square()?.sum()?)?
+            .backward()?;
+        Ok(w.grad().unwrap())
+    };
+    assert_close(&grads(dev)?, &grads(Device::Cpu)?, 1e-5, "gradients");
+    Ok(())
+}
+
+#[test]
 fn gradients_flow_on_the_device_and_back_to_host_leaves() -> Result<()> {
     let Some((dev, _serial)) = device() else { return Ok(()) };
     let run = |device: Device| -> Result<(Tensor, Tensor)> {

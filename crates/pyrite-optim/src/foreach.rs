@@ -130,18 +130,47 @@ impl<C: Sync> Batch<C> {
         k32: impl Fn(&C, &mut [&mut [f32]], &[&[f32]]) + Sync,
         k64: impl Fn(&C, &mut [&mut [f64]], &[&[f64]]) + Sync,
     ) -> Result<()> {
+        let (arity, n_write) = (self.arity, self.n_write);
         if !self.f32.1.is_empty() {
-            let ts: Vec<&Tensor> = self.f32.0.iter().collect();
             let coefs = &self.f32.1;
-            foreach_apply::<f32>(&ts, self.arity, self.n_write, &|g, w, r| k32(&coefs[g], w, r))?;
+            on_host(&self.f32.0, arity, n_write, |ts| {
+                foreach_apply::<f32>(ts, arity, n_write, &|g, w, r| k32(&coefs[g], w, r))
+            })?;
         }
         if !self.f64.1.is_empty() {
-            let ts: Vec<&Tensor> = self.f64.0.iter().collect();
             let coefs = &self.f64.1;
-            foreach_apply::<f64>(&ts, self.arity, self.n_write, &|g, w, r| k64(&coefs[g], w, r))?;
+            on_host(&self.f64.0, arity, n_write, |ts| {
+                foreach_apply::<f64>(ts, arity, n_write, &|g, w, r| k64(&coefs[g], w, r))
+            })?;
         }
         Ok(())
     }
+}
+
+/// Runs `f` over `tensors` where the fused kernel runs: in place on the CPU; for CUDA
+/// tensors, on host copies whose updated tensors (the first `n_write` of each item) are copied
+/// back (the CUDA backend has no fused optimizer kernels yet: correct, with two transfers per
+/// step).
+fn on_host(
+    tensors: &[Tensor],
+    arity: usize,
+    n_write: usize,
+    f: impl FnOnce(&[&Tensor]) -> Result<()>,
+) -> Result<()> {
+    if !tensors.iter().any(|t| t.device().is_cuda()) {
+        let ts: Vec<&Tensor> = tensors.iter().collect();
+        return f(&ts);
+    }
+    let _g = pyrite_core::autograd::no_grad();
+    let host: Vec<Tensor> =
+        tensors.iter().map(|t| t.detach().to_device(pyrite_core::Device::Cpu)).collect::<Result<_>>()?;
+    f(&host.iter().collect::<Vec<_>>())?;
+    for (i, (t, h)) in tensors.iter().zip(&host).enumerate() {
+        if i % arity < n_write {
+            t.detach().copy_(h)?;
+        }
+    }
+    Ok(())
 }
 
 /// Rounds a scalar kept as a tensor of the default dtype in PyTorch (`step`, `mu_product`,

@@ -72,6 +72,9 @@ fn truthy(t: &Tensor) -> Result<Tensor> {
 fn logical(a: &Tensor, b: &Tensor, name: &str, out: Out<'_>, f: fn(bool, bool) -> bool) -> Result<Tensor> {
     let shape = broadcast_shapes(a.dims(), b.dims(), name)?;
     let (a, b) = (truthy(a)?, truthy(b)?);
+    if a.device().is_cuda() || b.device().is_cuda() {
+        return crate::cuda::binary(&a, &b, name, DType::Bool, out);
+    }
     map2::<bool, bool, bool>(&a, &b, &shape, out, name, f)
 }
 
@@ -90,6 +93,9 @@ impl Tensor {
     }
     /// `torch.logical_not`: zero elements become true.
     pub fn logical_not(&self) -> Result<Tensor> {
+        if self.device().is_cuda() {
+            return crate::cuda::unary(&truthy(self)?, "logical_not", Out::New, [0.0; 2]);
+        }
         map1::<bool, bool>(&truthy(self)?, &self.shape().clone(), Out::New, "logical_not", |x| !x)
     }
     /// `torch.logical_and(self, other, out=out)` into a bool tensor.
@@ -128,6 +134,13 @@ impl Tensor {
 
     fn float_test(&self, name: &str, f: impl Fn(f64) -> bool + Sync + Send + Copy) -> Result<Tensor> {
         let shape = self.shape().clone();
+        if self.device().is_cuda() {
+            if self.dtype().is_floating_point() {
+                return crate::cuda::unary(self, name, Out::New, [0.0; 2]);
+            }
+            // Integers are never NaN nor infinite.
+            return Tensor::full_on(shape, name == "isfinite", DType::Bool, self.device());
+        }
         dispatch_all!(self.dtype(), T => map1::<T, bool>(self, &shape, Out::New, name, move |v: T| f(v.to_f64())))
     }
 

@@ -68,7 +68,11 @@ enum IndexDtypes {
 
 /// Reads an index tensor's values in row-major order as i64.
 pub(crate) fn index_values(index: &Tensor, op: &str, accept_i32: bool) -> Result<Vec<i64>> {
-    index.device().check_cpu_kernel()?;
+    if index.device().is_cuda() {
+        // Read on the host, where the positions are checked (PyTorch checks them on the
+        // device, asynchronously).
+        return index_values(&index.to_device(crate::Device::Cpu)?, op, accept_i32);
+    }
     match index.dtype() {
         DType::I64 => Ok(index.gather_elements::<i64>()),
         DType::I32 if accept_i32 => Ok(index.with_slice::<i32, _>(|s| s.iter().map(|&v| v as i64).collect())),
@@ -420,6 +424,9 @@ impl Tensor {
             }
             return self.deep_clone();
         }
+        if self.device().is_cuda() {
+            return crate::cuda::index_select(self, d, &idx);
+        }
         let mut shape = self.shape().clone();
         shape.0[d] = idx.len();
         let outer: usize = self.dims()[..d].iter().product();
@@ -477,7 +484,7 @@ impl Tensor {
         let d = wrap_dim(dim, self.rank())?;
         let mut idx = read_index(index, "gather", IndexDtypes::I32OrI64)?;
         if index.numel() == 0 {
-            return Tensor::zeros(index.shape().clone(), self.dtype());
+            return Tensor::zeros_on(index.shape().clone(), self.dtype(), self.device());
         }
         if index.rank() != self.rank() {
             bail!(Shape, "gather(): Index tensor must have the same number of dimensions as input tensor");
@@ -494,6 +501,9 @@ impl Tensor {
         }
         let size = if self.rank() == 0 { 1 } else { self.dims()[d] };
         wrap_indices(&mut idx, size, d, false, "gather(): ")?;
+        if self.device().is_cuda() {
+            return crate::cuda::gather(self, d, &idx, index.shape());
+        }
         let (sstrides, sd) = strides_without(self, d);
         dispatch_all!(self.dtype(), T => gather_kernel::<T>(self, index.shape(), &idx, &sstrides, sd))
     }
@@ -749,6 +759,14 @@ impl Tensor {
         check_no_internal_overlap(self, op)?;
         let size = if self.rank() == 0 { 1 } else { self.dims()[d] };
         wrap_indices(&mut idx, size, d, false, &format!("{op}(): "))?;
+        if self.device().is_cuda() {
+            return match (src, reduce, include_self) {
+                (Some(s), Reduce::Sum, true) => {
+                    crate::cuda::scatter_add(self, d, &idx, index.shape(), s, false, 1.0)
+                }
+                _ => Err(crate::cuda::not_implemented(op)),
+            };
+        }
         if reduce == Reduce::Mean && !self.is_contiguous() {
             // Mean counts hits per element; work on a contiguous copy and write it back.
             let tmp = self.deep_clone()?;
@@ -1148,6 +1166,17 @@ impl Tensor {
                     false,
                     "index_add_",
                 )?;
+                if self.device().is_cuda() {
+                    return crate::cuda::scatter_add(
+                        self,
+                        d,
+                        &idx,
+                        source.shape(),
+                        source,
+                        true,
+                        alpha.to_f64(),
+                    );
+                }
                 dispatch_all!(self.dtype(), T => {
                     let a = T::from_scalar(alpha);
                     if is_one(alpha) {
@@ -1544,7 +1573,7 @@ pub(crate) fn scatter_into_zeros(src: &Tensor, dim: isize, index: &Tensor, shape
     let rec = needs_grad(&[src]);
     let z = {
         let _g = paused(rec);
-        let z = Tensor::zeros(shape.clone(), src.dtype())?;
+        let z = Tensor::zeros_on(shape.clone(), src.dtype(), src.device())?;
         z.scatter_add_(dim, index, src)?;
         z
     };
@@ -1562,7 +1591,7 @@ fn index_add_into_zeros(src: &Tensor, dim: isize, index: &Tensor, shape: &Shape)
     let rec = needs_grad(&[src]);
     let z = {
         let _g = paused(rec);
-        let z = Tensor::zeros(shape.clone(), src.dtype())?;
+        let z = Tensor::zeros_on(shape.clone(), src.dtype(), src.device())?;
         z.index_add_(dim, index, src, 1)?;
         z
     };

@@ -105,6 +105,19 @@ impl Tensor {
             &[],
             |old| old.masked_fill(mask, v),
             || {
+                if self.device().is_cuda() {
+                    crate::cuda::map(
+                        "masked_fill",
+                        "(b ? s0 : a)",
+                        &[self, mask],
+                        self.dtype(),
+                        self.dtype(),
+                        Out::Into(self),
+                        [v.to_f64(); 2],
+                        [v.to_i64(); 2],
+                    )?;
+                    return Ok(());
+                }
                 dispatch_all!(self.dtype(), T => {
                     let fill = T::from_scalar(v);
                     map2::<T, bool, T>(self, mask, &shape, Out::Into(self), "masked_fill_", move |x, m| if m { fill } else { x })?;

@@ -14,16 +14,19 @@
 //! - [`reduce`]: sum, mean, prod, max, min, argmax, argmin over any set of dims, one block per
 //!   output, deterministic.
 //! - [`softmax`]: softmax and log_softmax over the last dim.
+//! - [`index`]: gather / index_select and scatter_add / index_add.
 //! - [`gemm`]: batched matrix products over any strides (cuBLAS's stand-in).
 
 pub mod elementwise;
 pub mod gemm;
+pub mod index;
 mod nvrtc;
 pub mod reduce;
 pub mod softmax;
 
 pub use elementwise::{binary_expr, unary_expr, Elementwise, EwParams};
 pub use gemm::GemmParams;
+pub use index::IndexParams;
 pub use nvrtc::{compile_ptx, CompiledKernel, KernelCache};
 pub use reduce::{Reduce, ReduceOp, ReduceParams};
 pub use softmax::{Softmax, SoftmaxParams};
@@ -206,6 +209,7 @@ pub fn all_kernels() -> Vec<KernelSpec> {
     v.extend(reduce::all_kernels());
     v.extend(softmax::all_kernels());
     v.extend(gemm::all_kernels());
+    v.extend(index::all_kernels());
     v
 }
 

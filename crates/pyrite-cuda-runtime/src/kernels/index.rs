@@ -1,0 +1,113 @@
+//! Indexing kernels: `gather` (also `index_select`, with the index broadcast along the other
+//! dims) and `scatter_add` (also `index_add`, and the backward of both), over arbitrary
+//! strides. The index holds already validated, non-negative positions along `dim`.
+//! `scatter_add` adds with atomics, so the order of additions to one element varies between
+//! runs, as in PyTorch's CUDA kernel.
+
+use super::{CType, KernelSpec, MAX_DIMS};
+
+/// The parameter block of the indexing kernels (C's `IndexParams`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IndexParams {
+    /// Device addresses of the output, the source and the int64 index.
+    pub ptrs: [u64; 3],
+    /// Elements to visit (the iteration shape's size).
+    pub n: i64,
+    /// Dims of the iteration shape.
+    pub ndim: i32,
+    /// The indexed dim.
+    pub dim: i32,
+    /// The iteration shape (the index's for gather and scatter, the output's for index_select,
+    /// the source's for index_add).
+    pub sizes: [i64; MAX_DIMS],
+    /// Element strides of the output, the source and the index over the iteration shape
+    /// (0 where broadcast; the output's `dim` stride for scatter, the source's for gather, is
+    /// the stride the index steps along).
+    pub strides: [[i64; MAX_DIMS]; 3],
+    /// Element offsets of the output, the source and the index.
+    pub offsets: [i64; 3],
+    /// The factor applied to added values (`index_add`'s alpha).
+    pub alpha: f64,
+}
+
+impl Default for IndexParams {
+    fn default() -> Self {
+        IndexParams {
+            ptrs: [0; 3],
+            n: 0,
+            ndim: 0,
+            dim: 0,
+            sizes: [1; MAX_DIMS],
+            strides: [[0; MAX_DIMS]; 3],
+            offsets: [0; 3],
+            alpha: 1.0,
+        }
+    }
+}
+
+const PARAMS_C: &str =
+    "struct IndexParams { u64 ptrs[3]; i64 n; int ndim, dim; i64 sizes[MAXD]; i64 strides[3][MAXD]; \
+i64 offsets[3]; double alpha; };\n";
+
+/// `out[c] = src[c with c[dim] = index[c]]` over the iteration shape.
+pub fn gather(t: CType) -> KernelSpec {
+    let st = t.storage();
+    let name = format!("gather_{}", t.tag());
+    let body = format!(
+        r#"extern "C" __global__ void {name}(const IndexParams p) {{
+  {st}* out = ({st}*)p.ptrs[0] + p.offsets[0];
+  const {st}* src = (const {st}*)p.ptrs[1] + p.offsets[1];
+  const i64* index = (const i64*)p.ptrs[2] + p.offsets[2];
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (i64)blockDim.x * gridDim.x) {{
+    i64 r = i, o = 0, s = 0, x = 0;
+    for (int d = p.ndim - 1; d >= 0; d--) {{
+      const i64 c = r % p.sizes[d]; r /= p.sizes[d];
+      o += c * p.strides[0][d]; x += c * p.strides[2][d];
+      if (d != p.dim) s += c * p.strides[1][d];
+    }}
+    out[o] = src[s + index[x] * p.strides[1][p.dim]];
+  }}
+}}
+"#
+    );
+    KernelSpec { name, params: "IndexParams", params_c: PARAMS_C, body }
+}
+
+/// `out[c with c[dim] = index[c]] += alpha * src[c]` over the iteration shape, atomically
+/// (f32, f64, int32 and int64: the types CUDA adds atomically).
+pub fn scatter_add(t: CType) -> Option<KernelSpec> {
+    let (st, add) = match t {
+        CType::F32 => ("float", "atomicAdd(&out[o], (float)(p.alpha * (double)v))"),
+        CType::F64 => ("double", "atomicAdd(&out[o], p.alpha * v)"),
+        CType::I32 => ("int", "atomicAdd(&out[o], (int)((i64)p.alpha * v))"),
+        CType::I64 => ("i64", "atomicAdd((u64*)&out[o], (u64)((i64)p.alpha * v))"),
+        _ => return None,
+    };
+    let name = format!("scatter_add_{}", t.tag());
+    let body = format!(
+        r#"extern "C" __global__ void {name}(const IndexParams p) {{
+  {st}* out = ({st}*)p.ptrs[0] + p.offsets[0];
+  const {st}* src = (const {st}*)p.ptrs[1] + p.offsets[1];
+  const i64* index = (const i64*)p.ptrs[2] + p.offsets[2];
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (i64)blockDim.x * gridDim.x) {{
+    i64 r = i, o = 0, s = 0, x = 0;
+    for (int d = p.ndim - 1; d >= 0; d--) {{
+      const i64 c = r % p.sizes[d]; r /= p.sizes[d];
+      s += c * p.strides[1][d]; x += c * p.strides[2][d];
+      if (d != p.dim) o += c * p.strides[0][d];
+    }}
+    o += index[x] * p.strides[0][p.dim];
+    const {st} v = src[s];
+    {add};
+  }}
+}}
+"#
+    );
+    Some(KernelSpec { name, params: "IndexParams", params_c: PARAMS_C, body })
+}
+
+/// Every indexing kernel, for the compile test.
+pub fn all_kernels() -> Vec<KernelSpec> {
+    CType::ALL.iter().flat_map(|&t| [Some(gather(t)), scatter_add(t)]).flatten().collect()
+}

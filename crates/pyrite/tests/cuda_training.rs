@@ -1,0 +1,80 @@
+//! Training on a CUDA device gives the CPU's losses and weights: an MLP with cross-entropy,
+//! trained by SGD with momentum and by Adam, from the same initial weights. Runs on the
+//! emulated device (pyrite-cuda-runtime's `emulator`), or on a real GPU with
+//! `PYRITE_CUDA_TEST_ON_GPU=1` (`scripts/gpu_check.sh`).
+
+use pyrite::nn::functional as F;
+use pyrite::nn::{Linear, Module, ReLU, Sequential};
+use pyrite::optim::{Adam, AdamOptions, Optimizer, SGDOptions, SGD};
+use pyrite::{DType, Device, Result, Tensor};
+
+fn device() -> Option<Device> {
+    if std::env::var("PYRITE_CUDA_TEST_ON_GPU").as_deref() != Ok("1") {
+        assert!(pyrite_cuda_runtime::emulator::enable());
+    }
+    if pyrite::cuda_is_available() {
+        Some(Device::Cuda(0))
+    } else {
+        eprintln!("SKIPPED: no CUDA device");
+        None
+    }
+}
+
+fn mlp() -> Result<Sequential> {
+    pyrite::manual_seed(0);
+    Ok(Sequential::new().append(Linear::new(20, 32)?).append(ReLU::new()).append(Linear::new(32, 5)?))
+}
+
+/// Losses of `steps` steps and the final weights (on the host).
+fn train(device: Device, adam: bool, steps: usize) -> Result<(Vec<f32>, Vec<Tensor>)> {
+    let mut model = mlp()?;
+    model.to_device(device)?;
+    let mut opt: Box<dyn Optimizer> = if adam {
+        Box::new(Adam::new(model.parameters(), AdamOptions { lr: 1e-2, ..Default::default() })?)
+    } else {
+        Box::new(SGD::new(model.parameters(), SGDOptions { lr: 0.1, momentum: 0.9, ..Default::default() })?)
+    };
+    let g = pyrite::Generator::new(1);
+    let x = Tensor::randn_with([16, 20], DType::F32, Some(&g))?.to_device(device)?;
+    let y = Tensor::randint(0, 5, [16], DType::I64)?.to_device(device)?;
+    let mut losses = Vec::new();
+    for _ in 0..steps {
+        opt.zero_grad()?;
+        let loss = F::cross_entropy(&model.call(&x)?, &y, &Default::default())?;
+        loss.backward()?;
+        opt.step()?;
+        losses.push(loss.item::<f32>()?);
+    }
+    let weights = model.parameters().iter().map(|p| p.to_device(Device::Cpu)).collect::<Result<_>>()?;
+    Ok((losses, weights))
+}
+
+fn check(adam: bool) -> Result<()> {
+    // The runs draw from the global generator: the tests take turns.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(dev) = device() else { return Ok(()) };
+    pyrite::manual_seed(7);
+    let (l_cpu, w_cpu) = train(Device::Cpu, adam, 4)?;
+    pyrite::manual_seed(7);
+    let (l_gpu, w_gpu) = train(dev, adam, 4)?;
+    for (a, b) in l_gpu.iter().zip(&l_cpu) {
+        assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "losses: cuda {l_gpu:?}, cpu {l_cpu:?}");
+    }
+    assert!(l_cpu[3] < l_cpu[0], "it learns: {l_cpu:?}");
+    for (a, b) in w_gpu.iter().zip(&w_cpu) {
+        let d = a.sub(b)?.abs()?.amax(&[], false)?.item::<f32>()?;
+        assert!(d < 1e-4, "weights differ by {d}");
+    }
+    Ok(())
+}
+
+#[test]
+fn sgd_with_momentum_trains_an_mlp_on_cuda_as_on_the_cpu() -> Result<()> {
+    check(false)
+}
+
+#[test]
+fn adam_trains_an_mlp_on_cuda_as_on_the_cpu() -> Result<()> {
+    check(true)
+}
