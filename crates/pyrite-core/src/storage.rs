@@ -209,10 +209,28 @@ impl UntypedStorage {
         self.0.read().device()
     }
 
-    /// Calls `f` with all the bytes (read-locked for the call).
+    /// Calls `f` with all the bytes (read-locked for the call) of a CPU storage (a CUDA
+    /// storage panics: use [`UntypedStorage::try_with_bytes`]).
     pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         let g = self.0.read();
         f(g.cpu().as_slice::<u8>())
+    }
+
+    /// [`UntypedStorage::with_bytes`] for a storage on any device: a GPU's bytes are copied to
+    /// the host first (what `torch.save` does with CUDA tensors), and a failed copy is an
+    /// error.
+    pub fn try_with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> crate::Result<R> {
+        let g = self.0.read();
+        match &*g {
+            Storage::Cpu(b) => Ok(f(b.as_slice::<u8>())),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(b) => {
+                let mut host = vec![0u8; b.len_bytes()];
+                let stream = pyrite_cuda_runtime::stream::current_stream(b.device())?;
+                b.copy_to_host(0, &mut host, &stream)?;
+                Ok(f(&host))
+            }
+        }
     }
 
     /// Calls `f` with all the bytes, writable (write-locked for the call, and counted as an

@@ -239,10 +239,17 @@ fn caching_allocator_reuses_freed_buffers_and_reports_stats() {
 
 #[test]
 fn cuda_is_named_but_unavailable() {
-    assert!(!pyrite_core::cuda_is_available());
     assert_eq!(Device::parse("cuda:1").unwrap(), Device::Cuda(1));
+    if pyrite_core::cuda_is_available() {
+        return; // a GPU machine: pyrite-cuda's tests cover the device
+    }
     let e = Device::Cuda(0).check_available().err().unwrap();
-    assert!(e.message().contains("no CUDA backend"), "{e}");
+    // Without the `cuda` feature the build has no backend; with it, this machine has no driver.
+    let m = e.message();
+    assert!(
+        m.contains("no CUDA backend") || m.contains("NVIDIA driver") || m.contains("no CUDA-capable device"),
+        "{e}"
+    );
     assert!(Device::parse("tpu").is_err());
 }
 

@@ -182,7 +182,7 @@ impl Plan {
         for t in &self.tensors {
             let start = t.storage_offset() * t.dtype().size_in_bytes();
             let n = t.numel() * t.dtype().size_in_bytes();
-            t.untyped_storage().with_bytes(|b| w.write_all(&b[start..start + n]))?;
+            t.untyped_storage().try_with_bytes(|b| w.write_all(&b[start..start + n]))??;
         }
         Ok(())
     }

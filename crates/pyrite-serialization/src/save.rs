@@ -63,7 +63,7 @@ fn write_archive(pkl: &[u8], storages: &[crate::pickler::SavedStorage], w: &mut 
     z.add(&format!("{ARCHIVE}/byteorder"), b"little")?;
     for (key, s) in storages.iter().enumerate() {
         let name = format!("{ARCHIVE}/data/{key}");
-        s.storage.with_bytes(|b| z.add(&name, b))?;
+        s.storage.try_with_bytes(|b| z.add(&name, b))??;
     }
     z.add(&format!("{ARCHIVE}/version"), FORMAT_VERSION.as_bytes())?;
     z.add(&format!("{ARCHIVE}/.data/serialization_id"), serialization_id().as_bytes())?;

@@ -78,3 +78,19 @@ fn sgd_with_momentum_trains_an_mlp_on_cuda_as_on_the_cpu() -> Result<()> {
 fn adam_trains_an_mlp_on_cuda_as_on_the_cpu() -> Result<()> {
     check(true)
 }
+
+#[test]
+fn cuda_tensors_save_as_host_tensors() -> Result<()> {
+    let Some(dev) = device() else { return Ok(()) };
+    let t = Tensor::arange(0.0, 6.0, 1.0, DType::F32)?.reshape([2, 3])?.to_device(dev)?;
+    let dir = std::env::temp_dir().join(format!("pyrite-cuda-save-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    pyrite::serialization::safetensors::save_file([("w", &t.t()?)], dir.join("w.safetensors"), None)?;
+    let back = pyrite::serialization::safetensors::load_file(dir.join("w.safetensors"))?;
+    assert_eq!(back[0].1.to_vec::<f32>()?, t.t()?.to_device(Device::Cpu)?.contiguous()?.to_vec::<f32>()?);
+    pyrite::save(&pyrite::serialization::Object::from(t.clone()), dir.join("w.pt"))?;
+    let back = Tensor::try_from(pyrite::load(dir.join("w.pt"))?)?;
+    assert_eq!((back.device(), back.to_vec::<f32>()?), (Device::Cpu, vec![0., 1., 2., 3., 4., 5.]));
+    std::fs::remove_dir_all(&dir).ok();
+    Ok(())
+}
