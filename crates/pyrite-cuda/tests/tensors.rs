@@ -260,6 +260,33 @@ fn indexing_matches_the_cpu_values_and_gradients() -> Result<()> {
 }
 
 #[test]
+fn cat_stack_where_and_random_fills_match_the_cpu() -> Result<()> {
+    let Some((dev, _serial)) = device() else { return Ok(()) };
+    let a = randn(&[2, 3], 40);
+    let b = Tensor::arange(0.0, 9.0, 1.0, DType::I64)?.reshape([3, 3])?;
+    let (da, db) = (a.to_device(dev)?, b.to_device(dev)?);
+    assert_close(&Tensor::cat(&[&da, &db], 0)?, &Tensor::cat(&[&a, &b], 0)?, 0.0, "cat promotes");
+    assert_close(
+        &Tensor::cat(&[&da.t()?, &da.t()?], 1)?,
+        &Tensor::cat(&[&a.t()?, &a.t()?], 1)?,
+        0.0,
+        "cat of views",
+    );
+    assert_close(&Tensor::stack(&[&da, &da], 1)?, &Tensor::stack(&[&a, &a], 1)?, 0.0, "stack");
+    let c = a.gt_scalar(0.0)?;
+    let y = randn(&[2, 3], 41);
+    assert_close(&da.where_(&c.to_device(dev)?, &y.to_device(dev)?)?, &a.where_(&c, &y)?, 0.0, "where");
+    // A seeded generator gives the CPU's values on the device.
+    let (g1, g2) = (pyrite_core::Generator::new(5), pyrite_core::Generator::new(5));
+    let host = Tensor::zeros([4, 5], DType::F32)?;
+    host.uniform_(-1.0, 1.0, Some(&g1))?;
+    let on_dev = Tensor::zeros_on([4, 5], DType::F32, dev)?;
+    on_dev.uniform_(-1.0, 1.0, Some(&g2))?;
+    assert_close(&on_dev, &host, 0.0, "uniform_");
+    Ok(())
+}
+
+#[test]
 fn gradients_flow_on_the_device_and_back_to_host_leaves() -> Result<()> {
     let Some((dev, _serial)) = device() else { return Ok(()) };
     let run = |device: Device| -> Result<(Tensor, Tensor)> {

@@ -222,7 +222,27 @@ pub fn where_impl(condition: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> 
     let out = {
         let _g = paused(rec);
         let (x, y) = (x.to_dtype(dt)?, y.to_dtype(dt)?);
-        dispatch_all!(dt, T => map3::<bool, T, T, T>(condition, &x, &y, &shape, Out::New, "where", |c, a, b| if c { a } else { b }))?
+        if condition.device().is_cuda() || x.device().is_cuda() || y.device().is_cuda() {
+            if condition.dtype() != DType::Bool {
+                bail!(
+                    DType,
+                    "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
+                    condition.dtype()
+                );
+            }
+            crate::cuda::map(
+                "where",
+                "(a ? b : c)",
+                &[condition, &x, &y],
+                dt,
+                dt,
+                Out::New,
+                [0.0; 2],
+                [0; 2],
+            )?
+        } else {
+            dispatch_all!(dt, T => map3::<bool, T, T, T>(condition, &x, &y, &shape, Out::New, "where", |c, a, b| if c { a } else { b }))?
+        }
     };
     if !rec || !dt.is_floating_point() {
         return Ok(out);

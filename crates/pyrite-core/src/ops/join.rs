@@ -202,7 +202,7 @@ impl Tensor {
                 );
             }
         }
-        device.check_cpu_kernel()?;
+        device.check_available()?;
         let dtype = ts.iter().skip(1).fold(ts[0].dtype(), |a, t| promote_types(a, t.dtype()));
         let kept: Vec<(usize, &Tensor)> = ts
             .iter()
@@ -212,7 +212,7 @@ impl Tensor {
             .collect();
         if kept.is_empty() {
             wrap_dim(dim, 1)?;
-            return Tensor::zeros([0], dtype);
+            return Tensor::zeros_on([0], dtype, device);
         }
         let first = kept[0].1;
         let r = first.rank();
@@ -236,6 +236,16 @@ impl Tensor {
         }
         let mut shape = first.shape().clone();
         shape.0[d] = cat_size;
+        if device.is_cuda() {
+            // Each input copied (and cast) into its slice of the output, on the device.
+            let out = Tensor::zeros_on(shape, dtype, device)?;
+            let mut at = 0;
+            for &(_, t) in &kept {
+                out.narrow(d as isize, at as isize, t.dims()[d])?.copy_(t)?;
+                at += t.dims()[d];
+            }
+            return Ok(out);
+        }
         let outer: usize = shape.dims()[..d].iter().product();
         let inner: usize = shape.dims()[d + 1..].iter().product();
         let mut inputs = Vec::with_capacity(kept.len());

@@ -212,7 +212,14 @@ fn fill_inplace(t: &Tensor, node: &'static str, dist: Dist, gen: Option<&Generat
 }
 
 fn fill_tensor(t: &Tensor, dist: Dist, gen: Option<&Generator>) -> Result<()> {
-    t.device().check_cpu_kernel()?;
+    if t.device().is_cuda() {
+        // Drawn on the host from the same generator (so a seed gives the CPU's values; PyTorch's
+        // CUDA generator promises no particular stream), then copied in.
+        let host = Tensor::empty(t.shape().clone(), t.dtype())?;
+        fill_tensor(&host, dist, gen)?;
+        crate::ops::cast::convert(&host, t.dtype(), super::Out::Into(t), "copy_")?;
+        return Ok(());
+    }
     let n = t.numel();
     if n == 0 {
         return Ok(());
