@@ -1,5 +1,5 @@
-//! An emulated CUDA device for testing without a GPU (built with the feature `emulator`,
-//! switched on at run time by `PYRITE_CUDA_EMULATOR=1`): device memory is host memory, copies are `memcpy`, and
+//! An emulated CUDA device for testing without a GPU, switched on before the first CUDA call by
+//! [`enable`] or `PYRITE_CUDA_EMULATOR=1` (never by default): device memory is host memory, copies are `memcpy`, and
 //! each kernel's CUDA source is compiled by the host C++ compiler against `emulator.h` (each
 //! block's threads run as OS threads, `__syncthreads` is a barrier) and loaded as a shared
 //! library. pyrite-core's CUDA dispatch then runs end to end on any machine, so its layouts,
@@ -19,15 +19,13 @@ static ON: OnceLock<bool> = OnceLock::new();
 /// Whether the emulated device is on (`PYRITE_CUDA_EMULATOR=1`, or [`enable`]); decided at the
 /// first CUDA call of the process.
 pub fn active() -> bool {
-    cfg!(feature = "emulator")
-        && *ON.get_or_init(|| std::env::var("PYRITE_CUDA_EMULATOR").as_deref() == Ok("1"))
+    *ON.get_or_init(|| std::env::var("PYRITE_CUDA_EMULATOR").as_deref() == Ok("1"))
 }
 
 /// Turns the emulated device on for this process, before any CUDA call (tests do this).
-/// Returns whether it is on: false without the `emulator` feature, or when CUDA was already
-/// used without it.
+/// Returns whether it is on: false when CUDA was already used without it.
 pub fn enable() -> bool {
-    cfg!(feature = "emulator") && *ON.get_or_init(|| true)
+    *ON.get_or_init(|| true)
 }
 
 /// The emulated device's memory: 4 GiB of host memory at most.

@@ -26,8 +26,8 @@ pub mod stream;
 
 pub use error::{Error, ErrorKind, Result};
 
-/// Whether this process runs on the emulated device (feature `emulator` and
-/// `PYRITE_CUDA_EMULATOR=1`) instead of a GPU.
+/// Whether this process runs on the emulated device (`PYRITE_CUDA_EMULATOR=1` or
+/// [`emulator::enable`]) instead of a GPU.
 pub fn emulated() -> bool {
     emulator::active()
 }

@@ -1,6 +1,6 @@
 //! The kernels' arithmetic and indexing, checked against pyrite-core's CPU ops (themselves
 //! checked against PyTorch) by running the CUDA sources on the host emulator
-//! (`tests/common/emulator.h`): strided and broadcast operands, every element type, NaNs.
+//! (`src/emulator.h`): strided and broadcast operands, every element type, NaNs.
 
 mod common;
 
