@@ -498,8 +498,6 @@ mod imp {
         let out_t = reduce::default_out(op, input);
         let out_dtype = DType::ALL[CType::ALL.iter().position(|&c| c == out_t).unwrap()];
         let dims = x.dims();
-        let kept: Vec<usize> = (0..dims.len()).filter(|&d| !mask[d]).collect();
-        let red: Vec<usize> = (0..dims.len()).filter(|&d| mask[d]).collect();
         let out_shape: Vec<usize> = (0..dims.len())
             .filter_map(|d| if mask[d] { keepdim.then_some(1) } else { Some(dims[d]) })
             .collect();
@@ -507,26 +505,10 @@ mod imp {
         let values = empty(&shape, out_dtype, device)?;
         let is_arg = matches!(r, Reduction::ArgMax | Reduction::ArgMin);
         let indices = if is_arg { Some(empty(&shape, DType::I64, device)?) } else { None };
-        if kept.len() > MAX_DIMS || red.len() > MAX_DIMS {
+        let strides: Vec<i64> = x.layout().strides().iter().map(|&s| s as i64).collect();
+        let Some(mut p) = ReduceParams::over(dims, &strides, mask) else {
             bail!(NotImplemented, "CUDA reductions take at most {MAX_DIMS} kept and {MAX_DIMS} reduced dims");
-        }
-        let strides = x.layout().strides();
-        let mut p = ReduceParams::default();
-        let mut out_stride = 1i64;
-        for (i, &d) in kept.iter().enumerate().rev() {
-            p.out_sizes[i] = dims[d] as i64;
-            p.out_in_strides[i] = strides[d] as i64;
-            p.out_strides[i] = out_stride;
-            out_stride *= dims[d] as i64;
-        }
-        for (i, &d) in red.iter().enumerate() {
-            p.red_sizes[i] = dims[d] as i64;
-            p.red_strides[i] = strides[d] as i64;
-        }
-        p.nd_out = kept.len() as i32;
-        p.nd_red = red.len() as i32;
-        p.n_out = shape.numel() as i64;
-        p.n_red = red.iter().map(|&d| dims[d] as i64).product();
+        };
         p.input = base_ptr(x);
         p.in_offset = x.storage_offset() as i64;
         p.out = base_ptr(&values);

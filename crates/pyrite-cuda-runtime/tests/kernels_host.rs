@@ -323,26 +323,11 @@ fn scalar_ops_fill_and_where() {
 
 fn run_reduce(emu: &Emulator, r: &Reduce, x: &Tensor, dims: &[usize]) -> (Tensor, Tensor) {
     let shape = x.dims().to_vec();
-    let strides = x.layout().strides();
-    let mut p = ReduceParams::default();
+    let strides: Vec<i64> = x.layout().strides().iter().map(|&s| s as i64).collect();
+    let reduced: Vec<bool> = (0..shape.len()).map(|d| dims.contains(&d)).collect();
+    let mut p = ReduceParams::over(&shape, &strides, &reduced).unwrap();
     let kept: Vec<usize> = (0..shape.len()).filter(|d| !dims.contains(d)).collect();
-    let n_out: usize = kept.iter().map(|&d| shape[d]).product();
-    let n_red: usize = dims.iter().map(|&d| shape[d]).product();
-    let mut out_stride = 1i64;
-    for (i, &d) in kept.iter().enumerate().rev() {
-        p.out_sizes[i] = shape[d] as i64;
-        p.out_in_strides[i] = strides[d] as i64;
-        p.out_strides[i] = out_stride;
-        out_stride *= shape[d] as i64;
-    }
-    for (i, &d) in dims.iter().enumerate() {
-        p.red_sizes[i] = shape[d] as i64;
-        p.red_strides[i] = strides[d] as i64;
-    }
-    p.nd_out = kept.len() as i32;
-    p.nd_red = dims.len() as i32;
-    p.n_out = n_out as i64;
-    p.n_red = n_red as i64;
+    let n_out = p.n_out as usize;
     let bytes = x.contiguous().unwrap().to_raw_bytes().unwrap();
     assert!(x.is_contiguous());
     p.input = bytes.as_ptr() as u64;

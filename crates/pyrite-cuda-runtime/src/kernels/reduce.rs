@@ -62,6 +62,36 @@ impl Default for ReduceParams {
     }
 }
 
+impl ReduceParams {
+    /// The index spaces of reducing the dims of a tensor of `sizes` and element `strides`
+    /// selected by `reduced`, into a contiguous output of the kept dims (addresses and offsets
+    /// left 0 for the caller). `None` beyond [`MAX_DIMS`] kept or reduced dims.
+    pub fn over(sizes: &[usize], strides: &[i64], reduced: &[bool]) -> Option<ReduceParams> {
+        let kept: Vec<usize> = (0..sizes.len()).filter(|&d| !reduced[d]).collect();
+        let red: Vec<usize> = (0..sizes.len()).filter(|&d| reduced[d]).collect();
+        if kept.len() > MAX_DIMS || red.len() > MAX_DIMS {
+            return None;
+        }
+        let mut p = ReduceParams::default();
+        let mut out_stride = 1i64;
+        for (i, &d) in kept.iter().enumerate().rev() {
+            p.out_sizes[i] = sizes[d] as i64;
+            p.out_in_strides[i] = strides[d];
+            p.out_strides[i] = out_stride;
+            out_stride *= sizes[d] as i64;
+        }
+        for (i, &d) in red.iter().enumerate() {
+            p.red_sizes[i] = sizes[d] as i64;
+            p.red_strides[i] = strides[d];
+        }
+        p.nd_out = kept.len() as i32;
+        p.nd_red = red.len() as i32;
+        p.n_out = out_stride;
+        p.n_red = red.iter().map(|&d| sizes[d] as i64).product();
+        Some(p)
+    }
+}
+
 const PARAMS_C: &str = "struct ReduceParams { u64 out, in, out_index; i64 n_out, n_red; int nd_out, nd_red; \
 i64 out_sizes[MAXD]; i64 out_in_strides[MAXD]; i64 out_strides[MAXD]; i64 red_sizes[MAXD]; i64 red_strides[MAXD]; \
 i64 in_offset, out_offset, index_offset; };\n";
