@@ -8,7 +8,6 @@
 use crate::kernels::KernelSpec;
 use crate::{cuda_bail, Result};
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
 /// The emulator's header: the CUDA launch model on host threads.
@@ -35,7 +34,6 @@ pub const CAPACITY: u64 = 4 << 30;
 pub struct HostKernels {
     lib: libloading::Library,
     synchronizing: std::collections::HashSet<String>,
-    dir: PathBuf,
 }
 
 type Launch = unsafe extern "C" fn(u32, u32, *const u8);
@@ -93,7 +91,9 @@ impl HostKernels {
             .map_err(|e| crate::Error::new(crate::ErrorKind::Unavailable, format!("emulator: {e}")))?;
         let synchronizing =
             specs.iter().filter(|k| k.body.contains("__syncthreads")).map(|k| k.name.clone()).collect();
-        Ok(HostKernels { lib, synchronizing, dir })
+        // The loaded library stays mapped: its files can go now (kernels live for the process).
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(HostKernels { lib, synchronizing })
     }
 
     /// Runs kernel `name` over `grid` blocks of `block` threads (32 for kernels that
@@ -119,12 +119,6 @@ impl HostKernels {
         // SAFETY: the caller guarantees the parameter block.
         unsafe { f(grid, block, params) };
         Ok(())
-    }
-}
-
-impl Drop for HostKernels {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
