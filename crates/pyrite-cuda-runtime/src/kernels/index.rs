@@ -48,7 +48,16 @@ impl Default for IndexParams {
 
 const PARAMS_C: &str =
     "struct IndexParams { u64 ptrs[3]; i64 n; int ndim, dim; i64 sizes[MAXD]; i64 strides[3][MAXD]; \
-i64 offsets[3]; double alpha; };\n";
+i64 offsets[3]; double alpha; };\n\
+// The offsets of iteration position i in the output, the source and the index; the operand the\n\
+// index points into (`skip`) leaves out the indexed dim, which the index value supplies.\n\
+__device__ __forceinline__ void index_offsets(const IndexParams& p, i64 i, int skip, i64 o[3]) {\n\
+  o[0] = o[1] = o[2] = 0;\n\
+  for (int d = p.ndim - 1; d >= 0; d--) {\n\
+    const i64 c = i % p.sizes[d]; i /= p.sizes[d];\n\
+    for (int k = 0; k < 3; k++) if (k != skip || d != p.dim) o[k] += c * p.strides[k][d];\n\
+  }\n\
+}\n";
 
 /// `out[c] = src[c with c[dim] = index[c]]` over the iteration shape.
 pub fn gather(t: CType) -> KernelSpec {
@@ -60,13 +69,9 @@ pub fn gather(t: CType) -> KernelSpec {
   const {st}* src = (const {st}*)p.ptrs[1] + p.offsets[1];
   const i64* index = (const i64*)p.ptrs[2] + p.offsets[2];
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (i64)blockDim.x * gridDim.x) {{
-    i64 r = i, o = 0, s = 0, x = 0;
-    for (int d = p.ndim - 1; d >= 0; d--) {{
-      const i64 c = r % p.sizes[d]; r /= p.sizes[d];
-      o += c * p.strides[0][d]; x += c * p.strides[2][d];
-      if (d != p.dim) s += c * p.strides[1][d];
-    }}
-    out[o] = src[s + index[x] * p.strides[1][p.dim]];
+    i64 o[3];
+    index_offsets(p, i, 1, o);
+    out[o[0]] = src[o[1] + index[o[2]] * p.strides[1][p.dim]];
   }}
 }}
 "#
@@ -78,10 +83,10 @@ pub fn gather(t: CType) -> KernelSpec {
 /// (f32, f64, int32 and int64: the types CUDA adds atomically).
 pub fn scatter_add(t: CType) -> Option<KernelSpec> {
     let (st, add) = match t {
-        CType::F32 => ("float", "atomicAdd(&out[o], (float)(p.alpha * (double)v))"),
-        CType::F64 => ("double", "atomicAdd(&out[o], p.alpha * v)"),
-        CType::I32 => ("int", "atomicAdd(&out[o], (int)((i64)p.alpha * v))"),
-        CType::I64 => ("i64", "atomicAdd((u64*)&out[o], (u64)((i64)p.alpha * v))"),
+        CType::F32 => ("float", "atomicAdd(&out[at], (float)(p.alpha * (double)v))"),
+        CType::F64 => ("double", "atomicAdd(&out[at], p.alpha * v)"),
+        CType::I32 => ("int", "atomicAdd(&out[at], (int)((i64)p.alpha * v))"),
+        CType::I64 => ("i64", "atomicAdd((u64*)&out[at], (u64)((i64)p.alpha * v))"),
         _ => return None,
     };
     let name = format!("scatter_add_{}", t.tag());
@@ -91,14 +96,10 @@ pub fn scatter_add(t: CType) -> Option<KernelSpec> {
   const {st}* src = (const {st}*)p.ptrs[1] + p.offsets[1];
   const i64* index = (const i64*)p.ptrs[2] + p.offsets[2];
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (i64)blockDim.x * gridDim.x) {{
-    i64 r = i, o = 0, s = 0, x = 0;
-    for (int d = p.ndim - 1; d >= 0; d--) {{
-      const i64 c = r % p.sizes[d]; r /= p.sizes[d];
-      s += c * p.strides[1][d]; x += c * p.strides[2][d];
-      if (d != p.dim) o += c * p.strides[0][d];
-    }}
-    o += index[x] * p.strides[0][p.dim];
-    const {st} v = src[s];
+    i64 o[3];
+    index_offsets(p, i, 0, o);
+    const i64 at = o[0] + index[o[2]] * p.strides[0][p.dim];
+    const {st} v = src[o[1]];
     {add};
   }}
 }}
