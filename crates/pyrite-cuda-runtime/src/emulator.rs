@@ -40,14 +40,13 @@ type Launch = unsafe extern "C" fn(u32, u32, *const u8);
 
 impl HostKernels {
     /// Compiles `specs` (any mix of parameter structs) into one shared library with the C++
-    /// compiler (`$CXX`, default `g++`).
+    /// compiler (`$CXX`, default `g++`), or loads the library an earlier build of the same
+    /// sources left in the temp folder's `pyrite-cuda-emulator-cache`.
     pub fn build(specs: &[KernelSpec]) -> Result<HostKernels> {
         static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let cxx = std::env::var("CXX").unwrap_or_else(|_| "g++".into());
         let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("pyrite-cuda-emu-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| crate::Error::new(crate::ErrorKind::Unavailable, e.to_string()))?;
         let mut by_params: std::collections::BTreeMap<&str, Vec<&KernelSpec>> = Default::default();
         for k in specs {
             by_params.entry(k.params).or_default().push(k);
@@ -67,31 +66,48 @@ impl HostKernels {
         }
         let io =
             |e: std::io::Error| crate::Error::new(crate::ErrorKind::Unavailable, format!("emulator: {e}"));
+        // Built libraries are kept by a hash of their source, the header and the compiler, so
+        // the processes of a test run (and later runs) build each kernel once.
+        const FLAGS: [&str; 6] = ["-std=c++20", "-O1", "-shared", "-fPIC", "-w", "-lpthread"];
+        let key = fnv1a(&[src.as_bytes(), HEADER.as_bytes(), cxx.as_bytes(), FLAGS.concat().as_bytes()]);
+        let cache = std::env::temp_dir().join("pyrite-cuda-emulator-cache");
+        let so = cache.join(format!("{key:016x}.so"));
+        let synchronizing =
+            specs.iter().filter(|k| k.body.contains("__syncthreads")).map(|k| k.name.clone()).collect();
+        // SAFETY: the cached library was built from these exact sources; loading runs no user code.
+        if let Ok(lib) = unsafe { libloading::Library::new(&so) } {
+            return Ok(HostKernels { lib, synchronizing });
+        }
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        std::fs::create_dir_all(&cache).map_err(io)?;
         std::fs::write(dir.join("kernels.cpp"), src).map_err(io)?;
         std::fs::write(dir.join("emulator.h"), HEADER).map_err(io)?;
-        let so = dir.join("kernels.so");
+        let built = dir.join("kernels.so");
         let out = std::process::Command::new(&cxx)
-            .args(["-std=c++20", "-O1", "-shared", "-fPIC", "-w", "-o"])
-            .arg(&so)
+            .args(&FLAGS[..5])
+            .arg("-o")
+            .arg(&built)
             .arg(dir.join("kernels.cpp"))
-            .arg("-lpthread")
+            .arg(FLAGS[5])
             .output()
             .map_err(|e| {
                 crate::Error::new(crate::ErrorKind::Unavailable, format!("emulator: cannot run {cxx}: {e}"))
             })?;
         if !out.status.success() {
+            let _ = std::fs::remove_dir_all(&dir);
             cuda_bail!(
                 Compile,
                 "emulated kernels did not compile:\n{}",
                 String::from_utf8_lossy(&out.stderr)
             );
         }
+        // Into the cache in one rename, so another process never loads half a file.
+        let placed = std::fs::rename(&built, &so).is_ok();
+        let path = if placed { so } else { built };
         // SAFETY: the library was just built from our sources; loading runs no user code.
-        let lib = unsafe { libloading::Library::new(&so) }
+        let lib = unsafe { libloading::Library::new(&path) }
             .map_err(|e| crate::Error::new(crate::ErrorKind::Unavailable, format!("emulator: {e}")))?;
-        let synchronizing =
-            specs.iter().filter(|k| k.body.contains("__syncthreads")).map(|k| k.name.clone()).collect();
-        // The loaded library stays mapped: its files can go now (kernels live for the process).
+        // The loaded library stays mapped: the build folder can go now.
         let _ = std::fs::remove_dir_all(&dir);
         Ok(HostKernels { lib, synchronizing })
     }
@@ -120,6 +136,15 @@ impl HostKernels {
         unsafe { f(grid, block, params) };
         Ok(())
     }
+}
+
+/// FNV-1a over `parts`: a hash that stays the same across builds and processes.
+fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for b in parts.iter().flat_map(|p| p.iter()) {
+        h = (h ^ *b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }
 
 /// The process's emulated kernels, by name, compiled on first use.
