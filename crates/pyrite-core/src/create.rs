@@ -216,6 +216,16 @@ impl Tensor {
             bail!(Shape, "{name}: input tensor must have at least 2 dimensions");
         }
         let (r, c) = (self.dims()[self.rank() - 2], self.dims()[self.rank() - 1]);
+        if self.device().is_cuda() {
+            // The kept triangle as a broadcast mask of column minus row offsets.
+            let dev = self.device();
+            let rows = Tensor::arange(0.0, r as f64, 1.0, DType::I64)?.to_device(dev)?.unsqueeze(1)?;
+            let cols = Tensor::arange(0.0, c as f64, 1.0, DType::I64)?.to_device(dev)?.unsqueeze(0)?;
+            let offset = cols.sub(&rows)?;
+            let drop =
+                if lower { offset.gt_scalar(diagonal as f64)? } else { offset.lt_scalar(diagonal as f64)? };
+            return self.masked_fill(&drop, 0);
+        }
         let out = self.contiguous()?.deep_clone()?;
         dispatch_all!(self.dtype(), T => out.with_storage_mut::<T, _>(|s, _| {
             for (k, x) in s.iter_mut().enumerate() {

@@ -28,6 +28,15 @@ pub(crate) enum Reduction {
     ArgMin,
 }
 
+/// A running operation along a dim (`cumsum`, `cumprod`, `cummax`, `cummin`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scan {
+    Sum,
+    Prod,
+    Max,
+    Min,
+}
+
 /// The error for an op that has no CUDA kernel yet.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn not_implemented(op: &str) -> Error {
@@ -83,6 +92,15 @@ mod imp {
         Err(off())
     }
     pub(crate) fn gather(_: &Tensor, _: usize, _: &[i64], _: &Shape) -> Result<Tensor> {
+        Err(off())
+    }
+    pub(crate) fn strided_copy(_: &Tensor, _: &[isize], _: isize) -> Result<Tensor> {
+        Err(off())
+    }
+    pub(crate) fn scan(_: &Tensor, _: (usize, usize, usize), _: Scan) -> Result<(Tensor, Option<Tensor>)> {
+        Err(off())
+    }
+    pub(crate) fn nonzero(_: &Tensor) -> Result<Tensor> {
         Err(off())
     }
     pub(crate) fn index_select(_: &Tensor, _: usize, _: &[i64]) -> Result<Tensor> {
@@ -205,17 +223,41 @@ mod imp {
     /// Launches the elementwise kernel `k` writing `out` from `ins` (each broadcast to `out`'s
     /// shape) on `out`'s device's current stream.
     fn launch(k: &Elementwise, out: &Tensor, ins: &[&Tensor], fs: [f64; 2], is: [i64; 2]) -> Result<()> {
+        let mut ops = vec![operand(out, out.layout().strides().iter().map(|&s| s as i64).collect())];
+        for t in ins {
+            let l = t.layout().expand(out.dims(), &k.op)?;
+            ops.push(operand(t, l.strides().iter().map(|&s| s as i64).collect()));
+        }
+        launch_operands(k, out, &ops, fs, is)
+    }
+
+    /// An operand of an elementwise kernel: its storage, element offset and strides over the
+    /// output's shape (any sign: a flip walks backwards).
+    struct Operand {
+        ptr: u64,
+        offset: i64,
+        strides: Vec<i64>,
+    }
+
+    fn operand(t: &Tensor, strides: Vec<i64>) -> Operand {
+        Operand { ptr: base_ptr(t), offset: t.storage_offset() as i64, strides }
+    }
+
+    /// Launches `k` over `out`'s shape with the operands `ops` (the output first).
+    fn launch_operands(
+        k: &Elementwise,
+        out: &Tensor,
+        ops: &[Operand],
+        fs: [f64; 2],
+        is: [i64; 2],
+    ) -> Result<()> {
         let device = index(out.device());
         let n = out.numel();
         if n == 0 {
             return Ok(());
         }
         let sizes: Vec<i64> = out.dims().iter().map(|&s| s as i64).collect();
-        let mut strides = vec![out.layout().strides().iter().map(|&s| s as i64).collect::<Vec<_>>()];
-        for t in ins {
-            let l = t.layout().expand(out.dims(), &k.op)?;
-            strides.push(l.strides().iter().map(|&s| s as i64).collect());
-        }
+        let strides: Vec<Vec<i64>> = ops.iter().map(|o| o.strides.clone()).collect();
         let (csizes, cstrides) = coalesce(&sizes, &strides);
         if csizes.len() > MAX_DIMS {
             bail!(
@@ -231,11 +273,9 @@ mod imp {
             contiguous: contiguous as i32,
             ..Default::default()
         };
-        p.ptrs[0] = base_ptr(out);
-        p.offsets[0] = out.storage_offset() as i64;
-        for (i, t) in ins.iter().enumerate() {
-            p.ptrs[i + 1] = base_ptr(t);
-            p.offsets[i + 1] = t.storage_offset() as i64;
+        for (i, o) in ops.iter().enumerate() {
+            p.ptrs[i] = o.ptr;
+            p.offsets[i] = o.offset;
         }
         for (d, &s) in csizes.iter().enumerate() {
             p.sizes[d] = s;
@@ -251,6 +291,22 @@ mod imp {
         // live storages of the right element types, which stay allocated (stream-ordered reuse)
         // until the kernel has run.
         unsafe { kernel.launch(grid_for(n as u64), BLOCK, &stream, &p) }.map_err(err)
+    }
+
+    /// A contiguous copy of the elements of `src`'s storage at `base + sum(index * strides)`
+    /// over `src`'s shape, with strides of any sign (`flip`).
+    pub(crate) fn strided_copy(src: &Tensor, strides: &[isize], base: isize) -> Result<Tensor> {
+        let device = common_device(&[src], "flip")?;
+        let y = empty(src.shape(), src.dtype(), device)?;
+        let k = rt::kernels::elementwise::cast(ctype(src.dtype()), ctype(src.dtype()));
+        let out = operand(&y, contiguous_strides(y.dims()));
+        let input = Operand {
+            ptr: base_ptr(src),
+            offset: base as i64,
+            strides: strides.iter().map(|&s| s as i64).collect(),
+        };
+        launch_operands(&k, &y, &[out, input], [0.0; 2], [0; 2])?;
+        Ok(y)
     }
 
     /// The one CUDA device of `ts`, allowing CPU 0-d tensors beside it.
@@ -812,6 +868,83 @@ mod imp {
         } else {
             y.transpose(dim as isize, last as isize)?.contiguous()
         }
+    }
+
+    /// A scan along the middle dim of the contiguous `x` seen as `(outer, k, inner)`: the
+    /// running values (int64 for integer sums and products) and, for max/min, the indices.
+    pub(crate) fn scan(
+        x: &Tensor,
+        (outer, k, inner): (usize, usize, usize),
+        op: Scan,
+    ) -> Result<(Tensor, Option<Tensor>)> {
+        let device = common_device(&[x], "cumsum")?;
+        let op = match op {
+            Scan::Sum => rt::kernels::ScanOp::Sum,
+            Scan::Prod => rt::kernels::ScanOp::Prod,
+            Scan::Max => rt::kernels::ScanOp::Max,
+            Scan::Min => rt::kernels::ScanOp::Min,
+        };
+        let t = ctype(x.dtype());
+        let out_t = op.out_type(t);
+        let out_dtype = DType::ALL[CType::ALL.iter().position(|&c| c == out_t).unwrap()];
+        let values = empty(x.shape(), out_dtype, device)?;
+        let indices = if op.is_extreme() { Some(empty(x.shape(), DType::I64, device)?) } else { None };
+        let lines = outer * inner;
+        if lines == 0 || k == 0 {
+            return Ok((values, indices));
+        }
+        let p = rt::kernels::ScanParams {
+            input: base_ptr(x) + (x.storage_offset() * x.dtype().size_in_bytes()) as u64,
+            out: base_ptr(&values),
+            out_index: indices.as_ref().map_or(0, base_ptr),
+            outer: outer as i64,
+            k: k as i64,
+            inner: inner as i64,
+        };
+        let spec = rt::kernels::scan::scan(op, t);
+        let name = spec.name.clone();
+        let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
+        let stream = rt::stream::current_stream(device).map_err(err)?;
+        // SAFETY: ScanParams describes the contiguous input and fresh outputs of its size.
+        unsafe { kernel.launch((lines as u32).clamp(1, 65_535), BLOCK, &stream, &p) }.map_err(err)?;
+        Ok((values, indices))
+    }
+
+    /// `x.nonzero()`: the running count of non-zero elements, its total read back (the one
+    /// synchronization, as in PyTorch), then each element's coordinates written to its row.
+    pub(crate) fn nonzero(x: &Tensor) -> Result<Tensor> {
+        let device = common_device(&[x], "nonzero")?;
+        let n = x.numel();
+        let r = x.rank();
+        if n == 0 {
+            return empty(&Shape::from([0, r]), DType::I64, device);
+        }
+        let flags = x.ne_scalar(0.0)?.to_dtype(DType::I64)?.reshape([n])?.contiguous()?;
+        let counts = scan(&flags, (1, n, 1), Scan::Sum)?.0;
+        let total = counts.narrow(0, n as isize - 1, 1)?.to_device(Device::Cpu)?.item::<i64>()? as usize;
+        let out = empty(&Shape::from([total, r]), DType::I64, device)?;
+        if total == 0 || r == 0 {
+            return Ok(out);
+        }
+        if r > MAX_DIMS {
+            bail!(NotImplemented, "nonzero: CUDA kernels take at most {MAX_DIMS} dims");
+        }
+        let mut p = rt::kernels::NonzeroParams {
+            counts: base_ptr(&counts),
+            out: base_ptr(&out),
+            n: n as i64,
+            ndim: r as i32,
+            sizes: [1; MAX_DIMS],
+        };
+        for (d, &s) in x.dims().iter().enumerate() {
+            p.sizes[d] = s as i64;
+        }
+        let spec = rt::kernels::scan::nonzero();
+        let name = spec.name.clone();
+        let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
+        let stream = rt::stream::current_stream(device).map_err(err)?;
+        // SAFETY: the counts hold `n` int64 values ending at `total`, the output `total * r`.
+        unsafe { kernel.launch(grid_for(n as u64), BLOCK, &stream, &p) }.map_err(err).map(|_| out)
     }
 }
 

@@ -341,6 +341,147 @@ fn ops_without_a_cuda_kernel_are_errors_and_printing_works() -> Result<()> {
 }
 
 #[test]
+fn composed_reductions_scans_flips_and_triangles_match_the_cpu() -> Result<()> {
+    let Some((dev, _serial)) = device() else { return Ok(()) };
+    let x = randn(&[3, 5, 4], 20);
+    // A NaN and an infinity to skip or keep, in a copy.
+    let xn = x.deep_clone()?;
+    xn.narrow(1, 2, 1)?.narrow(2, 1, 1)?.fill_(f64::NAN)?;
+    xn.narrow(0, 1, 1)?.narrow(1, 0, 1)?.narrow(2, 3, 1)?.fill_(f64::INFINITY)?;
+    let (d, dn) = (x.to_device(dev)?, xn.to_device(dev)?);
+    for dims in [&[][..], &[1], &[0, 2]] {
+        let w = format!("over {dims:?}");
+        assert_close(
+            &d.var_dims(dims, 1.0, false)?,
+            &x.var_dims(dims, 1.0, false)?,
+            1e-5,
+            &format!("var {w}"),
+        );
+        let (s, m) = d.std_mean(dims, 0.0, true)?;
+        let (cs, cm) = x.std_mean(dims, 0.0, true)?;
+        assert_close(&s, &cs, 1e-5, &format!("std {w}"));
+        assert_close(&m, &cm, 1e-5, &format!("mean of std_mean {w}"));
+        for ord in [0.0, 1.0, 2.0, 3.0, f64::INFINITY, f64::NEG_INFINITY] {
+            assert_close(
+                &d.norm(ord, dims, false)?,
+                &x.norm(ord, dims, false)?,
+                1e-5,
+                &format!("norm {ord} {w}"),
+            );
+        }
+        assert_close(&d.logsumexp(dims, true)?, &x.logsumexp(dims, true)?, 1e-5, &format!("logsumexp {w}"));
+        assert_close(
+            &dn.nansum_dims(dims, false)?,
+            &xn.nansum_dims(dims, false)?,
+            1e-5,
+            &format!("nansum {w}"),
+        );
+        assert_close(
+            &dn.nanmean_dims(dims, false)?,
+            &xn.nanmean_dims(dims, false)?,
+            1e-5,
+            &format!("nanmean {w}"),
+        );
+        assert_close(
+            &d.gt_scalar(0.0)?.count_nonzero(dims)?,
+            &x.gt_scalar(0.0)?.count_nonzero(dims)?,
+            0.0,
+            &w,
+        );
+    }
+    let pos = x.gt_scalar(-1.0)?;
+    for dims in [&[][..], &[1], &[0, 2]] {
+        let dp = pos.to_device(dev)?;
+        assert_close(&dp.all_dims(dims, false)?, &pos.all_dims(dims, false)?, 0.0, &format!("all {dims:?}"));
+        assert_close(&dp.any_dims(dims, true)?, &pos.any_dims(dims, true)?, 0.0, &format!("any {dims:?}"));
+    }
+    assert_close(
+        &pos.to_dtype(DType::U8)?.to_device(dev)?.all()?,
+        &pos.to_dtype(DType::U8)?.all()?,
+        0.0,
+        "all of u8",
+    );
+    // Rows of -inf give -inf; the gradient of var reaches the device input.
+    let ninf = Tensor::full([2, 3], f64::NEG_INFINITY, DType::F32)?;
+    assert_close(
+        &ninf.to_device(dev)?.logsumexp(&[1], false)?,
+        &ninf.logsumexp(&[1], false)?,
+        0.0,
+        "-inf rows",
+    );
+    let leaf = d.deep_clone()?.requires_grad_(true)?;
+    leaf.var_dims(&[1], 1.0, false)?.sum()?.backward()?;
+    let cleaf = x.deep_clone()?.requires_grad_(true)?;
+    cleaf.var_dims(&[1], 1.0, false)?.sum()?.backward()?;
+    assert_close(&leaf.grad().unwrap(), &cleaf.grad().unwrap(), 1e-5, "var backward");
+    // Scans along every dim, in every dtype family; ties and NaN in cummax as on the CPU.
+    let ints = x.mul_scalar(2.0)?.round()?.to_dtype(DType::I32)?;
+    for dim in 0..3isize {
+        assert_close(&d.cumsum(dim)?, &x.cumsum(dim)?, 1e-5, &format!("cumsum {dim}"));
+        assert_close(&d.cumprod(dim)?, &x.cumprod(dim)?, 1e-5, &format!("cumprod {dim}"));
+        assert_close(
+            &ints.to_device(dev)?.cumsum(dim)?,
+            &ints.cumsum(dim)?,
+            0.0,
+            &format!("int cumsum {dim}"),
+        );
+        for (name, (gv, gi), (cv, ci)) in [
+            ("cummax", ints.to_device(dev)?.cummax(dim)?, ints.cummax(dim)?),
+            ("cummin", dn.cummin(dim)?, xn.cummin(dim)?),
+        ] {
+            assert_close(&gv, &cv, 0.0, &format!("{name} {dim} values"));
+            assert_close(&gi, &ci, 0.0, &format!("{name} {dim} indices"));
+        }
+    }
+    // A line longer than a block's threads times one: chunks and their prefixes.
+    let long = randn(&[2, 3001], 21);
+    assert_close(&long.to_device(dev)?.cumsum(1)?, &long.cumsum(1)?, 1e-4, "long cumsum");
+    let (gv, gi) = long.round()?.to_device(dev)?.cummax(1)?;
+    let (cv, ci) = long.round()?.cummax(1)?;
+    assert_close(&gv, &cv, 0.0, "long cummax");
+    assert_close(&gi, &ci, 0.0, "long cummax indices");
+    assert_close(&d.cumsum(1)?.sum()?.to_device(Device::Cpu)?, &x.cumsum(1)?.sum()?, 1e-5, "cumsum sum");
+    // nonzero, flips, triangles, lerp and nan_to_num.
+    let m = x.gt_scalar(0.3)?;
+    assert_close(&m.to_device(dev)?.nonzero()?, &m.nonzero()?, 0.0, "nonzero");
+    assert_close(
+        &x.lt_scalar(-9.0)?.to_device(dev)?.nonzero()?,
+        &x.lt_scalar(-9.0)?.nonzero()?,
+        0.0,
+        "no nonzero",
+    );
+    for dims in [&[0isize][..], &[1, 2], &[-1]] {
+        assert_close(&d.flip(dims)?, &x.flip(dims)?, 0.0, &format!("flip {dims:?}"));
+        let v = x.transpose(0, 2)?;
+        assert_close(
+            &d.transpose(0, 2)?.flip(dims)?,
+            &v.flip(dims)?,
+            0.0,
+            &format!("flip of a view {dims:?}"),
+        );
+    }
+    for k in [-1isize, 0, 2] {
+        assert_close(&d.tril(k)?, &x.tril(k)?, 0.0, &format!("tril {k}"));
+        assert_close(&d.triu(k)?, &x.triu(k)?, 0.0, &format!("triu {k}"));
+    }
+    let wgt = randn(&[5, 4], 22).sigmoid()?.mul_scalar(1.5)?;
+    let y = randn(&[3, 5, 4], 23);
+    assert_close(&d.lerp(&y.to_device(dev)?, &wgt.to_device(dev)?)?, &x.lerp(&y, &wgt)?, 1e-6, "lerp");
+    for dt in [DType::F32, DType::F16] {
+        let v = xn.to_dtype(dt)?;
+        let vd = v.to_device(dev)?;
+        assert_close(&vd.nan_to_num(0.0, None, None)?, &v.nan_to_num(0.0, None, None)?, 0.0, "nan_to_num");
+        assert_close(
+            &vd.nan_to_num(1.0, Some(2.0), Some(-3.0))?,
+            &v.nan_to_num(1.0, Some(2.0), Some(-3.0))?,
+            0.0,
+            "nan_to_num",
+        );
+    }
+    Ok(())
+}
+
+#[test]
 fn every_op_on_cuda_tensors_returns_a_result_without_panicking() {
     let Some((dev, _serial)) = device() else { return };
     let x = randn(&[3, 4], 9).to_device(dev).unwrap();

@@ -602,7 +602,9 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn nonzero(&self) -> Result<Tensor> {
-        self.device().check_cpu_kernel()?;
+        if self.device().is_cuda() {
+            return crate::cuda::nonzero(self);
+        }
         let flat: Vec<usize> = dispatch_all!(self.dtype(), T => self.with_slice::<T, _>(|s| {
             let zero = T::default();
             s.iter().enumerate().filter(|(_, v)| **v != zero).map(|(i, _)| i).collect()

@@ -489,7 +489,6 @@ impl Tensor {
 
     fn flip_impl(&self, dims: &[isize]) -> Result<Tensor> {
         let ds = wrap_dims(dims, self.rank(), "flip")?;
-        self.device().check_cpu_kernel()?;
         let l = self.layout();
         let mut strides: Vec<isize> = l.strides().iter().map(|&s| s as isize).collect();
         let mut base = l.offset() as isize;
@@ -500,6 +499,9 @@ impl Tensor {
                     strides[d] = -strides[d];
                 }
             }
+        }
+        if self.device().is_cuda() {
+            return crate::cuda::strided_copy(self, &strides, base);
         }
         dispatch_all!(self.dtype(), T => {
             let g = self.storage().read();

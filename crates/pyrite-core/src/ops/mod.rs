@@ -25,6 +25,7 @@ pub mod out;
 pub mod pool;
 pub mod random;
 pub mod reduce;
+mod reduce_cuda;
 pub mod scan;
 mod sgemm;
 pub mod softmax;

@@ -12,7 +12,7 @@ use crate::{DType, Result, Tensor};
 /// `weight` and `bias` of `n` contiguous elements: `(x - mean) / sqrt(var + eps) * w + b`
 /// with the biased variance, computed in f32 as PyTorch's CPU kernel does (two passes over
 /// each row, which stays in L1). `None` when the fused kernel does not apply (a gradient is
-/// needed, another dtype or layout): the caller uses the composed form.
+/// needed, another dtype, layout or device): the caller uses the composed form.
 ///
 /// ```
 /// use pyrite_core::ops::norm::fused_layer_norm;
@@ -48,10 +48,10 @@ pub fn fused_layer_norm(
         || !affine_ok(weight)
         || !affine_ok(bias)
         || needs_grad(&all)
+        || x.device().is_cuda()
     {
         return Ok(None);
     }
-    x.device().check_cpu_kernel()?;
     let total = x.numel();
     let rows = total / n;
     let mut buf = CpuBuffer::for_elems(total, 4)?;

@@ -13,7 +13,7 @@
 //! results are combined in a fixed order), so results never depend on the number of threads.
 //! The kernels run inside [`simd`], which compiles them for AVX-512 and AVX2 as well.
 
-use super::SendPtr;
+use super::{reduce_cuda, SendPtr};
 use crate::alloc::CpuBuffer;
 use crate::autograd::record::{needs_grad, paused, record1, Save};
 use crate::cuda::Reduction;
@@ -1063,7 +1063,12 @@ impl Tensor {
     /// `torch.nansum(x, dim=dims, keepdim=keepdim)`: [`Tensor::sum_dims`] treating NaN as 0.
     pub fn nansum_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
         let mask = reduce_mask(self.rank(), dims, true, "nansum")?;
-        let y = sum_plan(&Plan::new(self, &mask, keepdim)?, true)?;
+        let y = if self.device().is_cuda() {
+            let _g = paused(true);
+            reduce_cuda::nan_skipping(self, &mask, keepdim, false)?
+        } else {
+            sum_plan(&Plan::new(self, &mask, keepdim)?, true)?
+        };
         self.nan_reduction_ad("NansumBackward0", y, mask, keepdim, false)
     }
 
@@ -1184,7 +1189,12 @@ impl Tensor {
             )
         })?;
         let mask = reduce_mask(self.rank(), dims, true, "nanmean")?;
-        let y = mean_plan(&Plan::new(self, &mask, keepdim)?, true)?;
+        let y = if self.device().is_cuda() {
+            let _g = paused(true);
+            reduce_cuda::nan_skipping(self, &mask, keepdim, true)?
+        } else {
+            mean_plan(&Plan::new(self, &mask, keepdim)?, true)?
+        };
         self.nan_reduction_ad("NanmeanBackward0", y, mask, keepdim, true)
     }
 
@@ -1373,7 +1383,11 @@ impl Tensor {
         let rec = needs_grad(&[self]);
         let (v, m) = {
             let _g = paused(rec);
-            var_plan(&Plan::new(self, &mask, keepdim)?.rows()?, correction, sqrt)?
+            if self.device().is_cuda() {
+                reduce_cuda::var(self, &mask, keepdim, correction, sqrt)?
+            } else {
+                var_plan(&Plan::new(self, &mask, keepdim)?.rows()?, correction, sqrt)?
+            }
         };
         if !rec {
             return Ok((v, m));
@@ -1433,7 +1447,11 @@ impl Tensor {
         let rec = needs_grad(&[self]);
         let y = {
             let _g = paused(rec);
-            norm_plan(&Plan::new(self, &mask, keepdim)?, ord)?
+            if self.device().is_cuda() {
+                reduce_cuda::norm(self, &mask, keepdim, ord)?
+            } else {
+                norm_plan(&Plan::new(self, &mask, keepdim)?, ord)?
+            }
         };
         if !rec {
             return Ok(y);
@@ -1497,7 +1515,11 @@ impl Tensor {
         let rec = needs_grad(&[&x]);
         let y = {
             let _g = paused(rec);
-            logsumexp_plan(&Plan::new(&x, &mask, keepdim)?.rows()?)?
+            if x.device().is_cuda() {
+                reduce_cuda::logsumexp(&x, &mask, keepdim)?
+            } else {
+                logsumexp_plan(&Plan::new(&x, &mask, keepdim)?.rows()?)?
+            }
         };
         if !rec {
             return Ok(y);
@@ -1513,12 +1535,12 @@ impl Tensor {
     /// `torch.all(x)`: true when every element is non-zero (NaN counts as non-zero). The
     /// result is bool, or uint8 for a uint8 input as in PyTorch.
     pub fn all(&self) -> Result<Tensor> {
-        all_any_plan(&Plan::new(self, &vec![true; self.rank()], false)?, true)
+        self.all_any(&vec![true; self.rank()], false, true)
     }
 
     /// `torch.any(x)`: true when some element is non-zero.
     pub fn any(&self) -> Result<Tensor> {
-        all_any_plan(&Plan::new(self, &vec![true; self.rank()], false)?, false)
+        self.all_any(&vec![true; self.rank()], false, false)
     }
 
     /// `torch.all(x, dim=dims, keepdim=keepdim)`. As in PyTorch, an empty list reduces no dim.
@@ -1532,13 +1554,13 @@ impl Tensor {
     /// ```
     pub fn all_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
         let mask = reduce_mask(self.rank(), dims, false, "all")?;
-        all_any_plan(&Plan::new(self, &mask, keepdim)?, true)
+        self.all_any(&mask, keepdim, true)
     }
 
     /// `torch.any(x, dim=dims, keepdim=keepdim)`. As in PyTorch, an empty list reduces no dim.
     pub fn any_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
         let mask = reduce_mask(self.rank(), dims, false, "any")?;
-        all_any_plan(&Plan::new(self, &mask, keepdim)?, false)
+        self.all_any(&mask, keepdim, false)
     }
 
     /// `torch.count_nonzero(x, dim=dims)`: int64 count of non-zero elements over `dims`
@@ -1553,7 +1575,17 @@ impl Tensor {
     /// ```
     pub fn count_nonzero(&self, dims: &[isize]) -> Result<Tensor> {
         let mask = reduce_mask(self.rank(), dims, true, "count_nonzero")?;
+        if self.device().is_cuda() {
+            return reduce_cuda::count_nonzero(self, &mask);
+        }
         count_nonzero_plan(&Plan::new(self, &mask, false)?)
+    }
+
+    fn all_any(&self, mask: &[bool], keepdim: bool, is_all: bool) -> Result<Tensor> {
+        if self.device().is_cuda() {
+            return reduce_cuda::all_any(self, mask, keepdim, is_all);
+        }
+        all_any_plan(&Plan::new(self, mask, keepdim)?, is_all)
     }
 }
 

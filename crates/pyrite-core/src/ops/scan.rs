@@ -10,6 +10,7 @@ use super::reduce::{dispatch_int, grain_for, line_width, simd, Bounded, Real};
 use super::SendPtr;
 use crate::alloc::CpuBuffer;
 use crate::autograd::record::{needs_grad, paused, record1, Save};
+use crate::cuda::Scan;
 use crate::shape::wrap_dim;
 use crate::threads::parallel_for;
 use crate::{dispatch_all, DType, Element, Result, Tensor};
@@ -17,7 +18,6 @@ use half::{bf16, f16};
 
 /// A contiguous copy of `x` and its `(outer, k, inner)` sizes around `dim`.
 fn scan_layout(x: &Tensor, dim: isize) -> Result<(Tensor, usize, usize, usize)> {
-    x.device().check_cpu_kernel()?;
     let d = wrap_dim(dim, x.rank())?;
     let x = x.contiguous()?;
     if x.rank() == 0 {
@@ -130,6 +130,10 @@ unsafe fn out_slice<R>(p: &SendPtr<R>, start: usize, len: usize) -> &mut [R] {
 
 /// cumsum (`prod == false`) or cumprod along `dim`.
 fn cum_arith(x: &Tensor, dim: isize, prod: bool) -> Result<Tensor> {
+    if x.device().is_cuda() {
+        let (x, o, k, i) = scan_layout(x, dim)?;
+        return Ok(crate::cuda::scan(&x, (o, k, i), if prod { Scan::Prod } else { Scan::Sum })?.0);
+    }
     fn float<T: Element, A: Real>(x: &Tensor, dim: isize, prod: bool) -> Result<Tensor> {
         let (x, o, k, i) = scan_layout(x, dim)?;
         let (buf, p) = out_buf::<T>(x.numel())?;
@@ -176,6 +180,11 @@ fn cum_arith(x: &Tensor, dim: isize, prod: bool) -> Result<Tensor> {
 /// cummax (`is_max`) or cummin along `dim`: running extreme and the index where it was
 /// reached. Ties move the index forward and NaN, once seen, stays (as in PyTorch).
 fn cum_extreme(x: &Tensor, dim: isize, is_max: bool) -> Result<(Tensor, Tensor)> {
+    if x.device().is_cuda() {
+        let (x, o, k, i) = scan_layout(x, dim)?;
+        let (v, idx) = crate::cuda::scan(&x, (o, k, i), if is_max { Scan::Max } else { Scan::Min })?;
+        return Ok((v, idx.expect("indices of cummax/cummin")));
+    }
     #[allow(clippy::eq_op)]
     fn go<T: Bounded>(x: &Tensor, dim: isize, is_max: bool) -> Result<(Tensor, Tensor)> {
         let (x, o, k, i) = scan_layout(x, dim)?;

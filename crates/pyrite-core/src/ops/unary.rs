@@ -507,10 +507,15 @@ impl Tensor {
         let y = {
             let _g = paused(rec);
             let (a, b, w) = (self.to_dtype(dt)?, end.to_dtype(dt)?, weight.to_dtype(dt)?);
-            crate::dispatch_float!(dt, T => map3::<T, T, T, T>(&a, &b, &w, &shape, Out::New, "lerp", |s, e, w| {
+            if [&a, &b, &w].iter().any(|t| t.device().is_cuda()) {
+                let expr = "((c < 0 ? -c : c) < 0.5 ? a + c * (b - a) : b - (b - a) * (1 - c))";
+                crate::cuda::map("lerp", expr, &[&a, &b, &w], dt, dt, Out::New, [0.0; 2], [0; 2])
+            } else {
+                crate::dispatch_float!(dt, T => map3::<T, T, T, T>(&a, &b, &w, &shape, Out::New, "lerp", |s, e, w| {
                 let (s, e, w) = (s.to_f64(), e.to_f64(), w.to_f64());
                 T::from_f64(if w.abs() < 0.5 { s + w * (e - s) } else { e - (e - s) * (1.0 - w) })
-            }), _ => unreachable!())?
+            }), _ => unreachable!())
+            }?
         };
         if !rec {
             return Ok(y);
@@ -537,7 +542,33 @@ impl Tensor {
     /// smallest finite values. Integer tensors are returned unchanged.
     pub fn nan_to_num(&self, nan: f64, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
         let shape = self.shape().clone();
-        crate::dispatch_float!(self.dtype(), T => {
+        let replaced = if self.device().is_cuda() && self.dtype().is_floating_point() {
+            let (mx, mn) = finite_range(self.dtype());
+            let (dt, ins) = (self.dtype(), [self]);
+            let f = [nan, posinf.unwrap_or(mx)];
+            let y = crate::cuda::map(
+                "nan_to_num",
+                "(a != a ? s0 : (isinf(a) && a > 0 ? s1 : a))",
+                &ins,
+                dt,
+                dt,
+                Out::New,
+                f,
+                [0; 2],
+            )?;
+            let ng = [neginf.unwrap_or(mn), 0.0];
+            crate::cuda::map(
+                "nan_to_num_neginf",
+                "(isinf(a) && a < 0 ? s0 : a)",
+                &[&y],
+                dt,
+                dt,
+                Out::New,
+                ng,
+                [0; 2],
+            )
+        } else {
+            crate::dispatch_float!(self.dtype(), T => {
             let (mx, mn) = finite_range(T::DTYPE);
             let pi = T::from_f64(posinf.unwrap_or(mx));
             let ni = T::from_f64(neginf.unwrap_or(mn));
@@ -547,7 +578,8 @@ impl Tensor {
                 if f.is_nan() { nn } else if f == f64::INFINITY { pi } else if f == f64::NEG_INFINITY { ni } else { v }
             })
         }, _ => self.deep_clone())
-        .and_then(|y| {
+        };
+        replaced.and_then(|y| {
             if !needs_grad(&[self]) {
                 return Ok(y);
             }

@@ -22,6 +22,7 @@ pub mod gemm;
 pub mod index;
 mod nvrtc;
 pub mod reduce;
+pub mod scan;
 pub mod softmax;
 
 pub use elementwise::{binary_expr, unary_expr, Elementwise, EwParams};
@@ -29,6 +30,7 @@ pub use gemm::GemmParams;
 pub use index::IndexParams;
 pub use nvrtc::{compile_ptx, CompiledKernel, KernelCache};
 pub use reduce::{Reduce, ReduceOp, ReduceParams};
+pub use scan::{NonzeroParams, ScanOp, ScanParams};
 pub use softmax::{Softmax, SoftmaxParams};
 
 /// The source every kernel starts with: element types, 16-bit float conversions, Python's
@@ -210,6 +212,7 @@ pub fn all_kernels() -> Vec<KernelSpec> {
     v.extend(softmax::all_kernels());
     v.extend(gemm::all_kernels());
     v.extend(index::all_kernels());
+    v.extend(scan::all_kernels());
     v
 }
 
