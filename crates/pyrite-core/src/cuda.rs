@@ -37,6 +37,34 @@ pub(crate) enum Scan {
     Min,
 }
 
+/// A convolution's geometry for `im2col` / `col2im`: batch items, input channels, input
+/// (`big`) and output (`small`) spatial sizes padded to three dims, kernel, stride, padding and
+/// dilation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ConvShape {
+    pub(crate) n: usize,
+    pub(crate) c: usize,
+    pub(crate) big: [usize; 3],
+    pub(crate) small: [usize; 3],
+    pub(crate) k: [usize; 3],
+    pub(crate) stride: [usize; 3],
+    pub(crate) pad: [usize; 3],
+    pub(crate) dil: [usize; 3],
+}
+
+/// A pooling op's geometry: input and output spatial sizes padded to three dims, the step
+/// between taps, the windows (`(lo, hi, padded)` per output position, dim 0's first), and for
+/// average pooling the divisor (0 the valid window, 1 the padded one, 2 `divisor`).
+#[derive(Clone, Debug)]
+pub(crate) struct PoolShape {
+    pub(crate) inp: [usize; 3],
+    pub(crate) out: [usize; 3],
+    pub(crate) step: [usize; 3],
+    pub(crate) windows: Vec<i64>,
+    pub(crate) div_mode: i64,
+    pub(crate) divisor: i64,
+}
+
 /// The error for an op that has no CUDA kernel yet.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn not_implemented(op: &str) -> Error {
@@ -101,6 +129,21 @@ mod imp {
         Err(off())
     }
     pub(crate) fn nonzero(_: &Tensor) -> Result<Tensor> {
+        Err(off())
+    }
+    pub(crate) fn im2col(_: &Tensor, _: &ConvShape) -> Result<Tensor> {
+        Err(off())
+    }
+    pub(crate) fn pool(_: &Tensor, _: &PoolShape, _: &Shape, _: bool) -> Result<(Tensor, Option<Tensor>)> {
+        Err(off())
+    }
+    pub(crate) fn avg_pool_backward(_: &Tensor, _: &PoolShape, _: &Shape) -> Result<Tensor> {
+        Err(off())
+    }
+    pub(crate) fn sort(_: &Tensor, _: usize, _: bool) -> Result<(Tensor, Tensor)> {
+        Err(off())
+    }
+    pub(crate) fn col2im(_: &Tensor, _: &ConvShape, _: &Shape) -> Result<Tensor> {
         Err(off())
     }
     pub(crate) fn index_select(_: &Tensor, _: usize, _: &[i64]) -> Result<Tensor> {
@@ -945,6 +988,192 @@ mod imp {
         let stream = rt::stream::current_stream(device).map_err(err)?;
         // SAFETY: the counts hold `n` int64 values ending at `total`, the output `total * r`.
         unsafe { kernel.launch(grid_for(n as u64), BLOCK, &stream, &p) }.map_err(err).map(|_| out)
+    }
+
+    fn conv_params(g: &ConvShape, src: u64, dst: u64, total: usize) -> rt::kernels::ConvParams {
+        let i3 = |v: [usize; 3]| v.map(|x| x as i64);
+        rt::kernels::ConvParams {
+            src,
+            dst,
+            total: total as i64,
+            n: g.n as i64,
+            c: g.c as i64,
+            big: i3(g.big),
+            small: i3(g.small),
+            k: i3(g.k),
+            stride: i3(g.stride),
+            pad: i3(g.pad),
+            dil: i3(g.dil),
+        }
+    }
+
+    fn launch_conv(spec: rt::kernels::KernelSpec, device: usize, p: &rt::kernels::ConvParams) -> Result<()> {
+        if p.total == 0 {
+            return Ok(());
+        }
+        let name = spec.name.clone();
+        let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
+        let stream = rt::stream::current_stream(device).map_err(err)?;
+        // SAFETY: ConvParams describes contiguous live storages of the sizes it states.
+        unsafe { kernel.launch(grid_for(p.total as u64), BLOCK, &stream, p) }.map_err(err)
+    }
+
+    /// The column matrix `[C * K, N * L]` of the contiguous input `x` (`[N, C, *big]`).
+    pub(crate) fn im2col(x: &Tensor, g: &ConvShape) -> Result<Tensor> {
+        let device = common_device(&[x], "im2col")?;
+        let rows = g.c * g.k.iter().product::<usize>();
+        let cols = g.n * g.small.iter().product::<usize>();
+        let col = empty(&Shape::from([rows, cols]), x.dtype(), device)?;
+        let src = base_ptr(x) + (x.storage_offset() * x.dtype().size_in_bytes()) as u64;
+        let p = conv_params(g, src, base_ptr(&col), rows * cols);
+        launch_conv(rt::kernels::conv::im2col(ctype(x.dtype())), device, &p)?;
+        Ok(col)
+    }
+
+    /// The contiguous column matrix `col` (`[C * K, N * L]`) folded onto a new input-shaped
+    /// tensor of `shape` (`[N, C, *big]`), overlapping windows summed.
+    pub(crate) fn col2im(col: &Tensor, g: &ConvShape, shape: &Shape) -> Result<Tensor> {
+        let device = common_device(&[col], "col2im")?;
+        let x = empty(shape, col.dtype(), device)?;
+        let src = base_ptr(col) + (col.storage_offset() * col.dtype().size_in_bytes()) as u64;
+        let p = conv_params(g, src, base_ptr(&x), x.numel());
+        launch_conv(rt::kernels::conv::col2im(ctype(col.dtype())), device, &p)?;
+        Ok(x)
+    }
+
+    /// Launches a pooling kernel writing `total` elements of `dst` from the contiguous `src`.
+    fn launch_pool(
+        spec: rt::kernels::KernelSpec,
+        src: &Tensor,
+        dst: &Tensor,
+        indices: Option<&Tensor>,
+        g: &PoolShape,
+        total: usize,
+    ) -> Result<()> {
+        let device = common_device(&[src], "pool")?;
+        if total == 0 {
+            return Ok(());
+        }
+        let windows = upload_index(&g.windows, device)?;
+        let i3 = |v: [usize; 3]| v.map(|x| x as i64);
+        let p = rt::kernels::PoolParams {
+            src: base_ptr(src) + (src.storage_offset() * src.dtype().size_in_bytes()) as u64,
+            dst: base_ptr(dst),
+            indices: indices.map_or(0, base_ptr),
+            windows: base_ptr(&windows),
+            total: total as i64,
+            inp: i3(g.inp),
+            out: i3(g.out),
+            step: i3(g.step),
+            div_mode: g.div_mode,
+            divisor: g.divisor,
+        };
+        let name = spec.name.clone();
+        let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
+        let stream = rt::stream::current_stream(device).map_err(err)?;
+        // SAFETY: PoolParams describes contiguous live storages and the window table of the
+        // stated sizes; every window lies inside the input.
+        unsafe { kernel.launch(grid_for(total as u64), BLOCK, &stream, &p) }.map_err(err)
+    }
+
+    /// Max (`max`, with indices) or average pooling of the contiguous `x` into `shape`.
+    pub(crate) fn pool(
+        x: &Tensor,
+        g: &PoolShape,
+        shape: &Shape,
+        max: bool,
+    ) -> Result<(Tensor, Option<Tensor>)> {
+        let device = common_device(&[x], "pool")?;
+        let y = empty(shape, x.dtype(), device)?;
+        let t = ctype(x.dtype());
+        if max {
+            let i = empty(shape, DType::I64, device)?;
+            launch_pool(rt::kernels::pool::max_pool(t), x, &y, Some(&i), g, y.numel())?;
+            Ok((y, Some(i)))
+        } else {
+            launch_pool(rt::kernels::pool::avg_pool(t), x, &y, None, g, y.numel())?;
+            Ok((y, None))
+        }
+    }
+
+    /// Average pooling's gradient for the contiguous output gradient `gy`, input-shaped.
+    pub(crate) fn avg_pool_backward(gy: &Tensor, g: &PoolShape, shape: &Shape) -> Result<Tensor> {
+        let device = common_device(&[gy], "avg_pool_backward")?;
+        let x = empty(shape, gy.dtype(), device)?;
+        launch_pool(rt::kernels::pool::avg_pool_backward(ctype(gy.dtype())), gy, &x, None, g, x.numel())?;
+        Ok(x)
+    }
+
+    /// `x.sort(dim, descending)`, stable: the rows along `dim` padded to a power of two and
+    /// sorted by the bitonic network, one launch per step.
+    pub(crate) fn sort(x: &Tensor, dim: usize, descending: bool) -> Result<(Tensor, Tensor)> {
+        let device = common_device(&[x], "sort")?;
+        if x.rank() == 0 {
+            return Ok((x.deep_clone()?, Tensor::zeros_on([], DType::I64, x.device())?));
+        }
+        let last = x.rank() - 1;
+        let xt = if dim == last { x.clone() } else { x.transpose(dim as isize, last as isize)? };
+        let len = xt.dims()[last];
+        let rows = xt.numel() / len.max(1);
+        if xt.numel() == 0 {
+            let v = xt.deep_clone()?;
+            let i = Tensor::zeros_on(xt.shape().clone(), DType::I64, x.device())?;
+            return Ok((
+                v.transpose(dim as isize, last as isize)?,
+                i.transpose(dim as isize, last as isize)?,
+            ));
+        }
+        let width = len.next_power_of_two();
+        let flat = xt.reshape([rows, len])?;
+        // Fresh storage (sorted in place), padded to the width.
+        let keys = if width == len {
+            if flat.is_contiguous() {
+                flat.deep_clone()?
+            } else {
+                flat.contiguous()?
+            }
+        } else {
+            Tensor::cat(&[&flat, &Tensor::zeros_on([rows, width - len], x.dtype(), x.device())?], 1)?
+        };
+        let order = Tensor::arange(0.0, width as f64, 1.0, DType::I64)?.to_device(x.device())?;
+        let idx = order.unsqueeze(0)?.expand([rows, width])?.contiguous()?;
+        let spec = rt::kernels::sort::sort_step(ctype(x.dtype()));
+        let name = spec.name.clone();
+        let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
+        let stream = rt::stream::current_stream(device).map_err(err)?;
+        let mut p = rt::kernels::SortParams {
+            keys: base_ptr(&keys) + (keys.storage_offset() * keys.dtype().size_in_bytes()) as u64,
+            indices: base_ptr(&idx) + (idx.storage_offset() * 8) as u64,
+            rows: rows as i64,
+            width: width as i64,
+            len: len as i64,
+            descending: descending as i32,
+            ..Default::default()
+        };
+        let pairs = (rows * width / 2) as u64;
+        let mut stage = 2;
+        while stage <= width {
+            let mut step = stage / 2;
+            while step > 0 {
+                p.stage = stage as i64;
+                p.step = step as i64;
+                // SAFETY: SortParams describes the fresh contiguous keys and indices of
+                // `rows * width` elements.
+                unsafe { kernel.launch(grid_for(pairs), BLOCK, &stream, &p) }.map_err(err)?;
+                step /= 2;
+            }
+            stage *= 2;
+        }
+        let shape = xt.dims().to_vec();
+        let back = |t: &Tensor| -> Result<Tensor> {
+            let t = t.narrow(1, 0, len)?.reshape(shape.clone())?;
+            if dim == last {
+                t.contiguous()
+            } else {
+                t.transpose(dim as isize, last as isize)?.contiguous()
+            }
+        };
+        Ok((back(&keys)?, back(&idx)?))
     }
 }
 

@@ -530,7 +530,7 @@ pub(crate) fn unfold_backward(
     let rec = needs_grad(&[g]);
     let z = {
         let _g = paused(rec);
-        let z = Tensor::zeros(shape.clone(), g.dtype())?;
+        let z = Tensor::zeros_on(shape.clone(), g.dtype(), g.device())?;
         let windows = g.dims()[d];
         if windows > 0 {
             let last = g.rank() as isize - 1;
@@ -605,7 +605,7 @@ pub(crate) fn view_scatter(src: &Tensor, shape: &Shape, view: ViewFn) -> Result<
     let rec = needs_grad(&[src]);
     let z = {
         let _g = paused(rec);
-        let z = Tensor::zeros(shape.clone(), src.dtype())?;
+        let z = Tensor::zeros_on(shape.clone(), src.dtype(), src.device())?;
         view(&z)?.copy_(src)?;
         z
     };

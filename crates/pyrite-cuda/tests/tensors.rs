@@ -330,7 +330,9 @@ fn device_memory_is_accounted_and_out_of_memory_is_an_error() -> Result<()> {
 fn ops_without_a_cuda_kernel_are_errors_and_printing_works() -> Result<()> {
     let Some((dev, _serial)) = device() else { return Ok(()) };
     let x = randn(&[3, 3], 8).to_device(dev)?;
-    for r in [x.cumsum(0), x.sort(0, false).map(|p| p.0), x.topk(2, 0, true, true).map(|p| p.0)] {
+    let (pooled, at) = pyrite_core::ops::pool::max_pool(&x.unsqueeze(0)?, &[2], &[1], &[0], &[1], false)?;
+    let unpooled = pyrite_core::ops::pool::max_unpool(&pooled, &at, &[3]);
+    for r in [x.kthvalue(2, 0, false).map(|p| p.0), unpooled] {
         let e = r.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::NotImplemented, "{e}");
         assert!(e.to_string().contains("'CUDA' backend"), "{e}");
@@ -441,6 +443,30 @@ fn composed_reductions_scans_flips_and_triangles_match_the_cpu() -> Result<()> {
     assert_close(&gv, &cv, 0.0, "long cummax");
     assert_close(&gi, &ci, 0.0, "long cummax indices");
     assert_close(&d.cumsum(1)?.sum()?.to_device(Device::Cpu)?, &x.cumsum(1)?.sum()?, 1e-5, "cumsum sum");
+    // Sorts are stable (ties in index order, NaN last ascending), along any dim, with rows
+    // of any length (padded to a power of two inside); topk is the sorted prefix.
+    let r = x.mul_scalar(2.0)?.round()?;
+    for (t, name) in [(&r, "ties"), (&xn, "NaN"), (&long, "long rows")] {
+        let dt = t.to_device(dev)?;
+        for dim in 0..t.rank() as isize {
+            for desc in [false, true] {
+                let ((gv, gi), (cv, ci)) = (dt.sort(dim, desc)?, t.sort(dim, desc)?);
+                assert_close(&gv, &cv, 0.0, &format!("sort {name} {dim} {desc}"));
+                assert_close(&gi, &ci, 0.0, &format!("sort indices {name} {dim} {desc}"));
+            }
+            let k = t.dims()[dim as usize].min(3);
+            for largest in [true, false] {
+                let ((gv, gi), (cv, ci)) = (dt.topk(k, dim, largest, true)?, t.topk(k, dim, largest, true)?);
+                assert_close(&gv, &cv, 0.0, &format!("topk {name} {dim} {largest}"));
+                assert_close(&gi, &ci, 0.0, &format!("topk indices {name} {dim} {largest}"));
+            }
+        }
+    }
+    let s = d.deep_clone()?.requires_grad_(true)?;
+    s.sort(1, true)?.0.narrow(1, 0, 2)?.sum()?.backward()?;
+    let cs = x.deep_clone()?.requires_grad_(true)?;
+    cs.sort(1, true)?.0.narrow(1, 0, 2)?.sum()?.backward()?;
+    assert_close(&s.grad().unwrap(), &cs.grad().unwrap(), 0.0, "sort backward");
     // nonzero, flips, triangles, lerp and nan_to_num.
     let m = x.gt_scalar(0.3)?;
     assert_close(&m.to_device(dev)?.nonzero()?, &m.nonzero()?, 0.0, "nonzero");
@@ -478,6 +504,100 @@ fn composed_reductions_scans_flips_and_triangles_match_the_cpu() -> Result<()> {
             "nan_to_num",
         );
     }
+    Ok(())
+}
+
+/// `f` on CPU leaves and on their CUDA copies: the values and every input's gradient agree.
+fn same_with_grads(
+    what: &str,
+    ins: &[&Tensor],
+    rtol: f64,
+    f: impl Fn(&[Tensor]) -> Result<Tensor>,
+) -> Result<()> {
+    let dev = CUDA;
+    let cpu: Vec<Tensor> = ins.iter().map(|t| t.deep_clone()?.requires_grad_(true)).collect::<Result<_>>()?;
+    let gpu: Vec<Tensor> =
+        ins.iter().map(|t| t.to_device(dev)?.requires_grad_(true)).collect::<Result<_>>()?;
+    let (yc, yg) = (f(&cpu)?, f(&gpu)?);
+    assert_eq!(yg.device(), dev, "{what}: left the device");
+    assert_close(&yg, &yc, rtol, what);
+    // A fixed, non-uniform output gradient.
+    let w = randn(yc.dims(), 99);
+    yc.mul(&w)?.sum()?.backward()?;
+    yg.mul(&w.to_device(dev)?)?.sum()?.backward()?;
+    for (k, (c, g)) in cpu.iter().zip(&gpu).enumerate() {
+        assert_close(&g.grad().unwrap(), &c.grad().unwrap(), rtol, &format!("{what}: gradient of input {k}"));
+    }
+    Ok(())
+}
+
+#[test]
+fn convolutions_and_pooling_match_the_cpu_with_gradients() -> Result<()> {
+    let Some((_dev, _serial)) = device() else { return Ok(()) };
+    use pyrite_core::ops::conv::{conv, conv_transpose};
+    use pyrite_core::ops::pool::{adaptive_avg_pool, adaptive_max_pool, avg_pool, max_pool};
+    // (input, weight, stride, padding, dilation, groups): 1-d, 2-d and 3-d, strided, padded,
+    // dilated, grouped.
+    let cases: &[(&[usize], &[usize], &[usize], &[usize], &[usize], usize)] = &[
+        (&[2, 3, 11], &[4, 3, 3], &[2], &[1], &[1], 1),
+        (&[2, 4, 7, 6], &[6, 2, 3, 3], &[1, 2], &[1, 0], &[2, 1], 2),
+        (&[1, 2, 5, 5], &[3, 2, 1, 1], &[1], &[0], &[1], 1),
+        (&[1, 2, 4, 5, 3], &[2, 2, 2, 3, 2], &[1], &[1], &[1], 1),
+    ];
+    for (i, &(xs, ws, st, pd, dl, gr)) in cases.iter().enumerate() {
+        let (x, w, b) = (randn(xs, 30 + i as u64), randn(ws, 40 + i as u64), randn(&[ws[0]], 50 + i as u64));
+        same_with_grads(&format!("conv case {i}"), &[&x, &w, &b], 1e-4, |t| {
+            conv(&t[0], &t[1], Some(&t[2]), st, pd, dl, gr)
+        })?;
+        // The transposed convolution maps the output shape back: run it on a conv output.
+        let y = conv(&x, &w, None, st, pd, dl, gr)?;
+        let wt = randn(&[ws[0], ws[1], ws[2..].iter().product::<usize>()], 60 + i as u64).reshape(
+            std::iter::once(ws[0])
+                .chain(std::iter::once(ws[1]))
+                .chain(ws[2..].iter().copied())
+                .collect::<Vec<_>>(),
+        )?;
+        same_with_grads(&format!("conv_transpose case {i}"), &[&y, &wt], 1e-4, |t| {
+            conv_transpose(&t[0], &t[1], None, st, pd, &[0], dl, gr)
+        })?;
+    }
+    // Half precision runs natively (cuBLAS computes in f32).
+    let (x, w) = (randn(&[2, 3, 6, 6], 70), randn(&[4, 3, 3, 3], 71));
+    let want = conv(&x, &w, None, &[1], &[1], &[1], 1)?;
+    let got = conv(
+        &x.to_dtype(DType::BF16)?.to_device(CUDA)?,
+        &w.to_dtype(DType::BF16)?.to_device(CUDA)?,
+        None,
+        &[1],
+        &[1],
+        &[1],
+        1,
+    )?;
+    assert_eq!(got.dtype(), DType::BF16);
+    assert_close(&got.to_dtype(DType::F32)?, &want, 3e-2, "bf16 conv");
+    // Pooling: fixed windows with stride, padding, dilation and ceil_mode; adaptive windows.
+    let x = randn(&[2, 3, 9, 8], 72);
+    same_with_grads("max_pool", &[&x], 1e-6, |t| {
+        Ok(max_pool(&t[0], &[3, 2], &[2, 2], &[1, 1], &[1, 2], true)?.0)
+    })?;
+    let (_, ci) = max_pool(&x, &[2], &[], &[0], &[1], false)?;
+    let (_, gi) = max_pool(&x.to_device(CUDA)?, &[2], &[], &[0], &[1], false)?;
+    assert_close(&gi, &ci, 0.0, "max_pool indices");
+    same_with_grads("avg_pool", &[&x], 1e-5, |t| {
+        avg_pool(&t[0], &[3, 3], &[2, 1], &[1, 1], true, true, None)
+    })?;
+    same_with_grads("avg_pool without padding counts", &[&x], 1e-5, |t| {
+        avg_pool(&t[0], &[3, 2], &[2, 2], &[1, 1], false, false, None)
+    })?;
+    same_with_grads("avg_pool divisor", &[&x], 1e-5, |t| {
+        avg_pool(&t[0], &[2, 2], &[], &[0], false, true, Some(3))
+    })?;
+    same_with_grads("adaptive_avg_pool", &[&x], 1e-5, |t| adaptive_avg_pool(&t[0], &[4, 3]))?;
+    same_with_grads("adaptive_max_pool", &[&x], 1e-6, |t| Ok(adaptive_max_pool(&t[0], &[2, 5])?.0))?;
+    let x1 = randn(&[2, 2, 13], 73);
+    same_with_grads("max_pool1d", &[&x1], 1e-6, |t| Ok(max_pool(&t[0], &[3], &[2], &[1], &[1], false)?.0))?;
+    let x3 = randn(&[1, 2, 4, 5, 6], 74);
+    same_with_grads("avg_pool3d", &[&x3], 1e-5, |t| avg_pool(&t[0], &[2], &[], &[0], false, true, None))?;
     Ok(())
 }
 

@@ -321,7 +321,7 @@ fn call(node: &Arc<Node>, grads: Vec<Option<Tensor>>, create_graph: bool) -> Res
             for (g, m) in grads.into_iter().zip(&node.outputs) {
                 full.push(match g {
                     Some(g) => g,
-                    None => Tensor::zeros(m.shape.clone(), m.dtype)?,
+                    None => Tensor::zeros_on(m.shape.clone(), m.dtype, m.device)?,
                 });
             }
             let ctx = Ctx { node, create_graph };

@@ -1016,11 +1016,79 @@ fn contig(t: &Tensor) -> Result<Tensor> {
     }
 }
 
+/// The CUDA backend's convolution: the `im2col` / `col2im` kernels around one batched cuBLAS
+/// GEMM over the groups, in every float dtype (cuBLAS computes f16 and bf16 in f32).
+mod on_cuda {
+    use super::{nc_shape, Geo};
+    use crate::cuda::{col2im, im2col, ConvShape};
+    use crate::{Result, Shape, Tensor};
+
+    fn shape(g: &Geo) -> ConvShape {
+        ConvShape {
+            n: g.n,
+            c: g.big_c,
+            big: g.big,
+            small: g.small,
+            k: g.k,
+            stride: g.p.stride,
+            pad: g.p.pad,
+            dil: g.p.dil,
+        }
+    }
+
+    /// `[N, C_out, *small]` as the groups' matrices `[G, C_out/G, N * L]`.
+    fn by_group(v: &Tensor, g: &Geo) -> Result<Tensor> {
+        let (n, l, groups) = (g.n, g.l_small(), g.p.groups);
+        v.reshape([n, g.small_c, l])?.permute(&[1, 0, 2])?.contiguous()?.reshape([groups, g.cout_g(), n * l])
+    }
+
+    fn plus_bias(y: Tensor, bias: Option<&Tensor>, g: &Geo) -> Result<Tensor> {
+        let Some(b) = bias else { return Ok(y) };
+        let mut dims = vec![1, b.numel()];
+        dims.extend(std::iter::repeat_n(1, g.p.nd));
+        y.add(&b.reshape(dims)?)
+    }
+
+    /// `conv(x, w) + bias` for contiguous `x` and `w`.
+    pub(super) fn forward(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, g: &Geo) -> Result<Tensor> {
+        let _g = crate::autograd::no_grad();
+        let groups = g.p.groups;
+        let col = im2col(x, &shape(g))?.reshape([groups, g.rows(), g.n * g.l_small()])?;
+        let y = w.reshape([groups, g.cout_g(), g.rows()])?.bmm(&col)?;
+        let y = y.reshape([g.small_c, g.n, g.l_small()])?.permute(&[1, 0, 2])?.contiguous()?;
+        plus_bias(y.reshape(nc_shape(g.n, g.small_c, &g.small, g.p.nd))?, bias, g)
+    }
+
+    /// The input-shaped `conv^T(v, w) + bias` for the output-shaped `v`.
+    pub(super) fn backward_input(v: &Tensor, w: &Tensor, bias: Option<&Tensor>, g: &Geo) -> Result<Tensor> {
+        let _g = crate::autograd::no_grad();
+        let wt = w.reshape([g.p.groups, g.cout_g(), g.rows()])?.transpose(1, 2)?;
+        let col = wt.bmm(&by_group(v, g)?)?.reshape([g.p.groups * g.rows(), g.n * g.l_small()])?;
+        let x = col2im(&col, &shape(g), &Shape::from(nc_shape(g.n, g.big_c, &g.big, g.p.nd)))?;
+        plus_bias(x, bias, g)
+    }
+
+    /// The weight gradient of `conv(x, w)` for the output gradient `v`.
+    pub(super) fn backward_weight(x: &Tensor, v: &Tensor, g: &Geo) -> Result<Tensor> {
+        let _g = crate::autograd::no_grad();
+        let groups = g.p.groups;
+        let col = im2col(x, &shape(g))?.reshape([groups, g.rows(), g.n * g.l_small()])?;
+        let gw = by_group(v, g)?.bmm(&col.transpose(1, 2)?)?;
+        let mut dims = vec![g.small_c, g.cin_g()];
+        dims.extend_from_slice(&g.k[3 - g.p.nd..]);
+        gw.reshape(dims)
+    }
+}
+
 /// `conv(x, w) + bias` on f32/f64 with checked geometry, recorded as `ConvolutionBackward0`.
 fn conv_core(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, geo: Geo) -> Result<Tensor> {
     let (xc, wc) = (contig(x)?, contig(w)?);
     let bc = bias.map(contig).transpose()?;
-    let y = conv_kernel!(x.dtype(), K => forward_kernel::<K>(&xc, &wc, bc.as_ref(), &geo))?;
+    let y = if xc.device().is_cuda() {
+        on_cuda::forward(&xc, &wc, bc.as_ref(), &geo)?
+    } else {
+        conv_kernel!(x.dtype(), K => forward_kernel::<K>(&xc, &wc, bc.as_ref(), &geo))?
+    };
     let mut inputs = vec![x, w];
     inputs.extend(bias);
     if !needs_grad(&inputs) {
@@ -1054,7 +1122,11 @@ fn conv_transpose_core(y: &Tensor, w: &Tensor, bias: Option<&Tensor>, geo: Geo) 
     let (yc, wc) = (contig(y)?, contig(w)?);
     let bc = bias.map(contig).transpose()?;
     let geo = Geo { n: y.dims()[0], ..geo };
-    let x = conv_kernel!(y.dtype(), K => backward_input_kernel::<K>(&yc, &wc, bc.as_ref(), &geo))?;
+    let x = if yc.device().is_cuda() {
+        on_cuda::backward_input(&yc, &wc, bc.as_ref(), &geo)?
+    } else {
+        conv_kernel!(y.dtype(), K => backward_input_kernel::<K>(&yc, &wc, bc.as_ref(), &geo))?
+    };
     let mut inputs = vec![y, w];
     inputs.extend(bias);
     if !needs_grad(&inputs) {
@@ -1078,7 +1150,11 @@ fn conv_transpose_core(y: &Tensor, w: &Tensor, bias: Option<&Tensor>, geo: Geo) 
 fn weight_grad(x: &Tensor, v: &Tensor, geo: Geo) -> Result<Tensor> {
     let (xc, vc) = (contig(x)?, contig(v)?);
     let geo = Geo { n: x.dims()[0], ..geo };
-    let gw = conv_kernel!(x.dtype(), K => backward_weight_kernel::<K>(&xc, &vc, &geo))?;
+    let gw = if xc.device().is_cuda() {
+        on_cuda::backward_weight(&xc, &vc, &geo)?
+    } else {
+        conv_kernel!(x.dtype(), K => backward_weight_kernel::<K>(&xc, &vc, &geo))?
+    };
     if !needs_grad(&[x, v]) {
         return Ok(gw);
     }
@@ -1100,7 +1176,9 @@ fn via_f32(
     f: impl FnOnce(&[Option<Tensor>]) -> Result<Tensor>,
 ) -> Result<Option<Tensor>> {
     let dt = ts[0].unwrap().dtype();
-    if !matches!(dt, DType::F16 | DType::BF16) || (dt == DType::BF16 && super::bf16gemm::available()) {
+    // The CUDA kernels and cuBLAS take the half types as they are.
+    let native = ts[0].unwrap().device().is_cuda() || (dt == DType::BF16 && super::bf16gemm::available());
+    if !matches!(dt, DType::F16 | DType::BF16) || native {
         return Ok(None);
     }
     let conv: Vec<Option<Tensor>> =
@@ -1134,7 +1212,6 @@ pub fn conv(
     dilation: &[usize],
     groups: usize,
 ) -> Result<Tensor> {
-    input.device().check_cpu_kernel()?;
     if crate::autocast::is_active() {
         return crate::autocast::lower3(input, weight, bias, |x, w, b| {
             conv(x, w, b, stride, padding, dilation, groups)
@@ -1192,7 +1269,6 @@ pub fn conv_transpose(
     dilation: &[usize],
     groups: usize,
 ) -> Result<Tensor> {
-    input.device().check_cpu_kernel()?;
     if crate::autocast::is_active() {
         return crate::autocast::lower3(input, weight, bias, |x, w, b| {
             conv_transpose(x, w, b, stride, padding, output_padding, dilation, groups)

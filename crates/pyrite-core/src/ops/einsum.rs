@@ -52,7 +52,7 @@ fn sum_keepdim(t: &Tensor, dims: &[usize]) -> Result<Tensor> {
     let ksize: usize = keep.iter().map(|&d| t.dims()[d]).product();
     let rsize: usize = dims.iter().map(|&d| t.dims()[d]).product();
     let mat = t.permute(&perm)?.reshape([ksize, rsize])?;
-    let ones = Tensor::ones([rsize], t.dtype())?;
+    let ones = Tensor::ones_on([rsize], t.dtype(), t.device())?;
     let v = mat.mv(&ones)?;
     let out: Vec<usize> = (0..r).map(|d| if dims.contains(&d) { 1 } else { t.dims()[d] }).collect();
     v.reshape(out)

@@ -243,7 +243,7 @@ impl AdvIndex {
                             }
                             src = src.unsqueeze(pos as isize)?;
                             let n = m.item::<bool>()? as usize;
-                            list.push(Some(Tensor::zeros([n], DType::I64)?));
+                            list.push(Some(Tensor::zeros_on([n], DType::I64, src.device())?));
                             pos += 1;
                             continue;
                         }
@@ -569,7 +569,7 @@ impl Tensor {
         // The gradient: the selected positions of zeros (of the broadcast shape) get the
         // output's gradient, in order; the engine sums it back to this tensor's shape.
         record1("MaskedSelectBackward0", &[self], y, &[Save::Input(mask)], move |ctx, g| {
-            let z = Tensor::zeros(shape.clone(), g[0].dtype())?;
+            let z = Tensor::zeros_on(shape.clone(), g[0].dtype(), g[0].device())?;
             Ok(vec![Some(z.masked_scatter(&ctx.saved(0)?, &g[0])?)])
         })
     }
@@ -626,7 +626,7 @@ impl Tensor {
     pub fn nonzero_tuple(&self) -> Result<Vec<Tensor>> {
         let nz = self.nonzero()?;
         if self.rank() == 0 {
-            return Ok(vec![Tensor::zeros([nz.dims()[0]], DType::I64)?]);
+            return Ok(vec![Tensor::zeros_on([nz.dims()[0]], DType::I64, nz.device())?]);
         }
         (0..self.rank()).map(|k| nz.select(1, k as isize)?.contiguous()).collect()
     }
@@ -663,7 +663,7 @@ impl Tensor {
         let shape = self.shape().clone();
         let indices = indices.to_vec();
         record1("IndexBackward0", &[self], y, &[], move |_, g| {
-            let z = Tensor::zeros(shape.clone(), g[0].dtype())?;
+            let z = Tensor::zeros_on(shape.clone(), g[0].dtype(), g[0].device())?;
             Ok(vec![Some(z.index_put(&indices, &g[0], true)?)])
         })
     }
@@ -977,12 +977,15 @@ impl Tensor {
                         let n = {
                             let _g = crate::autograd::no_grad();
                             let base = if include_self {
-                                Tensor::ones(sshape.clone(), gs.dtype())?
+                                Tensor::ones_on(sshape.clone(), gs.dtype(), gs.device())?
                             } else {
-                                Tensor::zeros(sshape.clone(), gs.dtype())?
+                                Tensor::zeros_on(sshape.clone(), gs.dtype(), gs.device())?
                             };
-                            let n =
-                                base.scatter_add(dim, &idx, &Tensor::ones(srcshape.clone(), gs.dtype())?)?;
+                            let n = base.scatter_add(
+                                dim,
+                                &idx,
+                                &Tensor::ones_on(srcshape.clone(), gs.dtype(), gs.device())?,
+                            )?;
                             n.masked_fill(&n.eq_scalar(0)?, 1)?
                         };
                         gs = gs.div(&n)?;
@@ -1404,7 +1407,11 @@ impl Tensor {
             } else if accumulate {
                 Some(g[0].clone())
             } else {
-                Some(g[0].index_put(&indices, &Tensor::zeros(vshape.clone(), g[0].dtype())?, false)?)
+                Some(g[0].index_put(
+                    &indices,
+                    &Tensor::zeros_on(vshape.clone(), g[0].dtype(), g[0].device())?,
+                    false,
+                )?)
             };
             let b = if ctx.needs_input_grad(1) { Some(g[0].index_tensor(&indices)?) } else { None };
             Ok(vec![a, b])
@@ -1504,7 +1511,10 @@ impl Tensor {
                 let sel = g[0].masked_select(&mask)?;
                 let n = sshape.numel();
                 let sel = if sel.numel() < n {
-                    Tensor::cat(&[sel.clone(), Tensor::zeros([n - sel.numel()], sel.dtype())?], 0)?
+                    Tensor::cat(
+                        &[sel.clone(), Tensor::zeros_on([n - sel.numel()], sel.dtype(), sel.device())?],
+                        0,
+                    )?
                 } else {
                     sel
                 };

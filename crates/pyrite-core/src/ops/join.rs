@@ -176,7 +176,7 @@ impl Tensor {
                         return Ok(None);
                     }
                     if shape.dims() == [0] {
-                        return Ok(Some(Tensor::zeros([0], g[0].dtype())?));
+                        return Ok(Some(Tensor::zeros_on([0], g[0].dtype(), g[0].device())?));
                     }
                     Ok(Some(g[0].narrow(d as isize, *start as isize, *len)?))
                 })

@@ -122,6 +122,27 @@ impl PoolGeo {
             }
         }
     }
+    /// The geometry as the CUDA kernels take it: the windows tabulated.
+    fn on_cuda(&self) -> Result<crate::cuda::PoolShape> {
+        let mut windows = Vec::new();
+        for t in self.tables()? {
+            windows.extend(t.iter().flat_map(|w| [w.lo as i64, w.hi as i64, w.padded as i64]));
+        }
+        let (div_mode, divisor) = match self.kind {
+            Kind::Avg { divisor: Some(d), .. } => (2, d as i64),
+            Kind::Avg { count_include_pad: true, .. } | Kind::Adaptive => (1, 0),
+            _ => (0, 0),
+        };
+        Ok(crate::cuda::PoolShape {
+            inp: self.inp,
+            out: self.out,
+            step: [self.step(0), self.step(1), self.step(2)],
+            windows,
+            div_mode,
+            divisor,
+        })
+    }
+
     /// Every window, per dim.
     /// Empty when there is no output (a table sized by a huge output dim of an empty result
     /// is never built); allocated fallibly otherwise.
@@ -694,7 +715,20 @@ fn gather_at(src: &Tensor, indices: &Tensor) -> Result<Tensor> {
 fn scatter_add_at(g: &Tensor, indices: &Tensor, nd: usize, big: [usize; 3], name: String) -> Result<Tensor> {
     let gc = contig(g)?;
     let ic = contig(indices)?;
-    let r = float_kernel!(g.dtype(), T => scatter_kernel::<T>(&gc, &ic, nd, &big, true))?;
+    let r = if gc.device().is_cuda() {
+        // The indexing kernels' scatter_add over the flattened planes.
+        let mut dims = gc.dims()[..2].to_vec();
+        dims.push(big.iter().product());
+        let flat = Tensor::zeros_on(dims, gc.dtype(), gc.device())?;
+        let src = gc.flatten(2, -1)?;
+        let _ng = crate::autograd::no_grad();
+        let r = flat.scatter_add(2, &ic.flatten(2, -1)?, &src)?;
+        let mut shape = gc.dims()[..2].to_vec();
+        shape.extend_from_slice(&big[3 - nd..]);
+        r.reshape(shape)?
+    } else {
+        float_kernel!(g.dtype(), T => scatter_kernel::<T>(&gc, &ic, nd, &big, true))?
+    };
     if !needs_grad(&[g]) {
         return Ok(r);
     }
@@ -703,7 +737,8 @@ fn scatter_add_at(g: &Tensor, indices: &Tensor, nd: usize, big: [usize; 3], name
 
 /// f16/bf16 through f32 (the casts are recorded); `None` for f32/f64.
 fn via_f32<R>(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<R>) -> Result<Option<R>> {
-    if matches!(x.dtype(), DType::F16 | DType::BF16) {
+    // The CUDA kernels take the half types as they are (computing in f32).
+    if matches!(x.dtype(), DType::F16 | DType::BF16) && !x.device().is_cuda() {
         return Ok(Some(f(&x.to_dtype(DType::F32)?)?));
     }
     Ok(None)
@@ -740,7 +775,6 @@ fn max_pool_nd(
     ceil_mode: bool,
     nd: Option<usize>,
 ) -> Result<(Tensor, Tensor)> {
-    input.device().check_cpu_kernel()?;
     let _prof = crate::profiler_record::op(prof_name("max", input, nd), &[input]);
     let nd = check_input(input, nd, "max_pool")?;
     if nd == 3 && crate::autocast::is_active() {
@@ -760,7 +794,12 @@ fn max_pool_nd(
 /// Max pooling (or adaptive max pooling) on f32/f64, recorded.
 fn max_pool_core(input: &Tensor, g: &PoolGeo) -> Result<(Tensor, Tensor)> {
     let xc = contig(input)?;
-    let (v, i) = float_kernel!(input.dtype(), T => max_kernel::<T>(&xc, g))?;
+    let (v, i) = if xc.device().is_cuda() {
+        let (v, i) = crate::cuda::pool(&xc, &g.on_cuda()?, &shape_nc(g, &g.out), true)?;
+        (v, i.expect("max pooling's indices"))
+    } else {
+        float_kernel!(input.dtype(), T => max_kernel::<T>(&xc, g))?
+    };
     if !needs_grad(&[input]) {
         return Ok((v, i));
     }
@@ -854,7 +893,11 @@ fn avg_pool_nd(
 /// formula.
 fn avg_core(input: &Tensor, g: PoolGeo) -> Result<Tensor> {
     let xc = contig(input)?;
-    let y = float_kernel!(input.dtype(), T => avg_kernel::<T>(&xc, &g))?;
+    let y = if xc.device().is_cuda() {
+        crate::cuda::pool(&xc, &g.on_cuda()?, &shape_nc(&g, &g.out), false)?.0
+    } else {
+        float_kernel!(input.dtype(), T => avg_kernel::<T>(&xc, &g))?
+    };
     if !needs_grad(&[input]) {
         return Ok(y);
     }
@@ -871,7 +914,11 @@ fn avg_core(input: &Tensor, g: PoolGeo) -> Result<Tensor> {
 fn avg_backward(gy: &Tensor, g: PoolGeo) -> Result<Tensor> {
     let gc = contig(gy)?;
     let g = PoolGeo { n: gy.dims()[0], ..g };
-    let r = float_kernel!(gy.dtype(), T => avg_backward_kernel::<T>(&gc, &g))?;
+    let r = if gc.device().is_cuda() {
+        crate::cuda::avg_pool_backward(&gc, &g.on_cuda()?, &shape_nc(&g, &g.inp))?
+    } else {
+        float_kernel!(gy.dtype(), T => avg_backward_kernel::<T>(&gc, &g))?
+    };
     if !needs_grad(&[gy]) {
         return Ok(r);
     }
@@ -911,7 +958,6 @@ pub fn avg_pool(
     count_include_pad: bool,
     divisor_override: Option<usize>,
 ) -> Result<Tensor> {
-    input.device().check_cpu_kernel()?;
     avg_pool_nd(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, None)
 }
 
@@ -954,7 +1000,6 @@ fn check_adaptive(input: &Tensor, output_size: &[usize], nd: Option<usize>, op: 
 /// # Ok::<(), pyrite_core::Error>(())
 /// ```
 pub fn adaptive_avg_pool(input: &Tensor, output_size: &[usize]) -> Result<Tensor> {
-    input.device().check_cpu_kernel()?;
     adaptive_avg_pool_nd(input, output_size, None)
 }
 
@@ -987,7 +1032,6 @@ fn adaptive_avg_pool_nd(input: &Tensor, output_size: &[usize], nd: Option<usize>
 /// # Ok::<(), pyrite_core::Error>(())
 /// ```
 pub fn adaptive_max_pool(input: &Tensor, output_size: &[usize]) -> Result<(Tensor, Tensor)> {
-    input.device().check_cpu_kernel()?;
     adaptive_max_pool_nd(input, output_size, None)
 }
 

@@ -1666,7 +1666,7 @@ fn product_of_others(x: &Tensor, mask: &[bool]) -> Result<Tensor> {
     let outer: usize = kept.iter().map(|&d| x.dims()[d]).product();
     let k: usize = red.iter().map(|&d| x.dims()[d]).product();
     let xp = x.permute(&perm)?.reshape([outer, k])?;
-    let ones = Tensor::ones([outer, 1], x.dtype())?;
+    let ones = Tensor::ones_on([outer, 1], x.dtype(), x.device())?;
     let left = Tensor::cat(&[ones.clone(), xp.narrow(1, 0, k.saturating_sub(1))?], 1)?.cumprod(1)?;
     let right = Tensor::cat(&[xp.narrow(1, 1.min(k) as isize, k.saturating_sub(1))?, ones], 1)?
         .flip(&[1])?

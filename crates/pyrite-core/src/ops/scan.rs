@@ -362,7 +362,7 @@ fn cumprod_backward(g: &Tensor, x: &Tensor, d: isize, y: &Tensor) -> Result<Tens
     let n = x.dims()[d as usize];
     let mut ones_shape = x.dims().to_vec();
     ones_shape[d as usize] = 1;
-    let ones = Tensor::ones(ones_shape.as_slice(), x.dtype())?;
+    let ones = Tensor::ones_on(ones_shape.as_slice(), x.dtype(), x.device())?;
     let mut parts = Vec::with_capacity(n);
     for k in 0..n {
         // prod_{i <= j, i != k} x_i for j = k..n: the product before k times the running

@@ -297,7 +297,9 @@ impl Tensor {
 
     fn sort_impl(&self, dim: isize, descending: bool) -> Result<(Tensor, Tensor)> {
         let d = wrap_dim(dim, self.rank())?;
-        self.device().check_cpu_kernel()?;
+        if self.device().is_cuda() {
+            return crate::cuda::sort(self, d, descending);
+        }
         if self.rank() == 0 {
             return Ok((self.deep_clone()?, Tensor::scalar(0i64)?));
         }
@@ -362,16 +364,23 @@ impl Tensor {
 
     fn topk_impl(&self, k: usize, dim: isize, largest: bool) -> Result<(Tensor, Tensor)> {
         let d = wrap_dim(dim, self.rank())?;
-        self.device().check_cpu_kernel()?;
         if self.rank() == 0 {
             if k > 1 {
                 bail!(Index, "selected index k out of range");
             }
-            return Ok((self.deep_clone()?, Tensor::scalar(0i64)?));
+            return Ok((self.deep_clone()?, Tensor::zeros_on([], DType::I64, self.device())?));
         }
         let rows = Rows::of(self.dims(), d);
         if k > rows.size {
             bail!(Index, "selected index k out of range");
+        }
+        if self.device().is_cuda() {
+            // The sorted prefix: ties keep the lower index, NaN counts as the largest.
+            let (v, i) = crate::cuda::sort(self, d, largest)?;
+            return Ok((
+                v.narrow(d as isize, 0, k)?.contiguous()?,
+                i.narrow(d as isize, 0, k)?.contiguous()?,
+            ));
         }
         let mut shape = self.shape().clone();
         shape.0[d] = k;

@@ -17,21 +17,27 @@
 //! - [`index`]: gather / index_select and scatter_add / index_add.
 //! - [`gemm`]: batched matrix products over any strides (cuBLAS's stand-in).
 
+pub mod conv;
 pub mod elementwise;
 pub mod gemm;
 pub mod index;
 mod nvrtc;
+pub mod pool;
 pub mod reduce;
 pub mod scan;
 pub mod softmax;
+pub mod sort;
 
+pub use conv::ConvParams;
 pub use elementwise::{binary_expr, unary_expr, Elementwise, EwParams};
 pub use gemm::GemmParams;
 pub use index::IndexParams;
 pub use nvrtc::{compile_ptx, CompiledKernel, KernelCache};
+pub use pool::PoolParams;
 pub use reduce::{Reduce, ReduceOp, ReduceParams};
 pub use scan::{NonzeroParams, ScanOp, ScanParams};
 pub use softmax::{Softmax, SoftmaxParams};
+pub use sort::SortParams;
 
 /// The source every kernel starts with: element types, 16-bit float conversions, Python's
 /// division rules, strided offsets.
@@ -213,6 +219,9 @@ pub fn all_kernels() -> Vec<KernelSpec> {
     v.extend(gemm::all_kernels());
     v.extend(index::all_kernels());
     v.extend(scan::all_kernels());
+    v.extend(conv::all_kernels());
+    v.extend(pool::all_kernels());
+    v.extend(sort::all_kernels());
     v
 }
 
