@@ -538,7 +538,8 @@ fn convolutions_and_pooling_match_the_cpu_with_gradients() -> Result<()> {
     use pyrite_core::ops::pool::{adaptive_avg_pool, adaptive_max_pool, avg_pool, max_pool};
     // (input, weight, stride, padding, dilation, groups): 1-d, 2-d and 3-d, strided, padded,
     // dilated, grouped.
-    let cases: &[(&[usize], &[usize], &[usize], &[usize], &[usize], usize)] = &[
+    type Case<'a> = (&'a [usize], &'a [usize], &'a [usize], &'a [usize], &'a [usize], usize);
+    let cases: &[Case] = &[
         (&[2, 3, 11], &[4, 3, 3], &[2], &[1], &[1], 1),
         (&[2, 4, 7, 6], &[6, 2, 3, 3], &[1, 2], &[1, 0], &[2, 1], 2),
         (&[1, 2, 5, 5], &[3, 2, 1, 1], &[1], &[0], &[1], 1),
