@@ -41,6 +41,7 @@ pub(crate) enum Scan {
 /// (`big`) and output (`small`) spatial sizes padded to three dims, kernel, stride, padding and
 /// dilation.
 #[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) struct ConvShape {
     pub(crate) n: usize,
     pub(crate) c: usize,
@@ -56,6 +57,7 @@ pub(crate) struct ConvShape {
 /// between taps, the windows (`(lo, hi, padded)` per output position, dim 0's first), and for
 /// average pooling the divisor (0 the valid window, 1 the padded one, 2 `divisor`).
 #[derive(Clone, Debug)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) struct PoolShape {
     pub(crate) inp: [usize; 3],
     pub(crate) out: [usize; 3],
@@ -141,6 +143,16 @@ mod imp {
         Err(off())
     }
     pub(crate) fn sort(_: &Tensor, _: usize, _: bool) -> Result<(Tensor, Tensor)> {
+        Err(off())
+    }
+    pub(crate) fn foreach(
+        _: &[&Tensor],
+        _: usize,
+        _: usize,
+        _: crate::ops::foreach::DeviceKernel<'_>,
+        _: &[f64],
+        _: usize,
+    ) -> Result<()> {
         Err(off())
     }
     pub(crate) fn col2im(_: &Tensor, _: &ConvShape, _: &Shape) -> Result<Tensor> {
@@ -1174,6 +1186,75 @@ mod imp {
             }
         };
         Ok((back(&keys)?, back(&idx)?))
+    }
+
+    /// Launches the foreach kernel for `k` over the groups of `tensors` (checked by the caller:
+    /// same dtype and size per group, contiguous written tensors).
+    pub(crate) fn foreach(
+        tensors: &[&Tensor],
+        arity: usize,
+        n_write: usize,
+        k: crate::ops::foreach::DeviceKernel<'_>,
+        coefs: &[f64],
+        ncoef: usize,
+    ) -> Result<()> {
+        if tensors.is_empty() {
+            return Ok(());
+        }
+        let device = common_device(tensors, "foreach")?;
+        let dtype = tensors[0].dtype();
+        // Read tensors that are not contiguous are copied; the copies live until the launch.
+        let mut held = Vec::new();
+        let mut table: Vec<i64> = Vec::with_capacity(tensors.len() / arity * (arity + 1));
+        let mut largest = 0;
+        for (i, t) in tensors.iter().enumerate() {
+            if t.dtype() != dtype || !t.device().is_cuda() {
+                bail!(
+                    Value,
+                    "foreach: expected {dtype:?} tensors on cuda:{device}, got {:?} on {:?}",
+                    t.dtype(),
+                    t.device()
+                );
+            }
+            let t = if t.is_contiguous() { (*t).clone() } else { t.contiguous()? };
+            table.push((base_ptr(&t) + (t.storage_offset() * dtype.size_in_bytes()) as u64) as i64);
+            if i % arity < n_write {
+                // An in-place write: the version counter moves.
+                drop(t.storage().write());
+            }
+            if i % arity == arity - 1 {
+                table.push(t.numel() as i64);
+                largest = largest.max(t.numel());
+            }
+            held.push(t);
+        }
+        if largest == 0 {
+            return Ok(());
+        }
+        let Some(spec) = rt::kernels::foreach::foreach(k.name, k.body, ctype(dtype), arity) else {
+            bail!(
+                NotImplemented,
+                "foreach: \"{}\" not implemented for '{}' on CUDA",
+                k.name,
+                dtype.type_name()
+            );
+        };
+        let table_t = upload_index(&table, device)?;
+        let coefs_t = Tensor::from_vec(coefs.to_vec(), [coefs.len()])?.to_device(Device::Cuda(device))?;
+        let p = rt::kernels::ForeachParams {
+            table: base_ptr(&table_t),
+            coefs: base_ptr(&coefs_t),
+            items: (tensors.len() / arity) as i64,
+            ncoef: ncoef as i32,
+        };
+        let name = spec.name.clone();
+        let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
+        let stream = rt::stream::current_stream(device).map_err(err)?;
+        // SAFETY: the table holds live, contiguous tensors of `dtype` with their element
+        // counts; the coefficients `ncoef` per item.
+        unsafe { kernel.launch(grid_for(largest as u64), BLOCK, &stream, &p) }.map_err(err)?;
+        drop(held);
+        Ok(())
     }
 }
 

@@ -1,8 +1,9 @@
 //! `torch.optim.Adam` and `torch.optim.AdamW`: one algorithm; AdamW is Adam with decoupled
 //! weight decay (`decoupled_weight_decay=True`) and a default `weight_decay` of 1e-2.
 
-use crate::foreach::{adam_moments, Batch, GradDecay, Real};
+use crate::foreach::{adam_moments, Batch, DeviceStep, GradDecay, Real};
 use crate::optimizer::{bump_step, state_tensor_or, Hypers, Optimizer, OptimizerBase, ParamGroup};
+use pyrite_core::ops::foreach::DeviceKernel;
 use pyrite_core::{bail, Result, Tensor};
 
 /// Adam's (and AdamW's) options, with PyTorch's defaults for Adam.
@@ -151,6 +152,49 @@ fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     }
 }
 
+/// [`kernel`] for CUDA tensors: the same arithmetic in the same order (`t0` the parameter,
+/// `t1`, `t2` the moments, `t3` the running maximum with amsgrad, `tg` the gradient).
+pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
+    name: "adam",
+    body: r#"
+      T g = tg[i], p = t0[i];
+      if (c[0] != 0) g = -g;
+      if (c[1] != 0) {
+        if (c[2] != 0) p = p * (T)(1.0 - c[3] * c[1]);
+        else g = g + (T)c[1] * p;
+      }
+      const double w = 1.0 - c[4];
+      const T m = (w < 0 ? -w : w) < 0.5 ? t1[i] + (T)w * (g - t1[i]) : g - (g - t1[i]) * (T)(1.0 - w);
+      const T v = t2[i] * (T)c[5] + (T)(1.0 - c[5]) * g * g;
+      T vi = v;
+      if (c[7] != 0) {
+        // The running maximum (t3 exists only with amsgrad, where c[7] is 1).
+        t3[i] = (t3[i] != t3[i] || v != v) ? (T)bits_f32(0x7fc00000u) : (t3[i] > v ? t3[i] : v);
+        vi = t3[i];
+      }
+      const T denom = sqrt{f}(vi) / (T)c[9] + (T)c[6];
+      t0[i] = p + (T)(-c[8]) * m / denom;
+      t1[i] = m;
+      t2[i] = v;"#,
+};
+
+fn device_coefs(c: &Coef) -> Vec<f64> {
+    let d = &c.decay;
+    let b = |v: bool| v as u8 as f64;
+    vec![
+        b(d.maximize),
+        d.weight_decay,
+        b(d.decoupled),
+        d.lr,
+        c.beta1,
+        c.beta2,
+        c.eps,
+        b(c.amsgrad),
+        c.step_size,
+        c.bc2_sqrt,
+    ]
+}
+
 /// The update shared by [`Adam`] and [`AdamW`].
 fn adam_update(base: &mut OptimizerBase) -> Result<()> {
     let name = base.name();
@@ -158,7 +202,8 @@ fn adam_update(base: &mut OptimizerBase) -> Result<()> {
         let amsgrad = group.bool("amsgrad")?;
         let (beta1, beta2) = group.pair("betas")?;
         let arity = if amsgrad { 5 } else { 4 };
-        let mut batch = Batch::new(arity, arity - 1);
+        let mut batch =
+            Batch::new(arity, arity - 1).on_cuda(DeviceStep { kernel: DEVICE, coefs: device_coefs });
         for (p, st) in group.params.iter().zip(states.iter_mut()) {
             let Some(g) = p.grad() else { continue };
             let (m, _) = state_tensor_or(st, "exp_avg", || p.zeros_like())?;

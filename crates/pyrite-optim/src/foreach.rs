@@ -4,7 +4,7 @@
 //! dtype. Kernels are written once, generic over [`Real`] (f32 and f64), and do their
 //! arithmetic in the parameter's dtype with coefficients computed in f64, as PyTorch does.
 
-use pyrite_core::ops::foreach::foreach_apply;
+use pyrite_core::ops::foreach::{foreach_apply, foreach_apply_cuda, DeviceKernel};
 use pyrite_core::{bail, DType, Element, Result, Tensor};
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
@@ -97,18 +97,39 @@ pub fn lerp<T: Real>(a: T, b: T, w: f64) -> T {
     }
 }
 
+/// The optimizers' CUDA updates and the group sizes (arities) each runs with: what the
+/// compile test builds.
+pub fn device_kernels() -> Vec<(DeviceKernel<'static>, &'static [usize])> {
+    vec![(crate::adam::DEVICE, &[4, 5]), (crate::sgd::DEVICE, &[2, 3])]
+}
+
+/// An optimizer's update for CUDA tensors: the per-element C code (beside the CPU kernel it
+/// mirrors) and the coefficients it reads as `c[0]`, `c[1]`, ... (see
+/// [`pyrite_core::ops::foreach::DeviceKernel`]).
+pub struct DeviceStep<C> {
+    pub kernel: DeviceKernel<'static>,
+    pub coefs: fn(&C) -> Vec<f64>,
+}
+
 /// The tensors and coefficients of one update, grouped by dtype.
 pub struct Batch<C> {
     arity: usize,
     n_write: usize,
     f32: (Vec<Tensor>, Vec<C>),
     f64: (Vec<Tensor>, Vec<C>),
+    device: Option<DeviceStep<C>>,
 }
 
 impl<C: Sync> Batch<C> {
     /// A batch whose items hold `arity` tensors, the first `n_write` updated in place.
     pub fn new(arity: usize, n_write: usize) -> Batch<C> {
-        Batch { arity, n_write, f32: (Vec::new(), Vec::new()), f64: (Vec::new(), Vec::new()) }
+        Batch { arity, n_write, f32: (Vec::new(), Vec::new()), f64: (Vec::new(), Vec::new()), device: None }
+    }
+
+    /// The update for CUDA tensors (without one, they are updated on host copies).
+    pub fn on_cuda(mut self, step: DeviceStep<C>) -> Batch<C> {
+        self.device = Some(step);
+        self
     }
 
     /// Adds one parameter's tensors (the parameter first) and its coefficients.
@@ -131,26 +152,52 @@ impl<C: Sync> Batch<C> {
         k64: impl Fn(&C, &mut [&mut [f64]], &[&[f64]]) + Sync,
     ) -> Result<()> {
         let (arity, n_write) = (self.arity, self.n_write);
+        let device = self.device.as_ref();
         if !self.f32.1.is_empty() {
             let coefs = &self.f32.1;
-            on_host(&self.f32.0, arity, n_write, |ts| {
-                foreach_apply::<f32>(ts, arity, n_write, &|g, w, r| k32(&coefs[g], w, r))
-            })?;
+            if !on_cuda(&self.f32.0, coefs, arity, n_write, device)? {
+                on_host(&self.f32.0, arity, n_write, |ts| {
+                    foreach_apply::<f32>(ts, arity, n_write, &|g, w, r| k32(&coefs[g], w, r))
+                })?;
+            }
         }
         if !self.f64.1.is_empty() {
             let coefs = &self.f64.1;
-            on_host(&self.f64.0, arity, n_write, |ts| {
-                foreach_apply::<f64>(ts, arity, n_write, &|g, w, r| k64(&coefs[g], w, r))
-            })?;
+            if !on_cuda(&self.f64.0, coefs, arity, n_write, device)? {
+                on_host(&self.f64.0, arity, n_write, |ts| {
+                    foreach_apply::<f64>(ts, arity, n_write, &|g, w, r| k64(&coefs[g], w, r))
+                })?;
+            }
         }
         Ok(())
     }
 }
 
+/// Runs the device step over CUDA `tensors` in one launch; false when they are not on a GPU
+/// or the optimizer has no device step.
+fn on_cuda<C>(
+    tensors: &[Tensor],
+    coefs: &[C],
+    arity: usize,
+    n_write: usize,
+    step: Option<&DeviceStep<C>>,
+) -> Result<bool> {
+    let Some(step) = step else { return Ok(false) };
+    if !tensors.first().is_some_and(|t| t.device().is_cuda()) {
+        return Ok(false);
+    }
+    let per: Vec<Vec<f64>> = coefs.iter().map(step.coefs).collect();
+    let ncoef = per.first().map_or(0, Vec::len);
+    let flat: Vec<f64> = per.into_iter().flatten().collect();
+    let ts: Vec<&Tensor> = tensors.iter().collect();
+    let _g = pyrite_core::autograd::no_grad();
+    foreach_apply_cuda(&ts, arity, n_write, step.kernel, &flat, ncoef)?;
+    Ok(true)
+}
+
 /// Runs `f` over `tensors` where the fused kernel runs: in place on the CPU; for CUDA
-/// tensors, on host copies whose updated tensors (the first `n_write` of each item) are copied
-/// back (the CUDA backend has no fused optimizer kernels yet: correct, with two transfers per
-/// step).
+/// tensors of an optimizer without a device step, on host copies whose updated tensors (the
+/// first `n_write` of each item) are copied back (correct, with two transfers per step).
 fn on_host(
     tensors: &[Tensor],
     arity: usize,

@@ -1,8 +1,9 @@
 //! `torch.optim.SGD`: stochastic gradient descent with momentum, dampening, Nesterov
 //! momentum, weight decay and `maximize`.
 
-use crate::foreach::{Batch, Real};
+use crate::foreach::{Batch, DeviceStep, Real};
 use crate::optimizer::{Hypers, Optimizer, OptimizerBase, ParamGroup, StateValue};
+use pyrite_core::ops::foreach::DeviceKernel;
 use pyrite_core::{bail, Result, Tensor};
 
 /// SGD's options, with PyTorch's defaults.
@@ -107,6 +108,28 @@ fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     }
 }
 
+/// [`kernel`] for CUDA tensors (`t0` the parameter, `t1` the momentum buffer when there is
+/// momentum, `tg` the gradient).
+pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
+    name: "sgd",
+    body: r#"
+      const T lr = (T)c[0], wd = (T)c[1], mom = (T)c[2], damp = (T)(1.0 - c[3]);
+      T d = c[5] != 0 ? -tg[i] : tg[i];
+      if (c[1] != 0) d = d + wd * t0[i];
+      if (c[2] != 0) {
+        // The momentum buffer (t1 exists only with momentum, where c[2] is not 0).
+        const T nb = c[6] != 0 ? d : t1[i] * mom + damp * d;
+        t1[i] = nb;
+        d = c[4] != 0 ? d + mom * nb : nb;
+      }
+      t0[i] = t0[i] + (-lr) * d;"#,
+};
+
+fn device_coefs(c: &Coef) -> Vec<f64> {
+    let b = |v: bool| v as u8 as f64;
+    vec![c.lr, c.weight_decay, c.momentum, c.dampening, b(c.nesterov), b(c.maximize), b(c.first)]
+}
+
 impl Optimizer for SGD {
     fn base(&self) -> &OptimizerBase {
         &self.base
@@ -119,7 +142,8 @@ impl Optimizer for SGD {
         for (group, states) in self.base.groups_and_state() {
             let momentum = group.f64("momentum")?;
             let arity = if momentum != 0.0 { 3 } else { 2 };
-            let mut batch = Batch::new(arity, arity - 1);
+            let mut batch =
+                Batch::new(arity, arity - 1).on_cuda(DeviceStep { kernel: DEVICE, coefs: device_coefs });
             for (p, st) in group.params.iter().zip(states.iter_mut()) {
                 let Some(g) = p.grad() else { continue };
                 let mut ts = vec![p.clone()];

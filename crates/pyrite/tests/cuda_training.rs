@@ -117,3 +117,86 @@ fn cuda_tensors_save_as_host_tensors() -> Result<()> {
     std::fs::remove_dir_all(&dir).ok();
     Ok(())
 }
+
+#[test]
+fn the_optimizers_cuda_updates_compile_to_ptx() {
+    use pyrite_cuda_runtime::kernels::{compile_ptx, foreach::foreach, CType};
+    if !pyrite_cuda_runtime::driver::nvrtc_is_available() {
+        assert!(
+            std::env::var("PYRITE_REQUIRE_NVRTC").as_deref() != Ok("1"),
+            "PYRITE_REQUIRE_NVRTC=1 but libnvrtc.so.12 could not be opened (LD_LIBRARY_PATH?)"
+        );
+        eprintln!("SKIPPED: NVRTC (libnvrtc.so.12) not found; kernels were not compiled");
+        return;
+    }
+    let mut specs = Vec::new();
+    for (k, arities) in pyrite::optim::foreach::device_kernels() {
+        for &arity in arities {
+            for t in [CType::F32, CType::F64] {
+                specs.push(foreach(k.name, k.body, t, arity).unwrap());
+            }
+        }
+    }
+    let refs: Vec<_> = specs.iter().collect();
+    let ptx = compile_ptx(&pyrite_cuda_runtime::kernels::KernelSpec::source_of_many(&refs), "compute_80")
+        .unwrap_or_else(|e| panic!("{e}"));
+    for k in &specs {
+        assert!(ptx.contains(&format!(".entry {}(", k.name)), "{} missing from the PTX", k.name);
+    }
+}
+
+#[test]
+fn every_option_of_the_device_updates_matches_the_cpu() -> Result<()> {
+    let Some(dev) = device() else { return Ok(()) };
+    type Make = fn(Tensor) -> Result<Box<dyn Optimizer>>;
+    let configs: &[(&str, Make)] = &[
+        ("adam amsgrad, L2 decay, maximize", |p| {
+            let o = AdamOptions {
+                lr: 0.1,
+                amsgrad: true,
+                weight_decay: 0.1,
+                maximize: true,
+                ..Default::default()
+            };
+            Ok(Box::new(Adam::new(vec![p], o)?))
+        }),
+        ("adamw", |p| {
+            Ok(Box::new(pyrite::optim::AdamW::new(vec![p], AdamOptions { lr: 0.1, ..AdamOptions::adamw() })?))
+        }),
+        ("sgd nesterov with decay", |p| {
+            let o = SGDOptions {
+                lr: 0.1,
+                momentum: 0.9,
+                nesterov: true,
+                weight_decay: 0.01,
+                ..Default::default()
+            };
+            Ok(Box::new(SGD::new(vec![p], o)?))
+        }),
+        ("sgd dampening", |p| {
+            let o = SGDOptions { lr: 0.1, momentum: 0.5, dampening: 0.3, ..Default::default() };
+            Ok(Box::new(SGD::new(vec![p], o)?))
+        }),
+        ("plain sgd", |p| Ok(Box::new(SGD::new(vec![p], SGDOptions { lr: 0.1, ..Default::default() })?))),
+    ];
+    let g = pyrite::Generator::new(3);
+    let p0 = Tensor::randn_with([7, 3], DType::F64, Some(&g))?;
+    let w = Tensor::randn_with([7, 3], DType::F64, Some(&g))?;
+    for (name, make) in configs {
+        let mut out = Vec::new();
+        for d in [Device::Cpu, dev] {
+            let p = p0.deep_clone()?.to_device(d)?.requires_grad_(true)?;
+            let mut opt = make(p.clone())?;
+            for _ in 0..3 {
+                opt.zero_grad()?;
+                p.mul(&w.to_device(d)?)?.square()?.sum()?.backward()?;
+                opt.step()?;
+            }
+            out.push(p.to_device(Device::Cpu)?);
+        }
+        let diff = out[0].sub(&out[1])?.abs()?.amax(&[], false)?.item::<f64>()?;
+        assert!(diff < 1e-12, "{name}: the device update differs by {diff}");
+        assert!(out[0].sub(&p0)?.abs()?.amax(&[], false)?.item::<f64>()? > 1e-3, "{name}: it moved");
+    }
+    Ok(())
+}

@@ -193,3 +193,57 @@ pub fn foreach_apply<T: Element>(
     drop(guards);
     Ok(())
 }
+
+/// An update for CUDA tensors: the per-element C code a foreach kernel runs (see
+/// `pyrite_cuda_runtime::kernels::foreach`: `t0[i]`, `t1[i]`, ... are the group's tensors,
+/// `tg` the last, `c[k]` the group's coefficients as doubles, `T` the element type).
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceKernel<'a> {
+    /// The kernel's name (one name, one body).
+    pub name: &'a str,
+    pub body: &'a str,
+}
+
+/// [`foreach_apply`] on CUDA tensors: `kernel` over the groups of `tensors` (f32 or f64, one
+/// device), the group `g`'s coefficients `coefs[g * ncoef..][..ncoef]`, in one launch.
+/// Written tensors must be contiguous; read ones are copied when they are not.
+pub fn foreach_apply_cuda(
+    tensors: &[&Tensor],
+    arity: usize,
+    n_write: usize,
+    kernel: DeviceKernel<'_>,
+    coefs: &[f64],
+    ncoef: usize,
+) -> Result<()> {
+    if arity == 0 || n_write > arity || !tensors.len().is_multiple_of(arity) {
+        bail!(
+            Value,
+            "foreach: {} tensors cannot be split into groups of {arity} with {n_write} written",
+            tensors.len()
+        );
+    }
+    if coefs.len() != tensors.len() / arity * ncoef {
+        bail!(Value, "foreach: {} coefficients for {} groups of {ncoef}", coefs.len(), tensors.len() / arity);
+    }
+    for (i, t) in tensors.iter().enumerate() {
+        let (g, slot) = (i / arity, i % arity);
+        let first = tensors[g * arity];
+        if t.dtype() != first.dtype() || t.numel() != first.numel() {
+            bail!(
+                Value,
+                "foreach: the tensors of group {g} differ: {:?} {:?} and {:?} {:?}",
+                first.dtype(),
+                first.dims(),
+                t.dtype(),
+                t.dims()
+            );
+        }
+        if slot < n_write {
+            if !t.is_contiguous() {
+                bail!(Value, "foreach: the tensor updated in place must be contiguous (group {g}, tensor {slot}, stride {:?})", t.stride());
+            }
+            t.check_inplace_allowed()?;
+        }
+    }
+    crate::cuda::foreach(tensors, arity, n_write, kernel, coefs, ncoef)
+}

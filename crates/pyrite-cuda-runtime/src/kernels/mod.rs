@@ -19,6 +19,7 @@
 
 pub mod conv;
 pub mod elementwise;
+pub mod foreach;
 pub mod gemm;
 pub mod index;
 mod nvrtc;
@@ -30,6 +31,7 @@ pub mod sort;
 
 pub use conv::ConvParams;
 pub use elementwise::{binary_expr, unary_expr, Elementwise, EwParams};
+pub use foreach::ForeachParams;
 pub use gemm::GemmParams;
 pub use index::IndexParams;
 pub use nvrtc::{compile_ptx, CompiledKernel, KernelCache};
