@@ -67,6 +67,27 @@ pub(crate) struct PoolShape {
     pub(crate) divisor: i64,
 }
 
+/// A random fill's distribution for the device kernels: the kind, its float parameters
+/// (uniform: `from`, `to - from`; normal: `mean`, `std`; Bernoulli: `p`) and integer bounds.
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) struct Draw {
+    pub(crate) kind: DrawKind,
+    pub(crate) f: [f64; 2],
+    pub(crate) low: i64,
+    pub(crate) range: u128,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) enum DrawKind {
+    Uniform,
+    Normal,
+    Bernoulli,
+    Int32,
+    Int64,
+}
+
 /// The error for an op that has no CUDA kernel yet.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn not_implemented(op: &str) -> Error {
@@ -143,6 +164,9 @@ mod imp {
         Err(off())
     }
     pub(crate) fn sort(_: &Tensor, _: usize, _: bool) -> Result<(Tensor, Tensor)> {
+        Err(off())
+    }
+    pub(crate) fn random_fill(_: &Tensor, _: Draw, _: u64, _: u64) -> Result<()> {
         Err(off())
     }
     pub(crate) fn foreach(
@@ -1255,6 +1279,49 @@ mod imp {
         unsafe { kernel.launch(grid_for(largest as u64), BLOCK, &stream, &p) }.map_err(err)?;
         drop(held);
         Ok(())
+    }
+
+    /// Fills the contiguous `t` with `draw` from counter blocks `base..` of the stream `seed`,
+    /// element `i` from the same block and word as on the CPU.
+    pub(crate) fn random_fill(t: &Tensor, draw: Draw, seed: u64, base: u64) -> Result<()> {
+        use rt::kernels::random::Dist;
+        let device = common_device(&[t], "random")?;
+        let dist = match draw.kind {
+            DrawKind::Uniform => Dist::Uniform,
+            DrawKind::Normal => Dist::Normal,
+            DrawKind::Bernoulli => Dist::Bernoulli,
+            DrawKind::Int32 => Dist::Int32,
+            DrawKind::Int64 => Dist::Int64,
+        };
+        let Some(spec) = rt::kernels::random::fill(dist, ctype(t.dtype())) else {
+            bail!(
+                NotImplemented,
+                "random: {:?} draws into '{}' are not implemented on CUDA",
+                draw.kind,
+                t.dtype().type_name()
+            );
+        };
+        let n = t.numel();
+        if n == 0 {
+            return Ok(());
+        }
+        drop(t.storage().write());
+        let p = rt::kernels::RandomParams {
+            out: base_ptr(t) + (t.storage_offset() * t.dtype().size_in_bytes()) as u64,
+            n: n as i64,
+            seed,
+            base,
+            f: draw.f,
+            low: draw.low,
+            range_lo: draw.range as u64,
+            range_hi: (draw.range >> 64) as u64,
+        };
+        let blocks = n.div_ceil(dist.per_block(ctype(t.dtype()))) as u64;
+        let name = spec.name.clone();
+        let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
+        let stream = rt::stream::current_stream(device).map_err(err)?;
+        // SAFETY: RandomParams describes the contiguous live output of `n` elements.
+        unsafe { kernel.launch(grid_for(blocks), BLOCK, &stream, &p) }.map_err(err)
     }
 }
 

@@ -603,6 +603,61 @@ fn convolutions_and_pooling_match_the_cpu_with_gradients() -> Result<()> {
 }
 
 #[test]
+fn random_fills_on_the_device_draw_the_cpus_stream() -> Result<()> {
+    let Some((dev, _serial)) = device() else { return Ok(()) };
+    type Fill = fn(&Tensor, &pyrite_core::Generator) -> Result<()>;
+    let fills: &[(&str, Fill, &[DType], f64)] = &[
+        (
+            "uniform_",
+            |t, g| t.uniform_(-2.0, 3.0, Some(g)).map(|_| ()),
+            &[DType::F32, DType::F64, DType::F16, DType::BF16],
+            0.0,
+        ),
+        (
+            "normal_",
+            |t, g| t.normal_(1.0, 2.0, Some(g)).map(|_| ()),
+            &[DType::F32, DType::F64, DType::BF16],
+            1e-5,
+        ),
+        (
+            "bernoulli_",
+            |t, g| t.bernoulli_(0.3, Some(g)).map(|_| ()),
+            &[DType::F32, DType::Bool, DType::I64],
+            0.0,
+        ),
+        (
+            "random_ small",
+            |t, g| t.random_(-5, Some(7), Some(g)).map(|_| ()),
+            &[DType::I64, DType::I32, DType::F32],
+            0.0,
+        ),
+        ("random_ 64-bit", |t, g| t.random_(i64::MIN, None, Some(g)).map(|_| ()), &[DType::I64], 0.0),
+    ];
+    for (name, fill, dtypes, rtol) in fills {
+        for &dt in *dtypes {
+            let (gc, gd) = (pyrite_core::Generator::new(11), pyrite_core::Generator::new(11));
+            // 1001 elements: a last block only partly used; a transposed view too.
+            let (c, d) = (Tensor::zeros([7, 143], dt)?, Tensor::zeros_on([7, 143], dt, dev)?);
+            fill(&c, &gc)?;
+            fill(&d, &gd)?;
+            assert_close(&d, &c, *rtol, &format!("{name} {dt}"));
+            assert_eq!(gc.get_offset(), gd.get_offset(), "{name}: the same blocks were used");
+            let (ct, dtt) = (Tensor::zeros([5, 6], dt)?.t()?, Tensor::zeros_on([5, 6], dt, dev)?.t()?);
+            fill(&ct, &gc)?;
+            fill(&dtt, &gd)?;
+            assert_close(&dtt, &ct, *rtol, &format!("{name} {dt} transposed"));
+        }
+    }
+    // Dropout's mask and rand_like follow the global generator the same way.
+    pyrite_core::manual_seed(5);
+    let c = Tensor::zeros([64], DType::F32)?.rand_like()?;
+    pyrite_core::manual_seed(5);
+    let d = Tensor::zeros_on([64], DType::F32, dev)?.rand_like()?;
+    assert_close(&d, &c, 0.0, "rand_like");
+    Ok(())
+}
+
+#[test]
 fn every_op_on_cuda_tensors_returns_a_result_without_panicking() {
     let Some((dev, _serial)) = device() else { return };
     let x = randn(&[3, 4], 9).to_device(dev).unwrap();

@@ -212,20 +212,35 @@ fn fill_inplace(t: &Tensor, node: &'static str, dist: Dist, gen: Option<&Generat
 }
 
 fn fill_tensor(t: &Tensor, dist: Dist, gen: Option<&Generator>) -> Result<()> {
-    if t.device().is_cuda() {
-        // Drawn on the host from the same generator (so a seed gives the CPU's values; PyTorch's
-        // CUDA generator promises no particular stream), then copied in.
-        let host = Tensor::empty(t.shape().clone(), t.dtype())?;
-        fill_tensor(&host, dist, gen)?;
-        crate::ops::cast::convert(&host, t.dtype(), super::Out::Into(t), "copy_")?;
-        return Ok(());
-    }
     let n = t.numel();
     if n == 0 {
         return Ok(());
     }
     let k = per_block(dist, t.dtype());
     let (seed, base) = gen_or_default(gen).reserve(n.div_ceil(k) as u64);
+    if t.device().is_cuda() {
+        // The same blocks of the same generator, drawn by the device: a seed gives the CPU's
+        // values (PyTorch's CUDA generator promises no particular stream).
+        use crate::cuda::{Draw, DrawKind};
+        let draw = match dist {
+            Dist::Uniform { from, to } => {
+                Draw { kind: DrawKind::Uniform, f: [from, to - from], low: 0, range: 0 }
+            }
+            Dist::Normal { mean, std } => Draw { kind: DrawKind::Normal, f: [mean, std], low: 0, range: 0 },
+            Dist::Bernoulli { p } => Draw { kind: DrawKind::Bernoulli, f: [p, 0.0], low: 0, range: 0 },
+            Dist::Int { low, range } => {
+                let kind = if range <= 1 << 32 { DrawKind::Int32 } else { DrawKind::Int64 };
+                Draw { kind, f: [0.0; 2], low, range }
+            }
+        };
+        if t.is_contiguous() {
+            return crate::cuda::random_fill(t, draw, seed, base);
+        }
+        let tmp = Tensor::zeros_on(t.shape().clone(), t.dtype(), t.device())?;
+        crate::cuda::random_fill(&tmp, draw, seed, base)?;
+        crate::ops::cast::convert(&tmp, t.dtype(), super::Out::Into(t), "copy_")?;
+        return Ok(());
+    }
     if t.is_contiguous() {
         dispatch_all!(t.dtype(), T => t.with_storage_mut::<T, _>(|buf, l| {
             fill_slice::<T>(&mut buf[l.offset()..l.offset() + n], dist, seed, base)

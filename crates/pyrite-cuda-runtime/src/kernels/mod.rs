@@ -24,6 +24,7 @@ pub mod gemm;
 pub mod index;
 mod nvrtc;
 pub mod pool;
+pub mod random;
 pub mod reduce;
 pub mod scan;
 pub mod softmax;
@@ -36,6 +37,7 @@ pub use gemm::GemmParams;
 pub use index::IndexParams;
 pub use nvrtc::{compile_ptx, CompiledKernel, KernelCache};
 pub use pool::PoolParams;
+pub use random::RandomParams;
 pub use reduce::{Reduce, ReduceOp, ReduceParams};
 pub use scan::{NonzeroParams, ScanOp, ScanParams};
 pub use softmax::{Softmax, SoftmaxParams};
@@ -224,6 +226,7 @@ pub fn all_kernels() -> Vec<KernelSpec> {
     v.extend(conv::all_kernels());
     v.extend(pool::all_kernels());
     v.extend(sort::all_kernels());
+    v.extend(random::all_kernels());
     v
 }
 

@@ -19,7 +19,14 @@ pub fn compile_ptx(source: &str, arch: &str) -> Result<String> {
         );
     }
     let opts = CompileOptions {
-        options: vec![format!("--gpu-architecture={arch}"), "--std=c++17".into(), "-default-device".into()],
+        options: vec![
+            format!("--gpu-architecture={arch}"),
+            "--std=c++17".into(),
+            "-default-device".into(),
+            // No contraction of a * b + c into one rounding: the kernels round as the CPU
+            // kernels do (random fills bit for bit).
+            "--fmad=false".into(),
+        ],
         ..Default::default()
     };
     match cudarc::nvrtc::compile_ptx_with_opts(source, opts) {

@@ -13,7 +13,9 @@ __device__ __forceinline__ float bits_f32(u32 u) { return __uint_as_float(u); }
 __device__ __forceinline__ u32 f32_bits(float f) { return __float_as_uint(f); }
 __device__ __forceinline__ float f16_to_f32(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 __device__ __forceinline__ u16 f32_to_f16(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ u64 mulhi64(u64 a, u64 b) { return __umul64hi(a, b); }
 #else
+__device__ inline u64 mulhi64(u64 a, u64 b) { return (u64)(((unsigned __int128)a * b) >> 64); }
 __device__ inline float bits_f32(u32 u) { float f; memcpy(&f, &u, 4); return f; }
 __device__ inline u32 f32_bits(float f) { u32 u; memcpy(&u, &f, 4); return u; }
 __device__ inline float f16_to_f32(u16 h) {
