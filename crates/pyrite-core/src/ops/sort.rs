@@ -448,12 +448,11 @@ impl Tensor {
 
     fn kthvalue_impl(&self, k: usize, dim: isize, keepdim: bool) -> Result<(Tensor, Tensor)> {
         let d = wrap_dim(dim, self.rank())?;
-        self.device().check_cpu_kernel()?;
         if self.rank() == 0 {
             if k != 1 {
                 bail!(Index, "kthvalue(): selected number k out of range for dimension {d}");
             }
-            return Ok((self.deep_clone()?, Tensor::scalar(0i64)?));
+            return Ok((self.deep_clone()?, Tensor::zeros_on([], DType::I64, self.device())?));
         }
         let rows = Rows::of(self.dims(), d);
         if rows.size == 0 {
@@ -464,22 +463,29 @@ impl Tensor {
         }
         let mut shape = self.shape().clone();
         shape.0[d] = 1;
-        let x = self.contiguous()?;
-        let (v, i) = dispatch_all!(self.dtype(), T => x.with_slice::<T, _>(|s| {
-            two_outputs::<T>(&shape, |v, i| {
-                if packs(T::DTYPE, rows.size) {
-                    row_kernel_keys(s, &rows, 1, false, v, i, |b| {
-                        b.select_nth_unstable(k - 1);
-                        b[0] = b[k - 1];
-                    });
-                } else {
-                    row_kernel(s, &rows, 1, v, i, |b| {
-                        b.select_nth_unstable_by(k - 1, asc);
-                        b[0] = b[k - 1];
-                    });
-                }
-            })
-        }))?;
+        let (v, i) = if self.device().is_cuda() {
+            // Position k - 1 of the stable ascending sort: equal values in index order.
+            let (v, i) = crate::cuda::sort(self, d, false)?;
+            let at = (k - 1) as isize;
+            (v.narrow(d as isize, at, 1)?.contiguous()?, i.narrow(d as isize, at, 1)?.contiguous()?)
+        } else {
+            let x = self.contiguous()?;
+            dispatch_all!(self.dtype(), T => x.with_slice::<T, _>(|s| {
+                two_outputs::<T>(&shape, |v, i| {
+                    if packs(T::DTYPE, rows.size) {
+                        row_kernel_keys(s, &rows, 1, false, v, i, |b| {
+                            b.select_nth_unstable(k - 1);
+                            b[0] = b[k - 1];
+                        });
+                    } else {
+                        row_kernel(s, &rows, 1, v, i, |b| {
+                            b.select_nth_unstable_by(k - 1, asc);
+                            b[0] = b[k - 1];
+                        });
+                    }
+                })
+            }))?
+        };
         if keepdim {
             Ok((v, i))
         } else {
