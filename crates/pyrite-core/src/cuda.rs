@@ -169,6 +169,9 @@ mod imp {
     pub(crate) fn random_fill(_: &Tensor, _: Draw, _: u64, _: u64) -> Result<()> {
         Err(off())
     }
+    pub(crate) fn storage_from_bytes(_: &[u8], _: usize) -> Result<crate::UntypedStorage> {
+        Err(off())
+    }
     pub(crate) fn foreach(
         _: &[&Tensor],
         _: usize,
@@ -1322,6 +1325,14 @@ mod imp {
         let stream = rt::stream::current_stream(device).map_err(err)?;
         // SAFETY: RandomParams describes the contiguous live output of `n` elements.
         unsafe { kernel.launch(grid_for(blocks), BLOCK, &stream, &p) }.map_err(err)
+    }
+
+    /// A storage on `cuda:device` holding a copy of `bytes`.
+    pub(crate) fn storage_from_bytes(bytes: &[u8], device: usize) -> Result<crate::UntypedStorage> {
+        let buf = CudaBuffer::new(device, bytes.len()).map_err(err)?;
+        let stream = rt::stream::current_stream(device).map_err(err)?;
+        buf.copy_from_host(0, bytes, &stream).map_err(err)?;
+        Ok(crate::UntypedStorage(Arc::new(StorageCell::new(Storage::Cuda(buf)))))
     }
 }
 

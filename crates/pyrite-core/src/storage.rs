@@ -251,6 +251,19 @@ impl UntypedStorage {
         r
     }
 
+    /// A copy of the bytes on `device` (the same storage when it is already there): how
+    /// `torch.load`'s `map_location` places storages.
+    pub fn to_device(&self, device: Device) -> crate::Result<UntypedStorage> {
+        if self.device() == device {
+            return Ok(self.clone());
+        }
+        let bytes = self.try_with_bytes(|b| b.to_vec())?;
+        match device {
+            Device::Cpu => UntypedStorage::from_bytes(&bytes),
+            Device::Cuda(i) => crate::cuda::storage_from_bytes(&bytes, i),
+        }
+    }
+
     /// A copy of all the bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
         self.with_bytes(|b| b.to_vec())

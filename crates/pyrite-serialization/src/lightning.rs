@@ -35,7 +35,7 @@ use std::path::Path;
 /// # Ok::<(), pyrite::Error>(())
 /// ```
 pub fn load_lightning_checkpoint(path: impl AsRef<Path>) -> Result<(Object, Vec<(String, String)>)> {
-    let ckpt = load_with(path, LoadOptions { skip_unsupported: true })?;
+    let ckpt = load_with(path, LoadOptions { skip_unsupported: true, ..Default::default() })?;
     let skipped = ckpt.unsupported();
     Ok((ckpt, skipped))
 }

@@ -7,7 +7,7 @@
 use crate::object::Object;
 use crate::unpickler::{unpickle, StorageRef};
 use crate::zip::ZipReader;
-use pyrite_core::{bail, err, DType, Result, UntypedStorage};
+use pyrite_core::{bail, err, DType, Device, Result, UntypedStorage};
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -18,8 +18,9 @@ use std::path::Path;
 /// Only tensors, containers and plain values are accepted, as with PyTorch's weights-only
 /// unpickler (see [`Object`] for what each Python type becomes); any other global named by
 /// the file (a class, `os.system`, ...) is an error naming it, and nothing is ever run.
-/// Tensors that shared a storage when saved share one again. Tensors saved from a GPU are
-/// loaded onto the CPU (as with `map_location="cpu"`).
+/// Tensors that shared a storage when saved share one again. Tensors go back to the device
+/// they were saved from, as in PyTorch (a file saved from a GPU needs one, or
+/// [`LoadOptions::map_location`] to map them elsewhere).
 ///
 /// ```
 /// use pyrite::serialization::{load, save, Object};
@@ -58,6 +59,10 @@ pub struct LoadOptions {
     /// placeholder naming the class, instead of failing the whole load. Nothing is imported or
     /// called either way. [`Object::unsupported`] lists the placeholders by key.
     pub skip_unsupported: bool,
+    /// `map_location`: the device every storage is loaded onto (`Some(Device::Cpu)` for a
+    /// checkpoint saved from a GPU on a machine without one); `None` puts each back where it
+    /// was saved from, as PyTorch does.
+    pub map_location: Option<Device>,
 }
 
 /// [`load`] with options; `load_with(path, LoadOptions::default())` is [`load`].
@@ -66,7 +71,7 @@ pub struct LoadOptions {
 /// use pyrite::serialization::{load_with, save, LoadOptions, Object};
 /// let path = std::env::temp_dir().join(format!("pyrite-load-with-doc-{}.pt", std::process::id()));
 /// save(&Object::from_pairs([("epoch", 3)]), &path)?;
-/// let obj = load_with(&path, LoadOptions { skip_unsupported: true })?;
+/// let obj = load_with(&path, LoadOptions { skip_unsupported: true, ..Default::default() })?;
 /// assert!(obj.unsupported().is_empty());
 /// # std::fs::remove_file(&path).ok();
 /// # Ok::<(), pyrite::Error>(())
@@ -130,10 +135,37 @@ pub fn load_from_reader_with<R: Read + Seek>(mut src: R, options: LoadOptions) -
         let size =
             usize::try_from(size).map_err(|_| err!(OutOfMemory, "torch.load: storage of {size} bytes"))?;
         let s = UntypedStorage::new_with(size, |buf| zip.read_into(&name, buf))?;
+        let s = match options.map_location.map_or_else(|| saved_device(r.location), Ok)? {
+            Device::Cpu => s,
+            d => s.to_device(d)?,
+        };
         cache.insert(r.key.to_string(), (s.clone(), r.dtype, r.numel));
         Ok(s)
     };
     unpickle(&pkl, options.skip_unsupported, &mut load_storage)
+}
+
+/// The device a storage was saved from, by its location string (`torch.load`'s
+/// `default_restore_location`).
+fn saved_device(location: &str) -> Result<Device> {
+    let cuda = match location {
+        "cpu" => return Ok(Device::Cpu),
+        "cuda" => Some(0),
+        l => l.strip_prefix("cuda:").and_then(|i| i.parse::<usize>().ok()),
+    };
+    let Some(index) = cuda else {
+        bail!(
+            Device,
+            "torch.load: don't know how to restore data location {location:?}; load it with LoadOptions {{ map_location: Some(Device::Cpu), .. }}"
+        );
+    };
+    if !pyrite_core::cuda_is_available() {
+        bail!(
+            Device,
+            "Attempting to deserialize object on a CUDA device but cuda_is_available() is false. If you are running on a CPU-only machine, please load with LoadOptions {{ map_location: Some(Device::Cpu), .. }} to map your storages to the CPU."
+        );
+    }
+    Ok(Device::Cuda(index))
 }
 
 /// Refuses, with a clear message, files that are not zip checkpoints.
@@ -200,5 +232,25 @@ fn archive_prefix<R: Read + Seek>(zip: &ZipReader<R>) -> Result<String> {
             Io,
             "torch.load: the zip archive has {n} data.pkl records; it is not a torch.save checkpoint"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saved_locations_restore_to_their_device_or_say_how_to_map_them() {
+        assert_eq!(saved_device("cpu").unwrap(), Device::Cpu);
+        let e = saved_device("mps").unwrap_err();
+        assert!(e.to_string().contains("don't know how to restore data location \"mps\""), "{e}");
+        if pyrite_core::cuda_is_available() {
+            assert_eq!(saved_device("cuda:1").unwrap(), Device::Cuda(1));
+            assert_eq!(saved_device("cuda").unwrap(), Device::Cuda(0));
+        } else {
+            let e = saved_device("cuda:0").unwrap_err();
+            assert_eq!(e.kind(), pyrite_core::ErrorKind::Device);
+            assert!(e.to_string().contains("map_location: Some(Device::Cpu)"), "{e}");
+        }
     }
 }

@@ -290,7 +290,12 @@ impl Pickler {
         self.memo_str("storage");
         self.global("torch", storage_class(dtype));
         self.str(&key.to_string());
-        self.memo_str("cpu");
+        // The location torch.load restores it to, as PyTorch writes it.
+        let location = match storage.device() {
+            pyrite_core::Device::Cpu => "cpu".to_string(),
+            pyrite_core::Device::Cuda(i) => format!("cuda:{i}"),
+        };
+        self.memo_str(&location);
         self.int(numel as i64);
         self.op(b't');
         self.op(b'Q');

@@ -32,6 +32,8 @@ pub(crate) struct StorageRef<'a> {
     pub dtype: Option<DType>,
     /// Number of elements (bytes for untyped storages).
     pub numel: u64,
+    /// Where it was saved from (`"cpu"`, `"cuda:0"`).
+    pub location: &'a str,
 }
 
 /// A value on the machine's stack. Containers live in the arena and are referred to by index,
@@ -603,14 +605,15 @@ impl Machine<'_> {
             V::Str(s) => s.clone(),
             _ => return Err(corrupt("a storage key is not a string")),
         };
-        if !matches!(&fields[3], V::Str(_)) {
-            return Err(corrupt("a storage location is not a string"));
-        }
+        let location = match &fields[3] {
+            V::Str(s) => s.clone(),
+            _ => return Err(corrupt("a storage location is not a string")),
+        };
         let numel = match fields[4] {
             V::Int(n) if n >= 0 => n as u64,
             _ => return Err(corrupt("a storage size is not a non-negative int")),
         };
-        let storage = (self.load_storage)(&StorageRef { key: &key, dtype, numel })?;
+        let storage = (self.load_storage)(&StorageRef { key: &key, dtype, numel, location: &location })?;
         self.storages.push((storage, dtype));
         Ok(V::Storage(self.storages.len() - 1))
     }

@@ -103,7 +103,7 @@ fn a_cnn_with_batch_norm_and_pooling_trains_on_cuda_as_on_the_cpu() -> Result<()
 }
 
 #[test]
-fn cuda_tensors_save_as_host_tensors() -> Result<()> {
+fn cuda_tensors_save_with_their_location_and_load_back_or_mapped() -> Result<()> {
     let Some(dev) = device() else { return Ok(()) };
     let t = Tensor::arange(0.0, 6.0, 1.0, DType::F32)?.reshape([2, 3])?.to_device(dev)?;
     let dir = std::env::temp_dir().join(format!("pyrite-cuda-save-{}", std::process::id()));
@@ -111,9 +111,26 @@ fn cuda_tensors_save_as_host_tensors() -> Result<()> {
     pyrite::serialization::safetensors::save_file([("w", &t.t()?)], dir.join("w.safetensors"), None)?;
     let back = pyrite::serialization::safetensors::load_file(dir.join("w.safetensors"))?;
     assert_eq!(back[0].1.to_vec::<f32>()?, t.t()?.to_device(Device::Cpu)?.contiguous()?.to_vec::<f32>()?);
-    pyrite::save(&pyrite::serialization::Object::from(t.clone()), dir.join("w.pt"))?;
-    let back = Tensor::try_from(pyrite::load(dir.join("w.pt"))?)?;
-    assert_eq!((back.device(), back.to_vec::<f32>()?), (Device::Cpu, vec![0., 1., 2., 3., 4., 5.]));
+    // A .pt file records the device: loading puts the tensors back there (two views of one
+    // storage share it again), or where map_location says.
+    let obj = pyrite::serialization::Object::List(vec![t.clone().into(), t.narrow(1, 1, 2)?.into()]);
+    pyrite::save(&obj, dir.join("w.pt"))?;
+    let back = pyrite::load(dir.join("w.pt"))?;
+    let pyrite::serialization::Object::List(items) = back else { panic!("a list") };
+    let (a, b) = (Tensor::try_from(items[0].clone())?, Tensor::try_from(items[1].clone())?);
+    assert_eq!((a.device(), a.to_vec::<f32>()?), (dev, vec![0., 1., 2., 3., 4., 5.]));
+    assert!(a.untyped_storage().is_same(&b.untyped_storage()), "the views share one storage");
+    assert_eq!(b.to_vec::<f32>()?, vec![1., 2., 4., 5.]);
+    let opts = pyrite::serialization::LoadOptions { map_location: Some(Device::Cpu), ..Default::default() };
+    let mapped = pyrite::serialization::load_with(dir.join("w.pt"), opts)?;
+    let pyrite::serialization::Object::List(items) = mapped else { panic!("a list") };
+    let a = Tensor::try_from(items[0].clone())?;
+    assert_eq!((a.device(), a.to_vec::<f32>()?), (Device::Cpu, vec![0., 1., 2., 3., 4., 5.]));
+    // And a CPU checkpoint onto the GPU.
+    pyrite::save(&pyrite::serialization::Object::from(a.clone()), dir.join("c.pt"))?;
+    let opts = pyrite::serialization::LoadOptions { map_location: Some(dev), ..Default::default() };
+    let up = Tensor::try_from(pyrite::serialization::load_with(dir.join("c.pt"), opts)?)?;
+    assert_eq!((up.device(), up.to_vec::<f32>()?), (dev, vec![0., 1., 2., 3., 4., 5.]));
     std::fs::remove_dir_all(&dir).ok();
     Ok(())
 }
