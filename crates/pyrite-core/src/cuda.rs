@@ -302,6 +302,31 @@ mod imp {
         }
     }
 
+    /// The device address of `t`'s first element (its storage offset applied).
+    fn data_ptr(t: &Tensor) -> u64 {
+        base_ptr(t) + (t.storage_offset() * t.dtype().size_in_bytes()) as u64
+    }
+
+    /// Compiles `spec` (once per device) and launches it over `grid` blocks on `device`'s
+    /// current stream.
+    ///
+    /// # Safety
+    /// `p` must be `spec`'s parameter struct, and every address in it live device memory of
+    /// the sizes it states, for as long as the stream runs the kernel (storages return to the
+    /// caching allocator in stream order).
+    unsafe fn launch_spec<P: Copy>(
+        spec: rt::kernels::KernelSpec,
+        device: usize,
+        grid: u32,
+        p: &P,
+    ) -> Result<()> {
+        let name = spec.name.clone();
+        let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
+        let stream = rt::stream::current_stream(device).map_err(err)?;
+        // SAFETY: the caller's contract.
+        unsafe { kernel.launch(grid, BLOCK, &stream, p) }.map_err(err)
+    }
+
     /// Launches the elementwise kernel `k` writing `out` from `ins` (each broadcast to `out`'s
     /// shape) on `out`'s device's current stream.
     fn launch(k: &Elementwise, out: &Tensor, ins: &[&Tensor], fs: [f64; 2], is: [i64; 2]) -> Result<()> {
@@ -367,12 +392,10 @@ mod imp {
         }
         p.fscalars = fs;
         p.iscalars = is;
-        let kernel = KernelCache::global().get(device, || k.spec(), &k.kernel_name()).map_err(err)?;
-        let stream = rt::stream::current_stream(device).map_err(err)?;
         // SAFETY: EwParams is the kernel's parameter struct; the pointers and layouts describe
         // live storages of the right element types, which stay allocated (stream-ordered reuse)
         // until the kernel has run.
-        unsafe { kernel.launch(grid_for(n as u64), BLOCK, &stream, &p) }.map_err(err)
+        unsafe { launch_spec(k.spec(), device, grid_for(n as u64), &p) }
     }
 
     /// A contiguous copy of the elements of `src`'s storage at `base + sum(index * strides)`
@@ -660,15 +683,16 @@ mod imp {
             bail!(Index, "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
         }
         let spec = rt::kernels::Reduce { op, input, out: out_t };
-        let name = spec.kernel_name();
         let Some(kspec) = spec.spec() else {
-            bail!(NotImplemented, "\"{name}\" not implemented for '{}'", x.dtype().type_name());
+            bail!(
+                NotImplemented,
+                "\"{}\" not implemented for '{}'",
+                spec.kernel_name(),
+                x.dtype().type_name()
+            );
         };
-        let kernel = KernelCache::global().get(device, || kspec, &name).map_err(err)?;
-        let stream = rt::stream::current_stream(device).map_err(err)?;
         // SAFETY: ReduceParams is the kernel's parameter struct and describes live storages.
-        unsafe { kernel.launch(grid_for(p.n_out as u64 * BLOCK as u64).min(65_535), BLOCK, &stream, &p) }
-            .map_err(err)?;
+        unsafe { launch_spec(kspec, device, grid_for(p.n_out as u64 * BLOCK as u64).min(65_535), &p) }?;
         Ok((values, indices))
     }
 
@@ -756,12 +780,10 @@ mod imp {
                 let Some(spec) = rt::kernels::gemm::spec(ctype(dtype)) else {
                     bail!(NotImplemented, "\"addmm_cuda\" not implemented for '{}'", dtype.type_name());
                 };
-                let name = spec.name.clone();
-                let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
                 let tiles = batch as u64 * (m as u64).div_ceil(16) * (n as u64).div_ceil(16);
                 // SAFETY: GemmParams describes live storages of `dtype` elements of the stated
                 // shapes and strides; blocks are the 256 threads the kernel needs.
-                unsafe { kernel.launch(tiles.clamp(1, 65_535) as u32, BLOCK, &stream, &p) }.map_err(err)?;
+                unsafe { launch_spec(spec, device, tiles.clamp(1, 65_535) as u32, &p) }?;
             }
         }
         let zero_beta = beta.to_f64() == 0.0;
@@ -828,12 +850,9 @@ mod imp {
                 p.strides[k][d] = s;
             }
         }
-        let name = spec.name.clone();
-        let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
-        let stream = rt::stream::current_stream(device).map_err(err)?;
         // SAFETY: IndexParams describes live storages; every index was validated against the
         // size of `dim` on the host.
-        unsafe { kernel.launch(grid_for(n as u64), BLOCK, &stream, &p) }.map_err(err)
+        unsafe { launch_spec(spec, device, grid_for(n as u64), &p) }
     }
 
     fn strides_of(t: &Tensor) -> Vec<i64> {
@@ -932,18 +951,15 @@ mod imp {
         if xt.numel() > 0 {
             let kind = if log { Softmax::LogForward } else { Softmax::Forward };
             let spec = kind.spec(ctype(x.dtype())).ok_or_else(|| not_implemented("softmax"))?;
-            let name = spec.name.clone();
-            let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
             let p = SoftmaxParams {
                 out: base_ptr(&y),
-                input: base_ptr(&xt) + (xt.storage_offset() * xt.dtype().size_in_bytes()) as u64,
+                input: data_ptr(&xt),
                 grad: 0,
                 rows: rows as i64,
                 cols: cols as i64,
             };
-            let stream = rt::stream::current_stream(device).map_err(err)?;
             // SAFETY: SoftmaxParams describes contiguous live storages of `rows * cols` elements.
-            unsafe { kernel.launch((rows as u32).clamp(1, 65_535), BLOCK, &stream, &p) }.map_err(err)?;
+            unsafe { launch_spec(spec, device, (rows as u32).clamp(1, 65_535), &p) }?;
         }
         if dim == last {
             Ok(y)
@@ -976,7 +992,7 @@ mod imp {
             return Ok((values, indices));
         }
         let p = rt::kernels::ScanParams {
-            input: base_ptr(x) + (x.storage_offset() * x.dtype().size_in_bytes()) as u64,
+            input: data_ptr(x),
             out: base_ptr(&values),
             out_index: indices.as_ref().map_or(0, base_ptr),
             outer: outer as i64,
@@ -984,11 +1000,8 @@ mod imp {
             inner: inner as i64,
         };
         let spec = rt::kernels::scan::scan(op, t);
-        let name = spec.name.clone();
-        let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
-        let stream = rt::stream::current_stream(device).map_err(err)?;
         // SAFETY: ScanParams describes the contiguous input and fresh outputs of its size.
-        unsafe { kernel.launch((lines as u32).clamp(1, 65_535), BLOCK, &stream, &p) }.map_err(err)?;
+        unsafe { launch_spec(spec, device, (lines as u32).clamp(1, 65_535), &p) }?;
         Ok((values, indices))
     }
 
@@ -1022,11 +1035,8 @@ mod imp {
             p.sizes[d] = s as i64;
         }
         let spec = rt::kernels::scan::nonzero();
-        let name = spec.name.clone();
-        let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
-        let stream = rt::stream::current_stream(device).map_err(err)?;
         // SAFETY: the counts hold `n` int64 values ending at `total`, the output `total * r`.
-        unsafe { kernel.launch(grid_for(n as u64), BLOCK, &stream, &p) }.map_err(err).map(|_| out)
+        unsafe { launch_spec(spec, device, grid_for(n as u64), &p) }.map(|_| out)
     }
 
     fn conv_params(g: &ConvShape, src: u64, dst: u64, total: usize) -> rt::kernels::ConvParams {
@@ -1050,11 +1060,8 @@ mod imp {
         if p.total == 0 {
             return Ok(());
         }
-        let name = spec.name.clone();
-        let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
-        let stream = rt::stream::current_stream(device).map_err(err)?;
         // SAFETY: ConvParams describes contiguous live storages of the sizes it states.
-        unsafe { kernel.launch(grid_for(p.total as u64), BLOCK, &stream, p) }.map_err(err)
+        unsafe { launch_spec(spec, device, grid_for(p.total as u64), p) }
     }
 
     /// The column matrix `[C * K, N * L]` of the contiguous input `x` (`[N, C, *big]`).
@@ -1063,7 +1070,7 @@ mod imp {
         let rows = g.c * g.k.iter().product::<usize>();
         let cols = g.n * g.small.iter().product::<usize>();
         let col = empty(&Shape::from([rows, cols]), x.dtype(), device)?;
-        let src = base_ptr(x) + (x.storage_offset() * x.dtype().size_in_bytes()) as u64;
+        let src = data_ptr(x);
         let p = conv_params(g, src, base_ptr(&col), rows * cols);
         launch_conv(rt::kernels::conv::im2col(ctype(x.dtype())), device, &p)?;
         Ok(col)
@@ -1074,7 +1081,7 @@ mod imp {
     pub(crate) fn col2im(col: &Tensor, g: &ConvShape, shape: &Shape) -> Result<Tensor> {
         let device = common_device(&[col], "col2im")?;
         let x = empty(shape, col.dtype(), device)?;
-        let src = base_ptr(col) + (col.storage_offset() * col.dtype().size_in_bytes()) as u64;
+        let src = data_ptr(col);
         let p = conv_params(g, src, base_ptr(&x), x.numel());
         launch_conv(rt::kernels::conv::col2im(ctype(col.dtype())), device, &p)?;
         Ok(x)
@@ -1096,7 +1103,7 @@ mod imp {
         let windows = upload_index(&g.windows, device)?;
         let i3 = |v: [usize; 3]| v.map(|x| x as i64);
         let p = rt::kernels::PoolParams {
-            src: base_ptr(src) + (src.storage_offset() * src.dtype().size_in_bytes()) as u64,
+            src: data_ptr(src),
             dst: base_ptr(dst),
             indices: indices.map_or(0, base_ptr),
             windows: base_ptr(&windows),
@@ -1107,12 +1114,9 @@ mod imp {
             div_mode: g.div_mode,
             divisor: g.divisor,
         };
-        let name = spec.name.clone();
-        let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
-        let stream = rt::stream::current_stream(device).map_err(err)?;
         // SAFETY: PoolParams describes contiguous live storages and the window table of the
         // stated sizes; every window lies inside the input.
-        unsafe { kernel.launch(grid_for(total as u64), BLOCK, &stream, &p) }.map_err(err)
+        unsafe { launch_spec(spec, device, grid_for(total as u64), &p) }
     }
 
     /// Max (`max`, with indices) or average pooling of the contiguous `x` into `shape`.
@@ -1181,8 +1185,8 @@ mod imp {
         let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
         let stream = rt::stream::current_stream(device).map_err(err)?;
         let mut p = rt::kernels::SortParams {
-            keys: base_ptr(&keys) + (keys.storage_offset() * keys.dtype().size_in_bytes()) as u64,
-            indices: base_ptr(&idx) + (idx.storage_offset() * 8) as u64,
+            keys: data_ptr(&keys),
+            indices: data_ptr(&idx),
             rows: rows as i64,
             width: width as i64,
             len: len as i64,
@@ -1244,7 +1248,7 @@ mod imp {
                 );
             }
             let t = if t.is_contiguous() { (*t).clone() } else { t.contiguous()? };
-            table.push((base_ptr(&t) + (t.storage_offset() * dtype.size_in_bytes()) as u64) as i64);
+            table.push(data_ptr(&t) as i64);
             if i % arity < n_write {
                 // An in-place write: the version counter moves.
                 drop(t.storage().write());
@@ -1274,12 +1278,9 @@ mod imp {
             items: (tensors.len() / arity) as i64,
             ncoef: ncoef as i32,
         };
-        let name = spec.name.clone();
-        let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
-        let stream = rt::stream::current_stream(device).map_err(err)?;
         // SAFETY: the table holds live, contiguous tensors of `dtype` with their element
         // counts; the coefficients `ncoef` per item.
-        unsafe { kernel.launch(grid_for(largest as u64), BLOCK, &stream, &p) }.map_err(err)?;
+        unsafe { launch_spec(spec, device, grid_for(largest as u64), &p) }?;
         drop(held);
         Ok(())
     }
@@ -1310,7 +1311,7 @@ mod imp {
         }
         drop(t.storage().write());
         let p = rt::kernels::RandomParams {
-            out: base_ptr(t) + (t.storage_offset() * t.dtype().size_in_bytes()) as u64,
+            out: data_ptr(t),
             n: n as i64,
             seed,
             base,
@@ -1320,11 +1321,8 @@ mod imp {
             range_hi: (draw.range >> 64) as u64,
         };
         let blocks = n.div_ceil(dist.per_block(ctype(t.dtype()))) as u64;
-        let name = spec.name.clone();
-        let kernel = KernelCache::global().get(device, || spec, &name).map_err(err)?;
-        let stream = rt::stream::current_stream(device).map_err(err)?;
         // SAFETY: RandomParams describes the contiguous live output of `n` elements.
-        unsafe { kernel.launch(grid_for(blocks), BLOCK, &stream, &p) }.map_err(err)
+        unsafe { launch_spec(spec, device, grid_for(blocks), &p) }
     }
 
     /// A storage on `cuda:device` holding a copy of `bytes`.
