@@ -83,7 +83,8 @@ pub struct DataLoaderOptions {
     pub num_workers: usize,
     /// Defaults to [`default_collate`].
     pub collate_fn: Option<CollateFn>,
-    /// Accepted for PyTorch compatibility; a no-op until a CUDA backend exists.
+    /// Accepted for PyTorch compatibility; batches are not page-locked yet (the CUDA backend's
+    /// host-to-device copies of pageable memory are synchronous), so it changes nothing.
     pub pin_memory: bool,
     pub drop_last: bool,
     /// How long to wait for a batch from the workers; `None` waits for ever.
