@@ -199,6 +199,9 @@ mod imp {
     ) -> Result<()> {
         Err(off())
     }
+    pub(crate) fn scatter(_: &Tensor, _: usize, _: &[i64], _: &Shape, _: &Tensor) -> Result<()> {
+        Err(off())
+    }
     pub(crate) fn addbmm(
         _: &Tensor,
         _: &Tensor,
@@ -932,6 +935,34 @@ mod imp {
             &sizes,
             [(out, strides_of(out)), (src, strides_of(src)), (&index, is)],
             alpha,
+        )
+    }
+
+    /// `out.scatter_(dim, index, src)` with the index's validated values `idx` (row-major over
+    /// `index_shape`; `src` is walked over that shape), in place.
+    pub(crate) fn scatter(
+        out: &Tensor,
+        dim: usize,
+        idx: &[i64],
+        index_shape: &Shape,
+        src: &Tensor,
+    ) -> Result<()> {
+        let device = common_device(&[out, src], "scatter")?;
+        let src = if src.device().is_cuda() { src.clone() } else { src.to_device(out.device())? };
+        let index = upload_index(idx, device)?;
+        // The writes land in `out`'s storage: count them as an in-place write.
+        drop(out.storage().write());
+        launch_index(
+            rt::kernels::index::scatter(ctype(out.dtype())),
+            device,
+            dim,
+            index_shape.dims(),
+            [
+                (out, strides_of(out)),
+                (&src, strides_of(&src)),
+                (&index, contiguous_strides(index_shape.dims())),
+            ],
+            1.0,
         )
     }
 

@@ -330,9 +330,7 @@ fn device_memory_is_accounted_and_out_of_memory_is_an_error() -> Result<()> {
 fn ops_without_a_cuda_kernel_are_errors_and_printing_works() -> Result<()> {
     let Some((dev, _serial)) = device() else { return Ok(()) };
     let x = randn(&[3, 3], 8).to_device(dev)?;
-    let (pooled, at) = pyrite_core::ops::pool::max_pool(&x.unsqueeze(0)?, &[2], &[1], &[0], &[1], false)?;
-    let unpooled = pyrite_core::ops::pool::max_unpool(&pooled, &at, &[3]);
-    let e = unpooled.unwrap_err();
+    let e = x.unique(true, false, false).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotImplemented, "{e}");
     assert!(e.to_string().contains("'CUDA' backend"), "{e}");
     let s = format!("{}", Tensor::new([1.5f32, -2.0])?.to_device(dev)?);
@@ -600,6 +598,28 @@ fn convolutions_and_pooling_match_the_cpu_with_gradients() -> Result<()> {
     same_with_grads("adaptive_max_pool", &[&x], 1e-6, |t| Ok(adaptive_max_pool(&t[0], &[2, 5])?.0))?;
     let x1 = randn(&[2, 2, 13], 73);
     same_with_grads("max_pool1d", &[&x1], 1e-6, |t| Ok(max_pool(&t[0], &[3], &[2], &[1], &[1], false)?.0))?;
+    // max_unpool puts the maxima back (overlapping windows write one of their equal values).
+    use pyrite_core::ops::pool::max_unpool;
+    let (v, i) = max_pool(&x, &[2, 2], &[], &[0], &[1], false)?;
+    let (gv, gi) = (v.to_device(CUDA)?, i.to_device(CUDA)?);
+    assert_close(&max_unpool(&gv, &gi, &[9, 8])?, &max_unpool(&v, &i, &[9, 8])?, 0.0, "max_unpool");
+    same_with_grads("max_unpool", &[&v], 0.0, |t| {
+        let i = if t[0].device().is_cuda() { gi.clone() } else { i.clone() };
+        max_unpool(&t[0], &i, &[9, 8])
+    })?;
+    let bad = i.mul_scalar(100)?.to_device(CUDA)?;
+    let e = max_unpool(&gv, &bad, &[9, 8]).unwrap_err();
+    assert!(e.to_string().contains("Found an invalid max index"), "{e}");
+    // scatter_ writes (a tensor source and a value).
+    let idx = Tensor::new([[2i64, 0, 1], [0, 2, 1]])?;
+    let src = randn(&[2, 3], 75);
+    let (t, g) = (Tensor::zeros([3, 3], DType::F32)?, Tensor::zeros_on([3, 3], DType::F32, CUDA)?);
+    t.scatter_(0, &idx, &src)?;
+    g.scatter_(0, &idx.to_device(CUDA)?, &src.to_device(CUDA)?)?;
+    assert_close(&g, &t, 0.0, "scatter_");
+    t.scatter_value_(1, &idx, 7.5)?;
+    g.scatter_value_(1, &idx.to_device(CUDA)?, 7.5)?;
+    assert_close(&g, &t, 0.0, "scatter_value_");
     let x3 = randn(&[1, 2, 4, 5, 6], 74);
     same_with_grads("avg_pool3d", &[&x3], 1e-5, |t| avg_pool(&t[0], &[2], &[], &[0], false, true, None))?;
     Ok(())

@@ -766,6 +766,17 @@ impl Tensor {
                 (Some(s), Reduce::Sum, true) => {
                     crate::cuda::scatter_add(self, d, &idx, index.shape(), s, false, 1.0)
                 }
+                (Some(s), Reduce::Assign, _) => crate::cuda::scatter(self, d, &idx, index.shape(), s),
+                (None, Reduce::Assign, _) => {
+                    let v = Tensor::full_on(
+                        [],
+                        value.expect("scatter needs a source"),
+                        self.dtype(),
+                        self.device(),
+                    )?;
+                    let v = v.expand(index.dims().to_vec())?;
+                    crate::cuda::scatter(self, d, &idx, index.shape(), &v)
+                }
                 _ => Err(crate::cuda::not_implemented(op)),
             };
         }

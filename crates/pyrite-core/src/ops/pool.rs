@@ -1068,7 +1068,6 @@ fn adaptive_max_pool_nd(
 /// # Ok::<(), pyrite_core::Error>(())
 /// ```
 pub fn max_unpool(input: &Tensor, indices: &Tensor, output_size: &[usize]) -> Result<Tensor> {
-    input.device().check_cpu_kernel()?;
     max_unpool_nd(input, indices, output_size, None)
 }
 
@@ -1116,13 +1115,41 @@ fn max_unpool_nd(
 fn unpool_core(input: &Tensor, indices: &Tensor, nd: usize, big: [usize; 3]) -> Result<Tensor> {
     let xc = contig(input)?;
     let ic = contig(indices)?;
-    let y = float_kernel!(input.dtype(), T => scatter_kernel::<T>(&xc, &ic, nd, &big, false))?;
+    let y = if xc.device().is_cuda() {
+        unpool_on_cuda(&xc, &ic, nd, big)?
+    } else {
+        float_kernel!(input.dtype(), T => scatter_kernel::<T>(&xc, &ic, nd, &big, false))?
+    };
     if !needs_grad(&[input]) {
         return Ok(y);
     }
     record1(format!("MaxUnpool{nd}DBackward0"), &[input], y, &[], move |_, gr| {
         Ok(vec![Some(gather_at(&gr[0], &ic)?)])
     })
+}
+
+/// `max_unpool` on CUDA: the indices checked on the host (PyTorch's message), then the
+/// indexing kernels' `scatter` into zero planes.
+fn unpool_on_cuda(x: &Tensor, indices: &Tensor, nd: usize, big: [usize; 3]) -> Result<Tensor> {
+    let _ng = crate::autograd::no_grad();
+    let li: usize = big.iter().product();
+    let flat_idx = indices.flatten(2, -1)?;
+    if let Some(&bad) = flat_idx
+        .to_device(crate::Device::Cpu)?
+        .to_vec::<i64>()?
+        .iter()
+        .find(|&&i| i < 0 || i as u64 >= li as u64)
+    {
+        let sizes: Vec<String> = big[3 - nd..].iter().map(|v| v.to_string()).collect();
+        bail!(Index, "Found an invalid max index: {bad} (output volumes are of size {})", sizes.join("x"));
+    }
+    let mut dims = x.dims()[..2].to_vec();
+    dims.push(li);
+    let planes = Tensor::zeros_on(dims, x.dtype(), x.device())?;
+    planes.scatter_(2, &flat_idx, &x.flatten(2, -1)?)?;
+    let mut shape = x.dims()[..2].to_vec();
+    shape.extend_from_slice(&big[3 - nd..]);
+    planes.reshape(shape)
 }
 
 // ------------------------------------------------------------------------------------------

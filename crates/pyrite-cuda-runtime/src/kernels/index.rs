@@ -1,5 +1,5 @@
 //! Indexing kernels: `gather` (also `index_select`, with the index broadcast along the other
-//! dims) and `scatter_add` (also `index_add`, and the backward of both), over arbitrary
+//! dims), `scatter` and `scatter_add` (also `index_add`, and the backward of both), over arbitrary
 //! strides. The index holds already validated, non-negative positions along `dim`.
 //! `scatter_add` adds with atomics, so the order of additions to one element varies between
 //! runs, as in PyTorch's CUDA kernel.
@@ -108,7 +108,28 @@ pub fn scatter_add(t: CType) -> Option<KernelSpec> {
     Some(KernelSpec { name, params: "IndexParams", params_c: PARAMS_C, body })
 }
 
+/// `out[c with c[dim] = index[c]] = src[c]` over the iteration shape (`scatter`: where
+/// several positions name one element, one of the writes wins, as in PyTorch's CUDA kernel).
+pub fn scatter(t: CType) -> KernelSpec {
+    let st = t.storage();
+    let name = format!("scatter_{}", t.tag());
+    let body = format!(
+        r#"extern "C" __global__ void {name}(const IndexParams p) {{
+  {st}* out = ({st}*)p.ptrs[0] + p.offsets[0];
+  const {st}* src = (const {st}*)p.ptrs[1] + p.offsets[1];
+  const i64* index = (const i64*)p.ptrs[2] + p.offsets[2];
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (i64)blockDim.x * gridDim.x) {{
+    i64 o[3];
+    index_offsets(p, i, 0, o);
+    out[o[0] + index[o[2]] * p.strides[0][p.dim]] = src[o[1]];
+  }}
+}}
+"#
+    );
+    KernelSpec { name, params: "IndexParams", params_c: PARAMS_C, body }
+}
+
 /// Every indexing kernel, for the compile test.
 pub fn all_kernels() -> Vec<KernelSpec> {
-    CType::ALL.iter().flat_map(|&t| [Some(gather(t)), scatter_add(t)]).flatten().collect()
+    CType::ALL.iter().flat_map(|&t| [Some(gather(t)), scatter_add(t), Some(scatter(t))]).flatten().collect()
 }
