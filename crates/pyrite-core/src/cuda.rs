@@ -1251,7 +1251,7 @@ mod imp {
     }
 
     /// Launches the foreach kernel for `k` over the groups of `tensors` (checked by the caller:
-    /// same dtype and size per group, contiguous written tensors).
+    /// one dtype and device, one size per group, contiguous written tensors).
     pub(crate) fn foreach(
         tensors: &[&Tensor],
         arity: usize,
@@ -1270,14 +1270,6 @@ mod imp {
         let mut table: Vec<i64> = Vec::with_capacity(tensors.len() / arity * (arity + 1));
         let mut largest = 0;
         for (i, t) in tensors.iter().enumerate() {
-            if t.dtype() != dtype || !t.device().is_cuda() {
-                bail!(
-                    Value,
-                    "foreach: expected {dtype:?} tensors on cuda:{device}, got {:?} on {:?}",
-                    t.dtype(),
-                    t.device()
-                );
-            }
             let t = if t.is_contiguous() { (*t).clone() } else { t.contiguous()? };
             table.push(data_ptr(&t) as i64);
             if i % arity < n_write {

@@ -25,7 +25,7 @@ use crate::dtype::Element;
 use crate::error::Result;
 use crate::storage::{Storage, StorageCell};
 use crate::tensor::Tensor;
-use crate::{bail, Device};
+use crate::{bail, DType, Device};
 use smallvec::SmallVec;
 use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
 
@@ -48,19 +48,15 @@ enum Guard<'a> {
     Write(#[allow(dead_code)] RwLockWriteGuard<'a, Storage>),
 }
 
-/// Applies `kernel` in place over groups of tensors. `tensors` holds the groups one after the
-/// other, `arity` tensors each; in each group the first `n_write` are updated in place (their
-/// version counters bump, as with any in-place op) and the rest only read. The tensors of a
-/// group must have the same number of elements and the dtype `T`; written tensors must be
-/// contiguous, and no written tensor may share memory with another tensor of the call. Read
-/// tensors that are not contiguous are copied first.
-///
-/// Autograd does not see this update (it is for optimizers, which run under `no_grad`).
-pub fn foreach_apply<T: Element>(
+/// The checks every foreach call makes: groups of `arity` tensors with the first `n_write`
+/// written, every tensor of `dtype` on `device`, the tensors of a group of one size, written
+/// tensors contiguous and writable.
+fn check_groups(
     tensors: &[&Tensor],
     arity: usize,
     n_write: usize,
-    kernel: &ForeachKernel<'_, T>,
+    dtype: DType,
+    device: Device,
 ) -> Result<()> {
     if arity == 0 || n_write > arity || !tensors.len().is_multiple_of(arity) {
         bail!(
@@ -69,23 +65,23 @@ pub fn foreach_apply<T: Element>(
             tensors.len()
         );
     }
-    let groups = tensors.len() / arity;
-    // Read tensors that are not contiguous are copied; the copies live until the end.
-    let mut copies: Vec<Tensor> = Vec::new();
-    let mut views: Vec<&Tensor> = Vec::with_capacity(tensors.len());
     for (i, t) in tensors.iter().enumerate() {
         let (g, slot) = (i / arity, i % arity);
         let first = tensors[g * arity];
-        if t.dtype() != T::DTYPE {
+        if t.dtype() != dtype {
             bail!(
                 DType,
                 "foreach: expected every tensor to be {:?}, got {:?} (group {g}, tensor {slot})",
-                T::DTYPE,
+                dtype,
                 t.dtype()
             );
         }
-        if t.device() != Device::Cpu {
-            bail!(Device, "foreach: expected CPU tensors, got {:?} (group {g}, tensor {slot})", t.device());
+        if t.device() != device {
+            bail!(
+                Device,
+                "foreach: expected tensors on {device}, got {} (group {g}, tensor {slot})",
+                t.device()
+            );
         }
         if t.numel() != first.numel() {
             bail!(
@@ -100,7 +96,32 @@ pub fn foreach_apply<T: Element>(
                 bail!(Value, "foreach: the tensor updated in place must be contiguous (group {g}, tensor {slot}, stride {:?})", t.stride());
             }
             t.check_inplace_allowed()?;
-        } else if !t.is_contiguous() {
+        }
+    }
+    Ok(())
+}
+
+/// Applies `kernel` in place over groups of tensors. `tensors` holds the groups one after the
+/// other, `arity` tensors each; in each group the first `n_write` are updated in place (their
+/// version counters bump, as with any in-place op) and the rest only read. The tensors of a
+/// group must have the same number of elements and the dtype `T`; written tensors must be
+/// contiguous, and no written tensor may share memory with another tensor of the call. Read
+/// tensors that are not contiguous are copied first.
+///
+/// Autograd does not see this update (it is for optimizers, which run under `no_grad`).
+pub fn foreach_apply<T: Element>(
+    tensors: &[&Tensor],
+    arity: usize,
+    n_write: usize,
+    kernel: &ForeachKernel<'_, T>,
+) -> Result<()> {
+    check_groups(tensors, arity, n_write, T::DTYPE, Device::Cpu)?;
+    let groups = tensors.len() / arity;
+    // Read tensors that are not contiguous are copied; the copies live until the end.
+    let mut copies: Vec<Tensor> = Vec::new();
+    let mut views: Vec<&Tensor> = Vec::with_capacity(tensors.len());
+    for (i, t) in tensors.iter().enumerate() {
+        if i % arity >= n_write && !t.is_contiguous() {
             copies.push(t.contiguous()?);
         }
     }
@@ -215,35 +236,10 @@ pub fn foreach_apply_cuda(
     coefs: &[f64],
     ncoef: usize,
 ) -> Result<()> {
-    if arity == 0 || n_write > arity || !tensors.len().is_multiple_of(arity) {
-        bail!(
-            Value,
-            "foreach: {} tensors cannot be split into groups of {arity} with {n_write} written",
-            tensors.len()
-        );
-    }
+    let (dtype, device) = tensors.first().map_or((DType::F32, Device::Cuda(0)), |t| (t.dtype(), t.device()));
+    check_groups(tensors, arity, n_write, dtype, device)?;
     if coefs.len() != tensors.len() / arity * ncoef {
         bail!(Value, "foreach: {} coefficients for {} groups of {ncoef}", coefs.len(), tensors.len() / arity);
-    }
-    for (i, t) in tensors.iter().enumerate() {
-        let (g, slot) = (i / arity, i % arity);
-        let first = tensors[g * arity];
-        if t.dtype() != first.dtype() || t.numel() != first.numel() {
-            bail!(
-                Value,
-                "foreach: the tensors of group {g} differ: {:?} {:?} and {:?} {:?}",
-                first.dtype(),
-                first.dims(),
-                t.dtype(),
-                t.dims()
-            );
-        }
-        if slot < n_write {
-            if !t.is_contiguous() {
-                bail!(Value, "foreach: the tensor updated in place must be contiguous (group {g}, tensor {slot}, stride {:?})", t.stride());
-            }
-            t.check_inplace_allowed()?;
-        }
     }
     crate::cuda::foreach(tensors, arity, n_write, kernel, coefs, ncoef)
 }
