@@ -89,7 +89,18 @@ pub fn scatter_add(t: CType) -> Option<KernelSpec> {
         CType::I64 => ("i64", "atomicAdd((u64*)&out[at], (u64)((i64)p.alpha * v))"),
         _ => return None,
     };
-    let name = format!("scatter_add_{}", t.tag());
+    Some(scatter_with(format!("scatter_add_{}", t.tag()), st, add))
+}
+
+/// `out[c with c[dim] = index[c]] = src[c]` over the iteration shape (`scatter`: where
+/// several positions name one element, one of the writes wins, as in PyTorch's CUDA kernel).
+pub fn scatter(t: CType) -> KernelSpec {
+    let st = t.storage();
+    scatter_with(format!("scatter_{}", t.tag()), st, "out[at] = v")
+}
+
+/// A scatter kernel: `store` puts `v` (the source element) at `out[at]` (its indexed position).
+fn scatter_with(name: String, st: &str, store: &str) -> KernelSpec {
     let body = format!(
         r#"extern "C" __global__ void {name}(const IndexParams p) {{
   {st}* out = ({st}*)p.ptrs[0] + p.offsets[0];
@@ -100,28 +111,7 @@ pub fn scatter_add(t: CType) -> Option<KernelSpec> {
     index_offsets(p, i, 0, o);
     const i64 at = o[0] + index[o[2]] * p.strides[0][p.dim];
     const {st} v = src[o[1]];
-    {add};
-  }}
-}}
-"#
-    );
-    Some(KernelSpec { name, params: "IndexParams", params_c: PARAMS_C, body })
-}
-
-/// `out[c with c[dim] = index[c]] = src[c]` over the iteration shape (`scatter`: where
-/// several positions name one element, one of the writes wins, as in PyTorch's CUDA kernel).
-pub fn scatter(t: CType) -> KernelSpec {
-    let st = t.storage();
-    let name = format!("scatter_{}", t.tag());
-    let body = format!(
-        r#"extern "C" __global__ void {name}(const IndexParams p) {{
-  {st}* out = ({st}*)p.ptrs[0] + p.offsets[0];
-  const {st}* src = (const {st}*)p.ptrs[1] + p.offsets[1];
-  const i64* index = (const i64*)p.ptrs[2] + p.offsets[2];
-  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (i64)blockDim.x * gridDim.x) {{
-    i64 o[3];
-    index_offsets(p, i, 0, o);
-    out[o[0] + index[o[2]] * p.strides[0][p.dim]] = src[o[1]];
+    {store};
   }}
 }}
 "#

@@ -42,6 +42,12 @@ __device__ __forceinline__ const i64* pool_win(const PoolParams& p, int d, i64 o
   for (int e = 0; e < d; e++) base += p.out[e];\n\
   return w + 3 * (base + o);\n\
 }\n\
+// The windows of flat output position o, per dim.\n\
+__device__ __forceinline__ void pool_windows(const PoolParams& p, i64 o, const i64** wz, const i64** wy, const i64** wx) {\n\
+  *wz = pool_win(p, 0, o / (p.out[1] * p.out[2]));\n\
+  *wy = pool_win(p, 1, o / p.out[2] % p.out[1]);\n\
+  *wx = pool_win(p, 2, o % p.out[2]);\n\
+}\n\
 __device__ __forceinline__ i64 pool_divisor(const PoolParams& p, const i64* wz, const i64* wy, const i64* wx) {\n\
   if (p.div_mode == 2) return p.divisor;\n\
   if (p.div_mode == 1) return wz[2] * wy[2] * wx[2];\n\
@@ -73,9 +79,8 @@ pub fn max_pool(t: CType) -> KernelSpec {
   const i64 L = p.inp[0] * p.inp[1] * p.inp[2], O = p.out[0] * p.out[1] * p.out[2];
   for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < p.total; idx += (i64)blockDim.x * gridDim.x) {{
     const i64 plane = idx / O, o = idx % O;
-    const i64* wz = pool_win(p, 0, o / (p.out[1] * p.out[2]));
-    const i64* wy = pool_win(p, 1, o / p.out[2] % p.out[1]);
-    const i64* wx = pool_win(p, 2, o % p.out[2]);
+    const i64 *wz, *wy, *wx;
+    pool_windows(p, o, &wz, &wy, &wx);
     {c} best = -bits_f32(0x7f800000u);
     i64 at = (wz[0] * p.inp[1] + wy[0]) * p.inp[2] + wx[0];
     for (i64 z = wz[0]; z < wz[1]; z += p.step[0])
@@ -107,9 +112,8 @@ pub fn avg_pool(t: CType) -> KernelSpec {
   const i64 L = p.inp[0] * p.inp[1] * p.inp[2], O = p.out[0] * p.out[1] * p.out[2];
   for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < p.total; idx += (i64)blockDim.x * gridDim.x) {{
     const i64 plane = idx / O, o = idx % O;
-    const i64* wz = pool_win(p, 0, o / (p.out[1] * p.out[2]));
-    const i64* wy = pool_win(p, 1, o / p.out[2] % p.out[1]);
-    const i64* wx = pool_win(p, 2, o % p.out[2]);
+    const i64 *wz, *wy, *wx;
+    pool_windows(p, o, &wz, &wy, &wx);
     {c} sum = 0;
     for (i64 z = wz[0]; z < wz[1]; z++)
       for (i64 yy = wy[0]; yy < wy[1]; yy++)
