@@ -81,10 +81,20 @@ impl HostKernels {
         std::fs::create_dir_all(&dir).map_err(io)?;
         std::fs::create_dir_all(&cache).map_err(io)?;
         std::fs::write(dir.join("kernels.cpp"), src).map_err(io)?;
-        std::fs::write(dir.join("emulator.h"), HEADER).map_err(io)?;
+        // The header comes from the precompiled one's folder when there is one (parsing the
+        // C++ headers it includes is most of a small kernel set's build), else from here.
+        let include = match precompiled_header(&cxx, &FLAGS, &cache) {
+            Some(d) => d,
+            None => {
+                std::fs::write(dir.join("emulator.h"), HEADER).map_err(io)?;
+                dir.clone()
+            }
+        };
         let built = dir.join("kernels.so");
         let out = std::process::Command::new(&cxx)
             .args(&FLAGS[..5])
+            .arg("-I")
+            .arg(&include)
             .arg("-o")
             .arg(&built)
             .arg(dir.join("kernels.cpp"))
@@ -139,6 +149,34 @@ impl HostKernels {
 }
 
 /// FNV-1a over `parts`: a hash that stays the same across builds and processes.
+/// The folder of `emulator.h` and its precompiled form `emulator.h.gch` (which the compiler
+/// takes instead of the header when the flags match, and ignores otherwise), built once per
+/// header, compiler and flags into the cache; `None` when the compiler cannot precompile it.
+fn precompiled_header(cxx: &str, flags: &[&str], cache: &std::path::Path) -> Option<std::path::PathBuf> {
+    let key = fnv1a(&[HEADER.as_bytes(), cxx.as_bytes(), flags.concat().as_bytes()]);
+    let done = cache.join(format!("header-{key:016x}"));
+    if done.join("emulator.h.gch").exists() {
+        return Some(done);
+    }
+    static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = cache.join(format!("header-{key:016x}.{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&tmp).ok()?;
+    std::fs::write(tmp.join("emulator.h"), HEADER).ok()?;
+    // The code-generation flags of the kernels' build (all but `-shared` and the library).
+    let ok = std::process::Command::new(cxx)
+        .args(flags.iter().filter(|f| !matches!(**f, "-shared" | "-lpthread")))
+        .args(["-x", "c++-header", "-o"])
+        .arg(tmp.join("emulator.h.gch"))
+        .arg(tmp.join("emulator.h"))
+        .output()
+        .is_ok_and(|o| o.status.success());
+    // One rename makes it visible whole; a process that lost the race uses the winner's.
+    let placed = ok && (std::fs::rename(&tmp, &done).is_ok() || done.join("emulator.h.gch").exists());
+    let _ = std::fs::remove_dir_all(&tmp);
+    placed.then_some(done)
+}
+
 fn fnv1a(parts: &[&[u8]]) -> u64 {
     let mut h = 0xcbf2_9ce4_8422_2325u64;
     for b in parts.iter().flat_map(|p| p.iter()) {
