@@ -53,10 +53,10 @@ fn job(name: &str, args: &Args) -> Map<String, Value> {
     let out = cmd.output().unwrap_or_else(|e| panic!("mpirun: {e} (install OpenMPI)"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     for line in stdout.lines() {
-        if let Ok(Value::Object(rec)) = serde_json::from_str::<Value>(line) {
-            if let Some(Value::Object(res)) = rec.get("results") {
-                return res.clone();
-            }
+        if let Ok(Value::Object(rec)) = serde_json::from_str::<Value>(line)
+            && let Some(Value::Object(res)) = rec.get("results")
+        {
+            return res.clone();
         }
     }
     panic!("the {name} job gave no result:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));

@@ -291,7 +291,7 @@ impl Compare {
                     .map(|j| {
                         grid.iter()
                             .zip(&group_of)
-                            .filter(|(_, &g)| g == group_of[i])
+                            .filter(|&(_, &g)| g == group_of[i])
                             .filter_map(|(row, _)| row[j].map(|m| m.median()))
                             .reduce(f64::min)
                     })
@@ -300,10 +300,10 @@ impl Compare {
             let mut cells = vec![ljust(&s[0], widths[0])];
             for (j, width) in widths.iter().enumerate().skip(1) {
                 let mut c = center(&s[j], *width, ' ');
-                if let (Some(Some(m)), Some(Some(b))) = (grid[i].get(j - 1), best.get(j - 1)) {
-                    if self.colorize != Colorize::None {
-                        c = color(&c, m.median(), *b);
-                    }
+                if let (Some(Some(m)), Some(Some(b))) = (grid[i].get(j - 1), best.get(j - 1))
+                    && self.colorize != Colorize::None
+                {
+                    c = color(&c, m.median(), *b);
                 }
                 cells.push(c);
             }

@@ -50,16 +50,18 @@ fn layout_of(cap: usize) -> Option<AllocLayout> {
 /// # Safety
 /// `layout` has a non-zero size.
 unsafe fn allocate(layout: AllocLayout) -> *mut u8 {
-    if layout.align() < HUGE_PAGE {
-        return alloc_zeroed(layout);
+    unsafe {
+        if layout.align() < HUGE_PAGE {
+            return alloc_zeroed(layout);
+        }
+        let p = alloc(layout);
+        #[cfg(target_os = "linux")]
+        if !p.is_null() {
+            // Advice only: where the system refuses huge pages the buffer simply keeps small ones.
+            libc::madvise(p as *mut libc::c_void, layout.size(), libc::MADV_HUGEPAGE);
+        }
+        p
     }
-    let p = alloc(layout);
-    #[cfg(target_os = "linux")]
-    if !p.is_null() {
-        // Advice only: where the system refuses huge pages the buffer simply keeps small ones.
-        libc::madvise(p as *mut libc::c_void, layout.size(), libc::MADV_HUGEPAGE);
-    }
-    p
 }
 const SMALL_LIMIT: usize = 4096;
 const N_CLASSES: usize = 64 + 8 * 52 + 1;

@@ -603,12 +603,12 @@ pub(crate) fn name_op(t: &Tensor, op: &str) {
     let op: Arc<str> = Arc::from(op);
     l.op = op.clone();
     let seq = l.seq;
-    if seq >= h.first_seq {
-        if let Some(e) = h.trace.get_mut((seq - h.first_seq) as usize) {
-            if e.addr == addr && e.action == Action::Alloc {
-                e.op = op;
-            }
-        }
+    if seq >= h.first_seq
+        && let Some(e) = h.trace.get_mut((seq - h.first_seq) as usize)
+        && e.addr == addr
+        && e.action == Action::Alloc
+    {
+        e.op = op;
     }
 }
 

@@ -323,12 +323,11 @@ pub(crate) fn backward_ranges(name: &str, seq: u64, grads: &[&Tensor]) -> Backwa
 #[inline(never)]
 pub(crate) fn note_forward(seq: u64) {
     let _ = LOCAL.try_with(|l| {
-        if let Ok(mut l) = l.try_borrow_mut() {
-            if let Some(top) = l.as_mut().and_then(|l| l.stack.last_mut()) {
-                if top.flow.is_none() {
-                    top.flow = Some(Flow::Forward(seq));
-                }
-            }
+        if let Ok(mut l) = l.try_borrow_mut()
+            && let Some(top) = l.as_mut().and_then(|l| l.stack.last_mut())
+            && top.flow.is_none()
+        {
+            top.flow = Some(Flow::Forward(seq));
         }
     });
 }
@@ -430,12 +429,11 @@ pub fn record_span(name: &str, start: Instant, inputs: &[&Tensor]) {
         return;
     }
     let _ = LOCAL.try_with(|l| {
-        if let Ok(mut l) = l.try_borrow_mut() {
-            if let Some(o) = l.as_mut().and_then(|l| l.stack.last_mut()) {
-                if o.id == g.id {
-                    o.start = start;
-                }
-            }
+        if let Ok(mut l) = l.try_borrow_mut()
+            && let Some(o) = l.as_mut().and_then(|l| l.stack.last_mut())
+            && o.id == g.id
+        {
+            o.start = start;
         }
     });
     drop(g);
@@ -444,10 +442,10 @@ pub fn record_span(name: &str, start: Instant, inputs: &[&Tensor]) {
 /// The allocator handed out (positive) or took back (negative) `bytes` on this thread.
 pub(crate) fn on_memory(bytes: i64) {
     let _ = LOCAL.try_with(|l| {
-        if let Ok(mut l) = l.try_borrow_mut() {
-            if let Some(top) = l.as_mut().and_then(|l| l.stack.last_mut()) {
-                top.memory += bytes;
-            }
+        if let Ok(mut l) = l.try_borrow_mut()
+            && let Some(top) = l.as_mut().and_then(|l| l.stack.last_mut())
+        {
+            top.memory += bytes;
         }
     });
 }

@@ -41,66 +41,71 @@ pub(crate) fn expf(x: f32) -> f32 {
 
 #[inline(always)]
 unsafe fn exp_loop(src: *const f32, dst: *mut f32, n: usize) {
-    for i in 0..n {
-        *dst.add(i) = expf(*src.add(i));
+    unsafe {
+        for i in 0..n {
+            *dst.add(i) = expf(*src.add(i));
+        }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn exp_avx512(src: *const f32, dst: *mut f32, n: usize, stream: bool) {
-    use std::arch::x86_64::*;
-    // The same reduction and polynomial as `expf`, with fused multiply-adds; `scalef` applies
-    // 2^n with correct overflow to infinity and gradual underflow, so no split scaling.
-    #[inline(always)]
-    unsafe fn exp16(x: __m512) -> __m512 {
-        // max/min return their second operand when either is NaN: NaN inputs stay NaN.
-        let xc = _mm512_min_ps(_mm512_set1_ps(89.0), _mm512_max_ps(_mm512_set1_ps(-104.0), x));
-        let fx = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm512_mul_ps(
-            xc,
-            _mm512_set1_ps(std::f32::consts::LOG2_E),
-        ));
-        let r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693_359_4), xc);
-        let r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.121_944_4e-4), r);
-        let mut y = _mm512_set1_ps(1.987_569_1e-4);
-        y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.398_199_9e-3));
-        y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.333_452e-3));
-        y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.166_579_6e-2));
-        y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.666_666_5e-1));
-        y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.000_000_1e-1));
-        y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), r);
-        y = _mm512_add_ps(y, _mm512_set1_ps(1.0));
-        _mm512_scalef_ps(y, fx)
-    }
-    let mut i = 0;
-    if stream {
-        // Plain stores up to a cache-line boundary, then non-temporal ones (see crate::stream).
-        let head = (((64 - (dst as usize) % 64) % 64) / 4).min(n);
-        if head > 0 {
-            let m: __mmask16 = ((1u32 << head) - 1) as u16;
-            _mm512_mask_storeu_ps(dst, m, exp16(_mm512_maskz_loadu_ps(m, src)));
-            i = head;
+    unsafe {
+        use std::arch::x86_64::*;
+        // The same reduction and polynomial as `expf`, with fused multiply-adds; `scalef` applies
+        // 2^n with correct overflow to infinity and gradual underflow, so no split scaling.
+        #[inline(always)]
+        unsafe fn exp16(x: __m512) -> __m512 {
+            unsafe {
+                // max/min return their second operand when either is NaN: NaN inputs stay NaN.
+                let xc = _mm512_min_ps(_mm512_set1_ps(89.0), _mm512_max_ps(_mm512_set1_ps(-104.0), x));
+                let fx = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
+                    _mm512_mul_ps(xc, _mm512_set1_ps(std::f32::consts::LOG2_E)),
+                );
+                let r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693_359_4), xc);
+                let r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.121_944_4e-4), r);
+                let mut y = _mm512_set1_ps(1.987_569_1e-4);
+                y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.398_199_9e-3));
+                y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.333_452e-3));
+                y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.166_579_6e-2));
+                y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.666_666_5e-1));
+                y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.000_000_1e-1));
+                y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), r);
+                y = _mm512_add_ps(y, _mm512_set1_ps(1.0));
+                _mm512_scalef_ps(y, fx)
+            }
+        }
+        let mut i = 0;
+        if stream {
+            // Plain stores up to a cache-line boundary, then non-temporal ones (see crate::stream).
+            let head = (((64 - (dst as usize) % 64) % 64) / 4).min(n);
+            if head > 0 {
+                let m: __mmask16 = ((1u32 << head) - 1) as u16;
+                _mm512_mask_storeu_ps(dst, m, exp16(_mm512_maskz_loadu_ps(m, src)));
+                i = head;
+            }
+            while i + 16 <= n {
+                _mm512_stream_ps(dst.add(i), exp16(_mm512_loadu_ps(src.add(i))));
+                i += 16;
+            }
+            _mm_sfence();
         }
         while i + 16 <= n {
-            _mm512_stream_ps(dst.add(i), exp16(_mm512_loadu_ps(src.add(i))));
+            _mm512_storeu_ps(dst.add(i), exp16(_mm512_loadu_ps(src.add(i))));
             i += 16;
         }
-        _mm_sfence();
-    }
-    while i + 16 <= n {
-        _mm512_storeu_ps(dst.add(i), exp16(_mm512_loadu_ps(src.add(i))));
-        i += 16;
-    }
-    if i < n {
-        let m: __mmask16 = ((1u32 << (n - i)) - 1) as u16;
-        _mm512_mask_storeu_ps(dst.add(i), m, exp16(_mm512_maskz_loadu_ps(m, src.add(i))));
+        if i < n {
+            let m: __mmask16 = ((1u32 << (n - i)) - 1) as u16;
+            _mm512_mask_storeu_ps(dst.add(i), m, exp16(_mm512_maskz_loadu_ps(m, src.add(i))));
+        }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn exp_avx2(src: *const f32, dst: *mut f32, n: usize) {
-    exp_loop(src, dst, n)
+    unsafe { exp_loop(src, dst, n) }
 }
 
 /// `dst[i] = exp(src[i])` for `n` elements; `src` may equal `dst`. With `stream`, the results
@@ -110,19 +115,21 @@ unsafe fn exp_avx2(src: *const f32, dst: *mut f32, n: usize) {
 /// # Safety
 /// Both pointers must be valid for `n` elements.
 pub(crate) unsafe fn exp_f32(src: *const f32, dst: *mut f32, n: usize, stream: bool) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            return exp_avx512(src, dst, n, stream);
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return exp_avx512(src, dst, n, stream);
+            }
+            if stream {
+                return crate::stream::stream_out(dst, n, |s, c, into| exp_f32(src.add(s), into, c, false));
+            }
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                return exp_avx2(src, dst, n);
+            }
         }
-        if stream {
-            return crate::stream::stream_out(dst, n, |s, c, into| exp_f32(src.add(s), into, c, false));
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            return exp_avx2(src, dst, n);
-        }
+        exp_loop(src, dst, n)
     }
-    exp_loop(src, dst, n)
 }
 
 /// `erfc(a)` for `a >= 0` without a libm call: `t P(t) exp(-a^2)` with `t = 1 / (1 + a/2)` and
@@ -180,21 +187,23 @@ pub(crate) fn gelu_f32(x: f32) -> f32 {
 
 #[inline(always)]
 unsafe fn gelu_loop(src: *const f32, dst: *mut f32, n: usize) {
-    for i in 0..n {
-        *dst.add(i) = gelu_f32(*src.add(i));
+    unsafe {
+        for i in 0..n {
+            *dst.add(i) = gelu_f32(*src.add(i));
+        }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn gelu_avx512(src: *const f32, dst: *mut f32, n: usize) {
-    gelu_loop(src, dst, n)
+    unsafe { gelu_loop(src, dst, n) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn gelu_avx2(src: *const f32, dst: *mut f32, n: usize) {
-    gelu_loop(src, dst, n)
+    unsafe { gelu_loop(src, dst, n) }
 }
 
 /// `dst[i] = gelu_f32(src[i])` for `n` elements, vectorised for the widest unit the CPU has
@@ -204,16 +213,18 @@ unsafe fn gelu_avx2(src: *const f32, dst: *mut f32, n: usize) {
 /// # Safety
 /// Both pointers must be valid for `n` elements.
 pub(crate) unsafe fn gelu_f32_slice(src: *const f32, dst: *mut f32, n: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            return gelu_avx512(src, dst, n);
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return gelu_avx512(src, dst, n);
+            }
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                return gelu_avx2(src, dst, n);
+            }
         }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            return gelu_avx2(src, dst, n);
-        }
+        gelu_loop(src, dst, n)
     }
-    gelu_loop(src, dst, n)
 }
 
 #[cfg(test)]

@@ -31,15 +31,17 @@ pub(crate) fn worth_streaming(bytes: usize) -> bool {
 /// `dst` must be valid for `len` writes and aligned for `R`.
 #[inline(always)]
 pub(crate) unsafe fn write_run<R: Copy>(dst: *mut R, len: usize, stream: bool, value: impl Fn(usize) -> R) {
-    if stream {
-        stream_out(dst, len, |s, c, into| {
-            for j in 0..c {
-                *into.add(j) = value(s + j);
+    unsafe {
+        if stream {
+            stream_out(dst, len, |s, c, into| {
+                for j in 0..c {
+                    *into.add(j) = value(s + j);
+                }
+            });
+        } else {
+            for i in 0..len {
+                *dst.add(i) = value(i);
             }
-        });
-    } else {
-        for i in 0..len {
-            *dst.add(i) = value(i);
         }
     }
 }
@@ -61,8 +63,10 @@ struct Stage([u8; STAGE_BYTES]);
 /// elements to `into`.
 #[inline(always)]
 pub(crate) unsafe fn stream_out<R: Copy>(dst: *mut R, len: usize, fill: impl FnMut(usize, usize, *mut R)) {
-    stream_out_unfenced(dst, len, fill);
-    fence();
+    unsafe {
+        stream_out_unfenced(dst, len, fill);
+        fence();
+    }
 }
 
 /// [`stream_out`] without its closing store fence, for a kernel that streams many short runs
@@ -76,32 +80,34 @@ pub(crate) unsafe fn stream_out_unfenced<R: Copy>(
     len: usize,
     mut fill: impl FnMut(usize, usize, *mut R),
 ) {
-    let size = std::mem::size_of::<R>();
-    if !cfg!(target_arch = "x86_64") || size == 0 || !STAGE_BYTES.is_multiple_of(size) {
-        fill(0, len, dst);
-        return;
-    }
-    let misalign = (dst as usize) % 64;
-    let head = if misalign == 0 { 0 } else { ((64 - misalign) / size).min(len) };
-    if head > 0 {
-        fill(0, head, dst);
-    }
-    let mut stage = std::mem::MaybeUninit::<Stage>::uninit();
-    let sp = stage.as_mut_ptr() as *mut R;
-    let per = STAGE_BYTES / size;
-    let mut i = head;
-    while i < len {
-        let c = per.min(len - i);
-        fill(i, c, sp);
-        let bytes = c * size;
-        let full = bytes / 64 * 64;
-        stream_copy(dst.add(i) as *mut u8, sp as *const u8, full);
-        std::ptr::copy_nonoverlapping(
-            (sp as *const u8).add(full),
-            (dst.add(i) as *mut u8).add(full),
-            bytes - full,
-        );
-        i += c;
+    unsafe {
+        let size = std::mem::size_of::<R>();
+        if !cfg!(target_arch = "x86_64") || size == 0 || !STAGE_BYTES.is_multiple_of(size) {
+            fill(0, len, dst);
+            return;
+        }
+        let misalign = (dst as usize) % 64;
+        let head = if misalign == 0 { 0 } else { ((64 - misalign) / size).min(len) };
+        if head > 0 {
+            fill(0, head, dst);
+        }
+        let mut stage = std::mem::MaybeUninit::<Stage>::uninit();
+        let sp = stage.as_mut_ptr() as *mut R;
+        let per = STAGE_BYTES / size;
+        let mut i = head;
+        while i < len {
+            let c = per.min(len - i);
+            fill(i, c, sp);
+            let bytes = c * size;
+            let full = bytes / 64 * 64;
+            stream_copy(dst.add(i) as *mut u8, sp as *const u8, full);
+            std::ptr::copy_nonoverlapping(
+                (sp as *const u8).add(full),
+                (dst.add(i) as *mut u8).add(full),
+                bytes - full,
+            );
+            i += c;
+        }
     }
 }
 
@@ -110,32 +116,36 @@ pub(crate) unsafe fn stream_out_unfenced<R: Copy>(
 /// bandwidth than 16-byte ones).
 #[inline(always)]
 unsafe fn stream_copy(dst: *mut u8, src: *const u8, bytes: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{__m128i, _mm_load_si128, _mm_stream_si128};
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            return stream_copy_avx512(dst, src, bytes);
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{__m128i, _mm_load_si128, _mm_stream_si128};
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return stream_copy_avx512(dst, src, bytes);
+            }
+            let mut k = 0;
+            while k < bytes {
+                // SAFETY: SSE2 is part of x86_64; both pointers are 16-byte aligned (64 in fact).
+                _mm_stream_si128(dst.add(k) as *mut __m128i, _mm_load_si128(src.add(k) as *const __m128i));
+                k += 16;
+            }
         }
-        let mut k = 0;
-        while k < bytes {
-            // SAFETY: SSE2 is part of x86_64; both pointers are 16-byte aligned (64 in fact).
-            _mm_stream_si128(dst.add(k) as *mut __m128i, _mm_load_si128(src.add(k) as *const __m128i));
-            k += 16;
-        }
+        #[cfg(not(target_arch = "x86_64"))]
+        std::ptr::copy_nonoverlapping(src, dst, bytes);
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    std::ptr::copy_nonoverlapping(src, dst, bytes);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn stream_copy_avx512(dst: *mut u8, src: *const u8, bytes: usize) {
-    use std::arch::x86_64::{__m512i, _mm512_load_si512, _mm512_stream_si512};
-    let mut k = 0;
-    while k < bytes {
-        // SAFETY: both pointers are 64-byte aligned and valid for `bytes`.
-        _mm512_stream_si512(dst.add(k) as *mut __m512i, _mm512_load_si512(src.add(k) as *const __m512i));
-        k += 64;
+    unsafe {
+        use std::arch::x86_64::{__m512i, _mm512_load_si512, _mm512_stream_si512};
+        let mut k = 0;
+        while k < bytes {
+            // SAFETY: both pointers are 64-byte aligned and valid for `bytes`.
+            _mm512_stream_si512(dst.add(k) as *mut __m512i, _mm512_load_si512(src.add(k) as *const __m512i));
+            k += 64;
+        }
     }
 }
 

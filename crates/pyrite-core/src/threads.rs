@@ -56,10 +56,10 @@ pub fn set_thread_num_threads(n: Option<usize>) {
 
 fn default_threads() -> usize {
     for var in ["PYRITE_NUM_THREADS", "OMP_NUM_THREADS"] {
-        if let Some(n) = std::env::var(var).ok().and_then(|s| s.trim().parse::<usize>().ok()) {
-            if n > 0 {
-                return n;
-            }
+        if let Some(n) = std::env::var(var).ok().and_then(|s| s.trim().parse::<usize>().ok())
+            && n > 0
+        {
+            return n;
         }
     }
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)

@@ -37,7 +37,7 @@ fn err_msg<T>(r: pyrite_core::Result<T>) -> String {
     }
 }
 
-fn gen(seed: u64) -> Generator {
+fn generator(seed: u64) -> Generator {
     Generator::new(seed)
 }
 
@@ -69,20 +69,20 @@ fn same_seed_same_numbers_across_reseeds() {
 
 #[test]
 fn consecutive_draws_differ_and_different_seeds_differ() {
-    let g = gen(5);
+    let g = generator(5);
     let a = f64s(&Tensor::rand_with([64], DType::F32, Some(&g)).unwrap());
     let b = f64s(&Tensor::rand_with([64], DType::F32, Some(&g)).unwrap());
     assert_ne!(a, b);
-    let c = f64s(&Tensor::rand_with([64], DType::F32, Some(&gen(6))).unwrap());
+    let c = f64s(&Tensor::rand_with([64], DType::F32, Some(&generator(6))).unwrap());
     assert_ne!(a, c);
 }
 
 #[test]
 fn fixed_seed_gives_fixed_values() {
     // Pins the stream: a change to the generator or the samplers must be deliberate.
-    let g = gen(0);
+    let g = generator(0);
     let v = Tensor::randint_with(0, 1000, [6], DType::I64, Some(&g)).unwrap().to_vec::<i64>().unwrap();
-    let g2 = gen(0);
+    let g2 = generator(0);
     let w = Tensor::randint_with(0, 1000, [6], DType::I64, Some(&g2)).unwrap().to_vec::<i64>().unwrap();
     assert_eq!(v, w);
     // Element i of a fill is word i % 4 of Philox block i / 4 (32-bit draws): check element 0.
@@ -95,7 +95,7 @@ fn results_do_not_depend_on_thread_count() {
     let _g = global();
     let n = 300_001; // large enough to be split across threads, not a multiple of 4
     let draw = || {
-        let g = gen(77);
+        let g = generator(77);
         (
             Tensor::rand_with([n], DType::F32, Some(&g)).unwrap().to_vec::<f32>().unwrap(),
             Tensor::randn_with([n], DType::F64, Some(&g)).unwrap().to_vec::<f64>().unwrap(),
@@ -128,7 +128,7 @@ fn generators_with_same_seed_agree_and_leave_global_alone() {
     manual_seed(9);
     let global_first = f64s(&Tensor::rand([8], DType::F32).unwrap());
     manual_seed(9);
-    let (g1, g2) = (gen(9), gen(9));
+    let (g1, g2) = (generator(9), generator(9));
     let a = f64s(&Tensor::randn_with([100], DType::F32, Some(&g1)).unwrap());
     let b = f64s(&Tensor::randn_with([100], DType::F32, Some(&g2)).unwrap());
     assert_eq!(a, b);
@@ -139,7 +139,7 @@ fn generators_with_same_seed_agree_and_leave_global_alone() {
 
 #[test]
 fn clone_is_an_independent_copy() {
-    let g = gen(4);
+    let g = generator(4);
     Tensor::rand_with([10], DType::F32, Some(&g)).unwrap();
     let h = g.clone();
     let a = f64s(&Tensor::rand_with([10], DType::F64, Some(&g)).unwrap());
@@ -152,7 +152,7 @@ fn clone_is_an_independent_copy() {
 #[test]
 fn state_round_trips_through_bytes_and_tensors() {
     let _g = global();
-    let g = gen(11);
+    let g = generator(11);
     Tensor::rand_with([3], DType::F32, Some(&g)).unwrap();
     let bytes = g.get_state_bytes();
     assert_eq!(bytes.len(), pyrite_core::random::STATE_LEN);
@@ -180,7 +180,7 @@ fn state_round_trips_through_bytes_and_tensors() {
 
 #[test]
 fn manual_seed_rewinds_offset() {
-    let g = gen(1);
+    let g = generator(1);
     Tensor::rand_with([9], DType::F32, Some(&g)).unwrap();
     assert_eq!(g.get_offset(), 3); // 9 f32 uniforms = 3 blocks of 4
     g.manual_seed(1);
@@ -195,7 +195,7 @@ const N: usize = 1_000_000;
 
 #[test]
 fn rand_is_uniform_on_unit_interval() {
-    let g = gen(100);
+    let g = generator(100);
     for dt in [DType::F32, DType::F64] {
         let v = f64s(&Tensor::rand_with([N], dt, Some(&g)).unwrap());
         assert!(v.iter().all(|&x| (0.0..1.0).contains(&x)));
@@ -218,14 +218,14 @@ fn rand_is_uniform_on_unit_interval() {
 
 #[test]
 fn f64_uniforms_use_53_bits() {
-    let v = f64s(&Tensor::rand_with([1000], DType::F64, Some(&gen(3))).unwrap());
+    let v = f64s(&Tensor::rand_with([1000], DType::F64, Some(&generator(3))).unwrap());
     // f32-precision values would all be multiples of 2^-24
     assert!(v.iter().any(|&x| (x * (1u64 << 24) as f64).fract() != 0.0));
 }
 
 #[test]
 fn randn_has_zero_mean_unit_variance() {
-    let g = gen(200);
+    let g = generator(200);
     for dt in [DType::F32, DType::F64] {
         let v = f64s(&Tensor::randn_with([N], dt, Some(&g)).unwrap());
         let (m, var) = mean_var(&v);
@@ -243,7 +243,7 @@ fn randn_has_zero_mean_unit_variance() {
 
 #[test]
 fn normal_and_normal_inplace_shift_and_scale() {
-    let g = gen(300);
+    let g = generator(300);
     let v = f64s(&Tensor::normal_with(3.0, 2.0, [N], DType::F32, Some(&g)).unwrap());
     let (m, var) = mean_var(&v);
     assert!((m - 3.0).abs() < 0.01 && (var - 4.0).abs() < 0.04, "{m} {var}");
@@ -258,7 +258,7 @@ fn normal_and_normal_inplace_shift_and_scale() {
 
 #[test]
 fn normal_tensors_broadcasts_mean_and_std() {
-    let g = gen(301);
+    let g = generator(301);
     let mean = Tensor::new([[0f32], [10.0]]).unwrap();
     let std = Tensor::full([1, 50_000], 2.0, DType::F32).unwrap();
     let t = Tensor::normal_tensors(&mean, &std, Some(&g)).unwrap();
@@ -276,7 +276,7 @@ fn normal_tensors_broadcasts_mean_and_std() {
 
 #[test]
 fn uniform_inplace_respects_bounds() {
-    let g = gen(400);
+    let g = generator(400);
     let t = Tensor::zeros([N], DType::F32).unwrap();
     t.uniform_(-3.0, 5.0, Some(&g)).unwrap();
     let v = f64s(&t);
@@ -290,7 +290,7 @@ fn uniform_inplace_respects_bounds() {
 
 #[test]
 fn inplace_fills_write_through_non_contiguous_views() {
-    let g = gen(401);
+    let g = generator(401);
     let base = Tensor::zeros([4, 6], DType::F32).unwrap();
     let view = base.t().unwrap().narrow(0, 1, 3).unwrap(); // columns 1..4, transposed
     assert!(!view.is_contiguous());
@@ -313,7 +313,7 @@ fn inplace_fills_write_through_non_contiguous_views() {
 
 #[test]
 fn randint_range_and_uniformity() {
-    let g = gen(500);
+    let g = generator(500);
     let v = Tensor::randint_with(-3, 7, [N], DType::I64, Some(&g)).unwrap().to_vec::<i64>().unwrap();
     let mut counts = [0usize; 10];
     for &x in &v {
@@ -343,7 +343,7 @@ fn randint_range_and_uniformity() {
 
 #[test]
 fn random_inplace_defaults_to_dtype_range() {
-    let g = gen(501);
+    let g = generator(501);
     let t = Tensor::zeros([10_000], DType::U8).unwrap();
     t.random_(0, None, Some(&g)).unwrap();
     let v = t.to_vec::<u8>().unwrap();
@@ -361,7 +361,7 @@ fn random_inplace_defaults_to_dtype_range() {
 
 #[test]
 fn bernoulli_rates() {
-    let g = gen(600);
+    let g = generator(600);
     for p in [0.0, 0.1, 0.5, 0.9, 1.0] {
         let t = Tensor::zeros([N], DType::F32).unwrap();
         t.bernoulli_(p, Some(&g)).unwrap();
@@ -394,7 +394,7 @@ fn frequencies(samples: &[i64], k: usize) -> Vec<usize> {
 
 #[test]
 fn multinomial_with_replacement_matches_probabilities() {
-    let g = gen(700);
+    let g = generator(700);
     let w = [1.0f32, 0.0, 2.0, 3.0, 0.0, 4.0]; // unnormalised, zero weights included
     let t = Tensor::new(w).unwrap();
     let s = t.multinomial(N, true, Some(&g)).unwrap();
@@ -416,7 +416,7 @@ fn multinomial_with_replacement_matches_probabilities() {
 
 #[test]
 fn multinomial_without_replacement_never_repeats() {
-    let g = gen(800);
+    let g = generator(800);
     let w = Tensor::rand_with([500, 20], DType::F32, Some(&g)).unwrap();
     let s = w.multinomial(20, false, Some(&g)).unwrap().to_vec2::<i64>().unwrap();
     for row in s {
@@ -441,7 +441,7 @@ fn multinomial_without_replacement_never_repeats() {
 /// so masking by zero weights (top-k sampling, excluded classes) stays a mask.
 #[test]
 fn multinomial_without_replacement_refuses_more_samples_than_non_zero_weights() {
-    let g = gen(9);
+    let g = generator(9);
     for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
         // 1-D: two positive weights, three samples asked
         let v = Tensor::new([0f32, 1., 0., 3.]).unwrap().to_dtype(dtype).unwrap();
@@ -470,7 +470,7 @@ fn multinomial_without_replacement_refuses_more_samples_than_non_zero_weights() 
 fn multinomial_without_replacement_first_draw_is_proportional() {
     // The first sample without replacement is a draw from the weights; the second from the
     // remaining weights: P(first = i) = w_i, P(second = j | first = i) = w_j / (1 - w_i).
-    let g = gen(801);
+    let g = generator(801);
     let w = [0.1f64, 0.2, 0.3, 0.4];
     let t = Tensor::new(w).unwrap().expand([200_000, 4]).unwrap();
     let s = t.multinomial(2, false, Some(&g)).unwrap().to_vec2::<i64>().unwrap();
@@ -488,7 +488,7 @@ fn multinomial_without_replacement_first_draw_is_proportional() {
 
 #[test]
 fn multinomial_half_precision_and_empty_rows() {
-    let g = gen(802);
+    let g = generator(802);
     let t = Tensor::new([1.0f32, 3.0]).unwrap().to_dtype(DType::BF16).unwrap();
     let s = t.multinomial(4, true, Some(&g)).unwrap();
     assert!(s.to_vec::<i64>().unwrap().iter().all(|&x| x == 0 || x == 1));
@@ -498,7 +498,7 @@ fn multinomial_half_precision_and_empty_rows() {
 
 #[test]
 fn randperm_is_a_permutation() {
-    let g = gen(900);
+    let g = generator(900);
     for n in [0usize, 1, 2, 7, 1000, 100_003] {
         let p = Tensor::randperm_with(n, Some(&g)).unwrap();
         assert_eq!((p.dims(), p.dtype()), (&[n][..], DType::I64));
@@ -531,7 +531,7 @@ fn like_forms_copy_shape_and_dtype() {
 
 #[test]
 fn errors_read_like_pytorch() {
-    let g = gen(1);
+    let g = generator(1);
     let g = Some(&g);
     let msg = err_msg::<Tensor>;
     assert!(msg(Tensor::rand_with([2], DType::I64, g)).contains("not implemented for 'Long'"));
@@ -565,7 +565,7 @@ fn errors_read_like_pytorch() {
 
 #[test]
 fn multinomial_errors() {
-    let g = gen(1);
+    let g = generator(1);
     let g = Some(&g);
     let msg = |t: Tensor, n: usize, r: bool| err_msg(t.multinomial(n, r, g));
     let p = |v: &[f32]| Tensor::from_slice(v, v.len()).unwrap();
@@ -598,7 +598,7 @@ fn multinomial_errors() {
 
 #[test]
 fn failed_ops_do_not_advance_the_generator() {
-    let g = gen(2);
+    let g = generator(2);
     assert!(Tensor::randint_with(3, 1, [10], DType::I64, Some(&g)).is_err());
     assert!(Tensor::new([0f32, 0.0]).unwrap().multinomial(1, true, Some(&g)).is_err());
     assert_eq!(g.get_offset(), 0);

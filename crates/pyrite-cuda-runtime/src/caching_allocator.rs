@@ -500,10 +500,10 @@ impl Inner {
         if is_retry {
             self.stats.num_alloc_retries += 1;
         }
-        if let Some(max) = self.allowed_memory_maximum {
-            if self.total_allocated_memory + alloc_size as u64 > max {
-                return None;
-            }
+        if let Some(max) = self.allowed_memory_maximum
+            && self.total_allocated_memory + alloc_size as u64 > max
+        {
+            return None;
         }
         let ptr = raw.malloc(alloc_size)?;
         self.total_allocated_memory += alloc_size as u64;
@@ -597,7 +597,7 @@ impl Inner {
             .range(..(stream, target, 0))
             .rev()
             .take_while(|(key, _)| key.0 == stream && key.1 >= max_split)
-            .filter(|(_, &id)| whole(self, id))
+            .filter(|&(_, &id)| whole(self, id))
             .map(|(key, &id)| (key.1, id))
             .collect();
         let mut released = 0;

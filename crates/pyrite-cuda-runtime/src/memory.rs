@@ -216,10 +216,10 @@ impl CudaBuffer {
 
 impl Drop for CudaBuffer {
     fn drop(&mut self) {
-        if let Some(a) = self.allocation.take() {
-            if let Ok(alloc) = allocator(self.device) {
-                alloc.free(a);
-            }
+        if let Some(a) = self.allocation.take()
+            && let Ok(alloc) = allocator(self.device)
+        {
+            alloc.free(a);
         }
     }
 }

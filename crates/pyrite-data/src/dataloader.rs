@@ -772,10 +772,8 @@ impl DataLoaderIter<'_> {
     fn next_from_workers(&mut self) -> Option<Result<Sample>> {
         let in_order = self.loader.options.in_order;
         loop {
-            if in_order {
-                if let Some((w, r)) = self.received.remove(&self.next_yield) {
-                    return Some(self.hand_out(w, r));
-                }
+            if in_order && let Some((w, r)) = self.received.remove(&self.next_yield) {
+                return Some(self.hand_out(w, r));
             }
             if self.next_yield >= self.batches.len() {
                 return None;

@@ -91,15 +91,15 @@ impl IterableDataLoader {
                         num_workers: n,
                         seed: base_seed.wrapping_add(id as u64),
                     }));
-                    if let Some(f) = &opts.worker_init_fn {
-                        if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(id))) {
-                            let _ = tx.send(Err(err!(
-                                Value,
-                                "DataLoader worker {id}: worker_init_fn panicked: {}",
-                                panic_text(&*p)
-                            )));
-                            return;
-                        }
+                    if let Some(f) = &opts.worker_init_fn
+                        && let Err(p) = catch_unwind(AssertUnwindSafe(|| f(id)))
+                    {
+                        let _ = tx.send(Err(err!(
+                            Value,
+                            "DataLoader worker {id}: worker_init_fn panicked: {}",
+                            panic_text(&*p)
+                        )));
+                        return;
                     }
                     let run = catch_unwind(AssertUnwindSafe(|| {
                         let mut reader = Reader::new(ds.iter(), &opts, base_seed, id as u64 + 1);

@@ -79,8 +79,8 @@ fn to_indices(t: &Tensor) -> Result<Vec<usize>> {
     Ok(t.to_vec::<i64>()?.into_iter().map(|i| i as usize).collect())
 }
 
-fn randperm(n: usize, gen: Option<&Generator>) -> Result<Vec<usize>> {
-    to_indices(&Tensor::randperm_with(n, gen)?)
+fn randperm(n: usize, generator: Option<&Generator>) -> Result<Vec<usize>> {
+    to_indices(&Tensor::randperm_with(n, generator)?)
 }
 
 /// `0..len` in order (`torch.utils.data.SequentialSampler`).
@@ -175,7 +175,7 @@ impl Sampler for RandomSampler {
     fn indices(&self) -> Result<Vec<usize>> {
         let n = self.data_len;
         let fresh;
-        let gen = match &self.generator {
+        let generator = match &self.generator {
             Some(g) => g,
             None => {
                 fresh = Generator::new(seed_from_global()?);
@@ -192,7 +192,7 @@ impl Sampler for RandomSampler {
             let mut left = self.num_samples;
             while left > 0 {
                 let k = left.min(32);
-                out.extend(to_indices(&Tensor::randint_with(0, high, k, DType::I64, Some(gen))?)?);
+                out.extend(to_indices(&Tensor::randint_with(0, high, k, DType::I64, Some(generator))?)?);
                 left -= k;
             }
         } else {
@@ -200,11 +200,11 @@ impl Sampler for RandomSampler {
                 bail!(Value, "RandomSampler: cannot draw {} samples from an empty dataset", self.num_samples);
             }
             for _ in 0..self.num_samples / n {
-                out.extend(randperm(n, Some(gen))?);
+                out.extend(randperm(n, Some(generator))?);
             }
             let rest = self.num_samples % n;
             if rest > 0 {
-                out.extend(randperm(n, Some(gen))?.into_iter().take(rest));
+                out.extend(randperm(n, Some(generator))?.into_iter().take(rest));
             }
         }
         Ok(out)

@@ -99,36 +99,32 @@ pub fn init_process_group(backend: &str, options: InitOptions) -> Result<()> {
     let debug = DebugLevel::from_env()?;
     let b = backend::open(backend)?;
     let (rank, size) = (b.rank(), b.size());
-    if let Some(env) = crate::env::launch_env()? {
-        if env.world_size != size || env.rank != rank {
-            bail!(
-                Distributed,
-                "the launcher ({:?}) says this is rank {} of {}, but {} sees rank {rank} of {size}: {}",
-                env.launcher,
-                env.rank,
-                env.world_size,
-                b.name(),
-                if size == 1 {
-                    "the processes were not started as one MPI job (torchrun, or srun without --mpi=pmix); start them with mpirun -np N or srun --mpi=pmix"
-                } else {
-                    "start every process with the same launcher"
-                }
-            );
-        }
+    if let Some(env) = crate::env::launch_env()?
+        && (env.world_size != size || env.rank != rank)
+    {
+        bail!(
+            Distributed,
+            "the launcher ({:?}) says this is rank {} of {}, but {} sees rank {rank} of {size}: {}",
+            env.launcher,
+            env.rank,
+            env.world_size,
+            b.name(),
+            if size == 1 {
+                "the processes were not started as one MPI job (torchrun, or srun without --mpi=pmix); start them with mpirun -np N or srun --mpi=pmix"
+            } else {
+                "start every process with the same launcher"
+            }
+        );
     }
-    if let Some(w) = options.world_size {
-        if w != size {
-            bail!(
-                Value,
-                "init_process_group: world_size={w}, but the {} world has {size} processes",
-                b.name()
-            );
-        }
+    if let Some(w) = options.world_size
+        && w != size
+    {
+        bail!(Value, "init_process_group: world_size={w}, but the {} world has {size} processes", b.name());
     }
-    if let Some(r) = options.rank {
-        if r != rank {
-            bail!(Value, "init_process_group: rank={r}, but {} says this process is rank {rank}", b.name());
-        }
+    if let Some(r) = options.rank
+        && r != rank
+    {
+        bail!(Value, "init_process_group: rank={r}, but {} says this process is rank {rank}", b.name());
     }
     let group = ProcessGroup(Arc::new(Group {
         backend: b,

@@ -103,10 +103,10 @@ pub(crate) fn assign_buckets(
         }
     }
     for d in dtype_order {
-        if let Some((b, _)) = open.remove(&d) {
-            if !b.is_empty() {
-                done.push(b);
-            }
+        if let Some((b, _)) = open.remove(&d)
+            && !b.is_empty()
+        {
+            done.push(b);
         }
     }
     done
@@ -270,10 +270,10 @@ impl Reducer {
             if !seen.insert(Arc::as_ptr(&node) as *const () as usize) {
                 continue;
             }
-            if let Some(v) = node.variable() {
-                if let Some(&i) = index.get(&v.handle_id()) {
-                    reached[i] = true;
-                }
+            if let Some(v) = node.variable()
+                && let Some(&i) = index.get(&v.handle_id())
+            {
+                reached[i] = true;
             }
             for (next, _) in node.next_functions().into_iter().flatten() {
                 stack.push(next);
@@ -380,10 +380,10 @@ impl Reducer {
                 bucket.buffer.copy_(&result.reshape([bucket.buffer.numel()])?)?;
             }
             for (pos, &i) in bucket.params.iter().enumerate() {
-                if let Some(used) = &globally_used {
-                    if !used[i] {
-                        continue;
-                    }
+                if let Some(used) = &globally_used
+                    && !used[i]
+                {
+                    continue;
                 }
                 let p = &self.params[i];
                 let view = &bucket.views[pos];

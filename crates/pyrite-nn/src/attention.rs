@@ -108,10 +108,10 @@ impl CallArgs {
         match input {
             Value::Dict(d) => kw = d,
             Value::Tuple(mut v) | Value::List(mut v) => {
-                if let Some(Value::Dict(_)) = v.last() {
-                    if let Some(Value::Dict(d)) = v.pop() {
-                        kw = d;
-                    }
+                if let Some(Value::Dict(_)) = v.last()
+                    && let Some(Value::Dict(d)) = v.pop()
+                {
+                    kw = d;
                 }
                 pos = v;
             }

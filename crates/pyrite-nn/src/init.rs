@@ -129,21 +129,21 @@ fn fan(t: &Tensor, mode: FanMode) -> Result<usize> {
 }
 
 /// `uniform_(t, a, b)`.
-pub fn uniform_(t: &Tensor, a: f64, b: f64, gen: Option<&Generator>) -> Result<()> {
+pub fn uniform_(t: &Tensor, a: f64, b: f64, generator: Option<&Generator>) -> Result<()> {
     if init_weights_skipped() {
         return Ok(());
     }
     let _g = no_grad();
-    t.uniform_(a, b, gen).map(drop)
+    t.uniform_(a, b, generator).map(drop)
 }
 
 /// `normal_(t, mean, std)`.
-pub fn normal_(t: &Tensor, mean: f64, std: f64, gen: Option<&Generator>) -> Result<()> {
+pub fn normal_(t: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<()> {
     if init_weights_skipped() {
         return Ok(());
     }
     let _g = no_grad();
-    t.normal_(mean, std, gen).map(drop)
+    t.normal_(mean, std, generator).map(drop)
 }
 
 /// `constant_(t, val)`.
@@ -209,22 +209,22 @@ pub fn dirac_(t: &Tensor, groups: usize) -> Result<()> {
 }
 
 /// `xavier_uniform_(t, gain)`: `U(-a, a)` with `a = gain * sqrt(6 / (fan_in + fan_out))`.
-pub fn xavier_uniform_(t: &Tensor, gain: f64, gen: Option<&Generator>) -> Result<()> {
+pub fn xavier_uniform_(t: &Tensor, gain: f64, generator: Option<&Generator>) -> Result<()> {
     if init_weights_skipped() {
         return Ok(());
     }
     let (fi, fo) = calculate_fan_in_and_fan_out(t)?;
     let a = gain * (6.0 / (fi + fo) as f64).sqrt();
-    uniform_(t, -a, a, gen)
+    uniform_(t, -a, a, generator)
 }
 
 /// `xavier_normal_(t, gain)`: `N(0, std)` with `std = gain * sqrt(2 / (fan_in + fan_out))`.
-pub fn xavier_normal_(t: &Tensor, gain: f64, gen: Option<&Generator>) -> Result<()> {
+pub fn xavier_normal_(t: &Tensor, gain: f64, generator: Option<&Generator>) -> Result<()> {
     if init_weights_skipped() {
         return Ok(());
     }
     let (fi, fo) = calculate_fan_in_and_fan_out(t)?;
-    normal_(t, 0.0, gain * (2.0 / (fi + fo) as f64).sqrt(), gen)
+    normal_(t, 0.0, gain * (2.0 / (fi + fo) as f64).sqrt(), generator)
 }
 
 /// `kaiming_uniform_(t, a, mode, nonlinearity)`: `U(-b, b)` with
@@ -234,7 +234,7 @@ pub fn kaiming_uniform_(
     a: f64,
     mode: FanMode,
     nonlinearity: Nonlinearity,
-    gen: Option<&Generator>,
+    generator: Option<&Generator>,
 ) -> Result<()> {
     if init_weights_skipped() {
         return Ok(());
@@ -244,7 +244,7 @@ pub fn kaiming_uniform_(
     }
     let std = calculate_gain(nonlinearity, Some(a)) / (fan(t, mode)? as f64).sqrt();
     let bound = 3f64.sqrt() * std;
-    uniform_(t, -bound, bound, gen)
+    uniform_(t, -bound, bound, generator)
 }
 
 /// `kaiming_normal_(t, a, mode, nonlinearity)`: `N(0, gain / sqrt(fan))`.
@@ -253,7 +253,7 @@ pub fn kaiming_normal_(
     a: f64,
     mode: FanMode,
     nonlinearity: Nonlinearity,
-    gen: Option<&Generator>,
+    generator: Option<&Generator>,
 ) -> Result<()> {
     if init_weights_skipped() {
         return Ok(());
@@ -262,12 +262,19 @@ pub fn kaiming_normal_(
         return Ok(());
     }
     let std = calculate_gain(nonlinearity, Some(a)) / (fan(t, mode)? as f64).sqrt();
-    normal_(t, 0.0, std, gen)
+    normal_(t, 0.0, std, generator)
 }
 
 /// `trunc_normal_(t, mean, std, a, b)`: normal values redrawn into `[a, b]`, by the inverse
 /// CDF as PyTorch does.
-pub fn trunc_normal_(t: &Tensor, mean: f64, std: f64, a: f64, b: f64, gen: Option<&Generator>) -> Result<()> {
+pub fn trunc_normal_(
+    t: &Tensor,
+    mean: f64,
+    std: f64,
+    a: f64,
+    b: f64,
+    generator: Option<&Generator>,
+) -> Result<()> {
     if init_weights_skipped() {
         return Ok(());
     }
@@ -275,7 +282,7 @@ pub fn trunc_normal_(t: &Tensor, mean: f64, std: f64, a: f64, b: f64, gen: Optio
     let (l, u) = (cdf((a - mean) / std), cdf((b - mean) / std));
     let _g = no_grad();
     let v = Tensor::empty(t.dims(), DType::F64)?;
-    v.uniform_(2.0 * l - 1.0, 2.0 * u - 1.0, gen)?;
+    v.uniform_(2.0 * l - 1.0, 2.0 * u - 1.0, generator)?;
     let v =
         v.erfinv()?.mul_scalar(std * 2f64.sqrt())?.add_scalar(mean)?.clamp(Some(a.into()), Some(b.into()))?;
     t.copy_(&v).map(drop)
@@ -288,7 +295,7 @@ fn libm_erf(x: f64) -> f64 {
 
 /// `orthogonal_(t, gain)`: a (semi-)orthogonal matrix (rows x prod(other dims)), from the QR
 /// decomposition of a normal matrix with the signs of R's diagonal, as PyTorch does.
-pub fn orthogonal_(t: &Tensor, gain: f64, gen: Option<&Generator>) -> Result<()> {
+pub fn orthogonal_(t: &Tensor, gain: f64, generator: Option<&Generator>) -> Result<()> {
     if init_weights_skipped() {
         return Ok(());
     }
@@ -300,7 +307,7 @@ pub fn orthogonal_(t: &Tensor, gain: f64, gen: Option<&Generator>) -> Result<()>
     }
     let rows = t.dims()[0];
     let cols = t.numel() / rows;
-    let flat = Tensor::randn_with([rows, cols], DType::F64, gen)?;
+    let flat = Tensor::randn_with([rows, cols], DType::F64, generator)?;
     // QR of the tall matrix (transpose when wide), by modified Gram-Schmidt.
     let (m, n, a) = if rows < cols { (cols, rows, flat.t()?.contiguous()?) } else { (rows, cols, flat) };
     // Gram-Schmidt leaves R's diagonal positive, which is the sign convention PyTorch applies
@@ -335,7 +342,7 @@ pub fn orthogonal_(t: &Tensor, gain: f64, gen: Option<&Generator>) -> Result<()>
 
 /// `sparse_(t, sparsity, std)`: a 2-D tensor with `N(0, std)` entries and, in each column, a
 /// fraction `sparsity` of zeros.
-pub fn sparse_(t: &Tensor, sparsity: f64, std: f64, gen: Option<&Generator>) -> Result<()> {
+pub fn sparse_(t: &Tensor, sparsity: f64, std: f64, generator: Option<&Generator>) -> Result<()> {
     if init_weights_skipped() {
         return Ok(());
     }
@@ -346,10 +353,10 @@ pub fn sparse_(t: &Tensor, sparsity: f64, std: f64, gen: Option<&Generator>) -> 
     let zeros = (sparsity * rows as f64).ceil() as usize;
     let _g = no_grad();
     let v = Tensor::empty([rows, cols], DType::F64)?;
-    v.normal_(0.0, std, gen)?;
+    v.normal_(0.0, std, generator)?;
     let mut vals = v.to_vec::<f64>()?;
     for c in 0..cols {
-        let perm = Tensor::randperm_with(rows, gen)?.to_vec::<i64>()?;
+        let perm = Tensor::randperm_with(rows, generator)?.to_vec::<i64>()?;
         for &r in &perm[..zeros.min(rows)] {
             vals[r as usize * cols + c] = 0.0;
         }

@@ -677,10 +677,10 @@ pub trait Module: ModuleFields {
         let m = self.get_submodule(module)?;
         let mut found = None;
         m.visit_members(&mut |mem| {
-            if let Member::Parameter(n, Some(p)) = mem {
-                if n == name {
-                    found = Some(p.tensor().clone());
-                }
+            if let Member::Parameter(n, Some(p)) = mem
+                && n == name
+            {
+                found = Some(p.tensor().clone());
             }
         });
         match found {
@@ -695,10 +695,10 @@ pub trait Module: ModuleFields {
         let m = self.get_submodule(module)?;
         let mut found = None;
         m.visit_members(&mut |mem| {
-            if let Member::Buffer(n, Some(b)) = mem {
-                if n == name {
-                    found = Some(b.tensor().clone());
-                }
+            if let Member::Buffer(n, Some(b)) = mem
+                && n == name
+            {
+                found = Some(b.tensor().clone());
             }
         });
         match found {
@@ -1072,11 +1072,11 @@ fn named_tensors(root: &dyn Module, params: bool, options: &NamedOptions) -> Vec
                 (Member::Buffer(n, Some(b)), false) => Some((n, b.tensor())),
                 _ => None,
             };
-            if let Some((n, t)) = t {
-                if seen.insert(t.handle_id()) || !options.remove_duplicate {
-                    let full = if prefix.is_empty() { n.to_string() } else { format!("{prefix}.{n}") };
-                    out.push((full, t.clone()));
-                }
+            if let Some((n, t)) = t
+                && (seen.insert(t.handle_id()) || !options.remove_duplicate)
+            {
+                let full = if prefix.is_empty() { n.to_string() } else { format!("{prefix}.{n}") };
+                out.push((full, t.clone()));
             }
         });
     }

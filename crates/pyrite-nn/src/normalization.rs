@@ -71,13 +71,14 @@ impl NormConfig {
     /// training.
     fn average_factor(&self, training: bool, num_batches_tracked: Option<&Buffer>) -> Result<f64> {
         let mut factor = self.opts.momentum.unwrap_or(0.0);
-        if training && self.opts.track_running_stats {
-            if let Some(n) = num_batches_tracked {
-                let _g = no_grad();
-                n.add_(&Tensor::scalar(1i64)?)?;
-                if self.opts.momentum.is_none() {
-                    factor = 1.0 / n.item::<i64>()? as f64;
-                }
+        if training
+            && self.opts.track_running_stats
+            && let Some(n) = num_batches_tracked
+        {
+            let _g = no_grad();
+            n.add_(&Tensor::scalar(1i64)?)?;
+            if self.opts.momentum.is_none() {
+                factor = 1.0 / n.item::<i64>()? as f64;
             }
         }
         Ok(factor)

@@ -90,10 +90,10 @@ impl Module for Embedding {
         if let Some(m) = self.opts.max_norm {
             s += &format!(", max_norm={}", py_float(m));
         }
-        if let Some(n) = self.opts.norm_type {
-            if n != 2.0 {
-                s += &format!(", norm_type={}", py_float(n));
-            }
+        if let Some(n) = self.opts.norm_type
+            && n != 2.0
+        {
+            s += &format!(", norm_type={}", py_float(n));
         }
         s
     }
@@ -182,10 +182,10 @@ impl Module for EmbeddingBag {
         if let Some(m) = self.opts.max_norm {
             s += &format!(", max_norm={}", py_float(m));
         }
-        if let Some(n) = self.opts.norm_type {
-            if n != 2.0 {
-                s += &format!(", norm_type={}", py_float(n));
-            }
+        if let Some(n) = self.opts.norm_type
+            && n != 2.0
+        {
+            s += &format!(", norm_type={}", py_float(n));
         }
         s += &format!(", mode='{mode}'");
         if let Some(p) = self.opts.padding_idx {

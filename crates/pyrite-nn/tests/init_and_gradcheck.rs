@@ -277,10 +277,8 @@ fn functional_ops_pass_gradcheck() -> Result<()> {
         if let Err(e) = gradcheck(|x| f(x), &inputs, opts) {
             failures.push(format!("{name}: {e}"));
         }
-        if *second {
-            if let Err(e) = gradgradcheck(|x| f(x), &inputs, None, opts) {
-                failures.push(format!("{name} (second order): {e}"));
-            }
+        if *second && let Err(e) = gradgradcheck(|x| f(x), &inputs, None, opts) {
+            failures.push(format!("{name} (second order): {e}"));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

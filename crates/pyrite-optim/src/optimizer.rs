@@ -466,17 +466,16 @@ impl OptimizerBase {
             }
             for (p, idx) in g.params.iter().zip(&s.params) {
                 for (k, v) in sd.state.get(idx).into_iter().flatten() {
-                    if let StateValue::Tensor(t) = v {
-                        if crate::optimizer_object::PARAM_SHAPED_KEYS.contains(&k.as_str())
-                            && t.dims() != p.dims()
-                        {
-                            bail!(
+                    if let StateValue::Tensor(t) = v
+                        && crate::optimizer_object::PARAM_SHAPED_KEYS.contains(&k.as_str())
+                        && t.dims() != p.dims()
+                    {
+                        bail!(
                                 Value,
                                 "{name}: loaded state dict has '{k}' of shape {:?} for parameter {idx} of shape {:?}",
                                 t.dims(),
                                 p.dims()
                             );
-                        }
                     }
                 }
             }

@@ -738,10 +738,10 @@ impl Machine<'_> {
                         ),
                     }
                 };
-                if let (true, Some(sd)) = (v3, storage_dtype) {
-                    if sd != dtype {
-                        return Err(corrupt(format!("{f}: a {sd} storage viewed as {dtype}")));
-                    }
+                if let (true, Some(sd)) = (v3, storage_dtype)
+                    && sd != dtype
+                {
+                    return Err(corrupt(format!("{f}: a {sd} storage viewed as {dtype}")));
                 }
                 if size.len() != stride.len() {
                     return Err(corrupt(format!("{f}: {} sizes but {} strides", size.len(), stride.len())));
@@ -881,10 +881,10 @@ impl Machine<'_> {
     /// BUILD: sets an object's state. Only an OrderedDict's `__dict__` (a state_dict's
     /// `_metadata`) is accepted; other attributes are ignored.
     fn build(&mut self, state: V) -> Result<()> {
-        if let V::Node(i) = self.top()? {
-            if matches!(self.arena[*i], Node::Opaque(_)) {
-                return Ok(()); // a placeholder's state is dropped
-            }
+        if let V::Node(i) = self.top()?
+            && matches!(self.arena[*i], Node::Opaque(_))
+        {
+            return Ok(()); // a placeholder's state is dropped
         }
         let i = match self.top()? {
             V::Node(i) if matches!(self.arena[*i], Node::Dict { ordered: true, .. }) => *i,

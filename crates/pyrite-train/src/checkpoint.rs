@@ -127,10 +127,10 @@ impl CheckpointManager {
         if let Some(m) = &options.monitor {
             probe.push((m.as_str(), FieldValue::Float(0.0)));
         }
-        if let Err(e) = format_filename(&options.filename, &probe) {
-            if !e.to_string().contains("unknown field") {
-                return Err(e);
-            }
+        if let Err(e) = format_filename(&options.filename, &probe)
+            && !e.to_string().contains("unknown field")
+        {
+            return Err(e);
         }
         std::fs::create_dir_all(&dir)
             .map_err(|e| err!(Io, "CheckpointManager: creating {}: {e}", dir.display()))?;

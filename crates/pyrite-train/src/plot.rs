@@ -214,14 +214,10 @@ pub fn plot_lr_finder(
              x axis, got {bad}"
         );
     }
-    if let Some(i) = suggestion {
-        if i >= lrs.len() {
-            bail!(
-                Value,
-                "plot_lr_finder: suggestion index {i} is out of range for {} learning rates",
-                lrs.len()
-            );
-        }
+    if let Some(i) = suggestion
+        && i >= lrs.len()
+    {
+        bail!(Value, "plot_lr_finder: suggestion index {i} is out of range for {} learning rates", lrs.len());
     }
     let points: Vec<(f64, f64)> = lrs.iter().copied().zip(losses.iter().copied()).collect();
     if !points.iter().any(|(_, l)| l.is_finite()) {
@@ -585,10 +581,10 @@ fn panel_key(name: &str) -> Option<Option<String>> {
 fn split_prefix(name: &str) -> (&str, &str) {
     for prefix in ["train", "val", "test"] {
         for sep in ['_', '/'] {
-            if let Some(rest) = name.strip_prefix(prefix).and_then(|r| r.strip_prefix(sep)) {
-                if !rest.is_empty() {
-                    return (prefix, rest);
-                }
+            if let Some(rest) = name.strip_prefix(prefix).and_then(|r| r.strip_prefix(sep))
+                && !rest.is_empty()
+            {
+                return (prefix, rest);
             }
         }
     }

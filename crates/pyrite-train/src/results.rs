@@ -418,13 +418,13 @@ impl Context {
         };
         let results =
             if self.stage == Stage::Train { &mut self.train_results } else { &mut self.eval_results };
-        if let Some(e) = results.entries.iter().find(|e| e.name == name) {
-            if e.on_step != on_step || e.on_epoch != on_epoch || e.reduce != opts.reduce_fx {
-                bail!(
-                    Value,
-                    "`log(\"{name}\", ...)` was called again with different on_step / on_epoch / reduce_fx"
-                );
-            }
+        if let Some(e) = results.entries.iter().find(|e| e.name == name)
+            && (e.on_step != on_step || e.on_epoch != on_epoch || e.reduce != opts.reduce_fx)
+        {
+            bail!(
+                Value,
+                "`log(\"{name}\", ...)` was called again with different on_step / on_epoch / reduce_fx"
+            );
         }
         results.log(name, value, on_step, on_epoch, opts, batch_size);
         Ok(())

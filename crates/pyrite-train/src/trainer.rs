@@ -47,10 +47,10 @@ impl Limit {
     }
 
     fn check(self, name: &str) -> Result<()> {
-        if let Limit::Fraction(f) = self {
-            if !(0.0..=1.0).contains(&f) {
-                bail!(Value, "`{name}` must be a fraction in [0, 1] or a number of batches, got {f}");
-            }
+        if let Limit::Fraction(f) = self
+            && !(0.0..=1.0).contains(&f)
+        {
+            bail!(Value, "`{name}` must be a fraction in [0, 1] or a number of batches, got {f}");
         }
         Ok(())
     }
@@ -363,18 +363,18 @@ impl Trainer {
                 options.num_sanity_val_steps
             );
         }
-        if let Some(v) = options.gradient_clip_val {
-            if v.is_nan() || v < 0.0 {
-                bail!(Value, "`gradient_clip_val` must be a non-negative number, got {v}");
-            }
+        if let Some(v) = options.gradient_clip_val
+            && (v.is_nan() || v < 0.0)
+        {
+            bail!(Value, "`gradient_clip_val` must be a non-negative number, got {v}");
         }
         if let Some(r) = &options.oom_recovery {
             r.check()?;
         }
-        if let Limit::Fraction(f) = options.val_check_interval {
-            if f == 0.0 {
-                bail!(Value, "`val_check_interval` must be greater than 0");
-            }
+        if let Limit::Fraction(f) = options.val_check_interval
+            && f == 0.0
+        {
+            bail!(Value, "`val_check_interval` must be greater than 0");
         }
         let mut callbacks = std::mem::take(&mut options.callbacks);
         if let Some(d) = options.max_time {
@@ -888,10 +888,11 @@ impl Trainer {
         }
         self.run_lr_finders(module, train)?;
 
-        if resume.is_none() && self.num_sanity_val_batches > 0 {
-            if let Some(v) = val {
-                self.run_validation(module, v, true)?;
-            }
+        if resume.is_none()
+            && self.num_sanity_val_batches > 0
+            && let Some(v) = val
+        {
+            self.run_validation(module, v, true)?;
         }
 
         self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_train_start(t, m))?;
@@ -1336,10 +1337,11 @@ impl Trainer {
     ) -> Result<bool> {
         let accumulating = self.skip_backward
             || !((self.batch_idx + 1).is_multiple_of(self.accumulate_grad_batches) || self.is_last_batch);
-        if !validated && self.should_check_val(val) {
-            if let Some(v) = val {
-                self.run_validation(module, v, false)?;
-            }
+        if !validated
+            && self.should_check_val(val)
+            && let Some(v) = val
+        {
+            self.run_validation(module, v, false)?;
         }
         self.step_schedulers(Interval::Step, true)?;
         if !accumulating {

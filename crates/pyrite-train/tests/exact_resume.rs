@@ -100,11 +100,11 @@ fn train(
             let value = loss.item::<f32>()?;
             losses.push(value);
             step += 1;
-            if let Some((at, path)) = stop {
-                if step == at {
-                    save(&checkpoint(run, epoch, step, value)?, path)?;
-                    return Ok(losses);
-                }
+            if let Some((at, path)) = stop
+                && step == at
+            {
+                save(&checkpoint(run, epoch, step, value)?, path)?;
+                return Ok(losses);
             }
         }
     }

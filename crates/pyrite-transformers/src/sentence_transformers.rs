@@ -88,14 +88,14 @@ fn flag(cfg: &J, key: &str, path: &Path) -> Result<bool> {
 /// `pooling_mode_*` booleans (earlier versions: concatenated as cls, max, mean, mean_sqrt_len).
 fn pooling_modes(cfg: &J, hidden: usize, path: &Path) -> Result<Vec<PoolingMode>> {
     for key in ["word_embedding_dimension", "embedding_dimension"] {
-        if let Some(d) = cfg.get(key).and_then(J::as_u64) {
-            if d != hidden as u64 {
-                bail!(
-                    Value,
-                    "SentenceTransformer: {}: {key} {d} is not the model's hidden_size {hidden}",
-                    path.display()
-                );
-            }
+        if let Some(d) = cfg.get(key).and_then(J::as_u64)
+            && d != hidden as u64
+        {
+            bail!(
+                Value,
+                "SentenceTransformer: {}: {key} {d} is not the model's hidden_size {hidden}",
+                path.display()
+            );
         }
     }
     let by_name = |name: &str| -> Result<PoolingMode> {

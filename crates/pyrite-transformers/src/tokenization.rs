@@ -326,10 +326,10 @@ impl AutoTokenizer {
     /// length and kept for the next calls.
     fn truncating_tokenizer(&self, max_length: usize) -> Result<Arc<Tokenizer>> {
         let mut cache = self.truncating.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((m, t)) = cache.as_ref() {
-            if *m == max_length {
-                return Ok(t.clone());
-            }
+        if let Some((m, t)) = cache.as_ref()
+            && *m == max_length
+        {
+            return Ok(t.clone());
         }
         let mut t = self.inner.clone();
         let params = TruncationParams {

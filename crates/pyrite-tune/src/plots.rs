@@ -113,10 +113,10 @@ pub fn plot_results(grid: &ResultGrid, metric: &str, mode: Mode) -> Result<Vec<P
             }
         })
         .collect();
-    if !panels.is_empty() {
-        if let Ok((png, _)) = plot_xy(&panels, &dir.join("param_vs_metric")) {
-            written.push(png);
-        }
+    if !panels.is_empty()
+        && let Ok((png, _)) = plot_xy(&panels, &dir.join("param_vs_metric"))
+    {
+        written.push(png);
     }
     Ok(written)
 }

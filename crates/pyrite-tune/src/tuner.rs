@@ -741,16 +741,16 @@ impl Driver {
                 ))
             }
         };
-        if let Some((_, v)) = logged {
-            if Value::Object(config.0.clone()) != *v {
-                return Err(Error::new(
+        if let Some((_, v)) = logged
+            && Value::Object(config.0.clone()) != *v
+        {
+            return Err(Error::new(
                     ErrorKind::Value,
                     format!(
                         "while replaying the log, the searcher suggested {config} for trial {id}, which had {}; restore with the same search algorithm, space and seed",
                         Config(v.as_object().cloned().unwrap_or_default())
                     ),
                 ));
-            }
         }
         let i = self.trials.list.len();
         self.trials.index.insert(id.clone(), i);
@@ -1191,14 +1191,15 @@ impl Driver {
             let mut blocked = false;
             while running < self.max_concurrent {
                 let mut next = self.choose()?;
-                if next.is_none() && self.may_create(started) {
-                    if let Some(i) = self.add_trial(None)? {
-                        let id = self.trials.list[i].id.clone();
-                        let body = Value::Object(self.trials.list[i].config.0.clone());
-                        let ev = self.event(EventKind::Add, &id, body);
-                        self.commit(vec![ev], &[i])?;
-                        next = self.choose()?;
-                    }
+                if next.is_none()
+                    && self.may_create(started)
+                    && let Some(i) = self.add_trial(None)?
+                {
+                    let id = self.trials.list[i].id.clone();
+                    let body = Value::Object(self.trials.list[i].config.0.clone());
+                    let ev = self.event(EventKind::Add, &id, body);
+                    self.commit(vec![ev], &[i])?;
+                    next = self.choose()?;
                 }
                 let Some(id) = next else { break };
                 let Some(&i) = self.trials.index.get(&id) else { break };

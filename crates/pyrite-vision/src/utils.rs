@@ -73,13 +73,10 @@ pub fn make_grid(tensor: &Tensor, options: MakeGridOptions) -> Result<Tensor> {
         if !matches!(t.dtype(), DType::F16 | DType::BF16 | DType::F32 | DType::F64) {
             bail!(DType, "make_grid: normalize needs a float tensor, got {:?}", t.dtype());
         }
-        if let Some((low, high)) = o.value_range {
-            if low.is_nan() || high.is_nan() || low > high {
-                bail!(
-                    Value,
-                    "make_grid: value_range has to be (min, max) with min <= max, got ({low}, {high})"
-                );
-            }
+        if let Some((low, high)) = o.value_range
+            && (low.is_nan() || high.is_nan() || low > high)
+        {
+            bail!(Value, "make_grid: value_range has to be (min, max) with min <= max, got ({low}, {high})");
         }
         t = if o.scale_each {
             let each: Vec<Tensor> = (0..t.dims()[0])

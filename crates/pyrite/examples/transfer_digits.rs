@@ -89,13 +89,13 @@ fn few_shot(
     y: &Tensor,
     classes: i64,
     per_class: usize,
-    gen: &Generator,
+    generator: &Generator,
 ) -> Result<(Tensor, Tensor)> {
     let labels = y.to_vec::<i64>()?;
     let mut picked = Vec::new();
     for c in 0..classes {
         let of_class: Vec<i64> = (0..labels.len() as i64).filter(|&i| labels[i as usize] == c).collect();
-        let order = Tensor::randperm_with(of_class.len(), Some(gen))?.to_vec::<i64>()?;
+        let order = Tensor::randperm_with(of_class.len(), Some(generator))?.to_vec::<i64>()?;
         picked.extend(order.iter().take(per_class).map(|&k| of_class[k as usize]));
     }
     let n = picked.len();

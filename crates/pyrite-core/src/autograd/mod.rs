@@ -99,10 +99,10 @@ pub fn grad(
 
 /// The edges to start from and the gradient for each, checked as PyTorch checks them.
 fn roots(tensors: &[&Tensor], grads: Option<&[&Tensor]>, what: &str) -> Result<Vec<(graph::Edge, Tensor)>> {
-    if let Some(g) = grads {
-        if g.len() != tensors.len() {
-            bail!(Value, "{what}: got {} tensors and {} gradients", tensors.len(), g.len());
-        }
+    if let Some(g) = grads
+        && g.len() != tensors.len()
+    {
+        bail!(Value, "{what}: got {} tensors and {} gradients", tensors.len(), g.len());
     }
     let mut roots = Vec::with_capacity(tensors.len());
     for (i, t) in tensors.iter().enumerate() {

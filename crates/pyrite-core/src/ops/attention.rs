@@ -93,17 +93,19 @@ fn exp_row<T: Flash>(row: &mut [T], sub: T) -> T {
 /// Both pointers must address `n` elements.
 #[inline(always)]
 unsafe fn dot<T: Flash>(a: *const T, b: *const T, n: usize) -> T {
-    let (a, b) = (std::slice::from_raw_parts(a, n), std::slice::from_raw_parts(b, n));
-    let mut s = [T::ZERO; LANES];
-    let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for l in 0..LANES {
-            s[l] = s[l] + x[l] * y[l];
+    unsafe {
+        let (a, b) = (std::slice::from_raw_parts(a, n), std::slice::from_raw_parts(b, n));
+        let mut s = [T::ZERO; LANES];
+        let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+        let (ra, rb) = (ca.remainder(), cb.remainder());
+        for (x, y) in ca.zip(cb) {
+            for l in 0..LANES {
+                s[l] = s[l] + x[l] * y[l];
+            }
         }
+        let r = ra.iter().zip(rb).fold(T::ZERO, |acc, (&x, &y)| acc + x * y);
+        s.iter().fold(r, |a, &x| a + x)
     }
-    let r = ra.iter().zip(rb).fold(T::ZERO, |acc, (&x, &y)| acc + x * y);
-    s.iter().fold(r, |a, &x| a + x)
 }
 
 /// The element types the kernels run on, with an `exp` for non-positive arguments (f32 uses
@@ -213,20 +215,20 @@ impl FlashAttention<'_> {
         if d.hk == 0 || !d.h.is_multiple_of(d.hk) {
             bail!(Shape, "flash attention: key/value heads ({}) must divide query heads ({})", d.hk, d.h);
         }
-        if let Some(m) = self.mask {
-            if m.dims() != [d.b, d.h, d.l, d.s] || m.dtype() != q.dtype() {
-                bail!(
-                    Shape,
-                    "flash attention: the mask must be a {} view of shape [{}, {}, {}, {}], got {} {}",
-                    q.dtype(),
-                    d.b,
-                    d.h,
-                    d.l,
-                    d.s,
-                    m.dtype(),
-                    m.shape()
-                );
-            }
+        if let Some(m) = self.mask
+            && (m.dims() != [d.b, d.h, d.l, d.s] || m.dtype() != q.dtype())
+        {
+            bail!(
+                Shape,
+                "flash attention: the mask must be a {} view of shape [{}, {}, {}, {}], got {} {}",
+                q.dtype(),
+                d.b,
+                d.h,
+                d.l,
+                d.s,
+                m.dtype(),
+                m.shape()
+            );
         }
         Ok(d)
     }
@@ -387,24 +389,26 @@ unsafe fn scores<T: Flash>(
     causal: Option<(usize, usize)>,
     mask: Option<(*const T, usize, usize)>,
 ) {
-    if e == 0 {
-        s[..bq * bk].fill(T::ZERO);
-    } else {
-        gemm_raw((bq, bk, e), s.as_mut_ptr(), (bk, 1), q.0, (q.1, 1), k.0, (1, k.1), scale, None, 1);
-    }
-    if let Some((m, ms2, ms3)) = mask {
-        for r in 0..bq {
-            let mr = m.wrapping_add(r * ms2);
-            for (c, x) in s[r * bk..(r + 1) * bk].iter_mut().enumerate() {
-                *x = *x + *mr.add(c * ms3);
+    unsafe {
+        if e == 0 {
+            s[..bq * bk].fill(T::ZERO);
+        } else {
+            gemm_raw((bq, bk, e), s.as_mut_ptr(), (bk, 1), q.0, (q.1, 1), k.0, (1, k.1), scale, None, 1);
+        }
+        if let Some((m, ms2, ms3)) = mask {
+            for r in 0..bq {
+                let mr = m.wrapping_add(r * ms2);
+                for (c, x) in s[r * bk..(r + 1) * bk].iter_mut().enumerate() {
+                    *x = *x + *mr.add(c * ms3);
+                }
             }
         }
-    }
-    if let Some((i0, j0)) = causal {
-        for r in 0..bq {
-            // keys j > i are masked: columns c > i0 + r - j0
-            let first = (i0 + r + 1).saturating_sub(j0).min(bk);
-            s[r * bk + first..(r + 1) * bk].fill(T::NEG_INF);
+        if let Some((i0, j0)) = causal {
+            for r in 0..bq {
+                // keys j > i are masked: columns c > i0 + r - j0
+                let first = (i0 + r + 1).saturating_sub(j0).min(bk);
+                s[r * bk + first..(r + 1) * bk].fill(T::NEG_INF);
+            }
         }
     }
 }
@@ -522,8 +526,10 @@ fn forward_t<T: Flash>(
 /// # Safety
 /// The rows must be valid for writes.
 unsafe fn zero_rows<T: Flash>(p: *mut T, rows: usize, n: usize, rs: usize) {
-    for r in 0..rows {
-        std::slice::from_raw_parts_mut(p.add(r * rs), n).fill(T::ZERO);
+    unsafe {
+        for r in 0..rows {
+            std::slice::from_raw_parts_mut(p.add(r * rs), n).fill(T::ZERO);
+        }
     }
 }
 

@@ -87,81 +87,83 @@ pub(crate) unsafe fn gemm(
     acc: bool,
     threads: usize,
 ) {
-    if m == 0 || n == 0 {
-        return;
-    }
-    if k == 0 {
-        if !acc {
-            for i in 0..m {
-                std::ptr::write_bytes(c.add(i * ldc), 0, n);
-            }
+    unsafe {
+        if m == 0 || n == 0 {
+            return;
         }
-        return;
-    }
-    #[cfg(target_arch = "x86_64")]
-    {
-        let pairs = k.div_ceil(2);
-        let threads = if m * n * k < PAR_WORK { 1 } else { threads.max(1) };
-        // Rows of A with contiguous, even-length depth are read in place; else packed into
-        // this thread's buffer (kept between calls, as the packed B is).
-        let mut packed_a = None;
-        let (ap, lda) = if acs == 1 && k.is_multiple_of(2) {
-            (a, ars)
-        } else {
-            let v = PACKED_A.with(|b| std::mem::take(&mut *b.borrow_mut()));
-            let v = packed_a.insert(pack_a(v, m, k, a, (ars, acs), threads));
-            (v.as_ptr() as *const u16, 2 * pairs)
-        };
-        let steps = pairs.div_ceil(DEPTH_PAIRS);
-        let dp = pairs.div_ceil(steps);
-        let width = if n < 512 { 128 } else { 256 };
-        let panels = n.div_ceil(width);
-        // Too few column panels for the threads: rows are split too.
-        let row_parts = if panels >= threads { 1 } else { threads.div_ceil(panels).min(m.div_ceil(MR)) };
-        let row_chunk = m.div_ceil(row_parts).next_multiple_of(MR);
-        let row_parts = m.div_ceil(row_chunk);
-        let tasks = panels * row_parts;
-        let (cp, ap, bp) = (SendPtr(c), SendPtr(ap as *mut u16), SendPtr(b as *mut u16));
-        for s in 0..steps {
-            let q = s * dp;
-            let dq = dp.min(pairs - q);
-            let add = acc || s > 0;
-            let task = |t: usize| {
-                let (cp, ap, bp) = (cp, ap, bp);
-                let (jp, rp) = (t / row_parts, t % row_parts);
-                let (j0, i0) = (jp * width, rp * row_chunk);
-                let step = Step {
-                    m: row_chunk.min(m - i0),
-                    n: width.min(n - j0),
-                    k,
-                    q,
-                    dq,
-                    c: cp.0.add(i0 * ldc + j0),
-                    ldc,
-                    a: ap.0.add(i0 * lda),
-                    lda,
-                    b: bp.0.add(j0 * bcs),
-                    brs,
-                    bcs,
-                    add,
-                };
-                // SAFETY: a block of the validated product; tasks write disjoint blocks of C.
-                unsafe { x86::step(step) };
-            };
-            if tasks > 1 && threads > 1 {
-                crate::threads::run_tasks(tasks, task);
+        if k == 0 {
+            if !acc {
+                for i in 0..m {
+                    std::ptr::write_bytes(c.add(i * ldc), 0, n);
+                }
+            }
+            return;
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            let pairs = k.div_ceil(2);
+            let threads = if m * n * k < PAR_WORK { 1 } else { threads.max(1) };
+            // Rows of A with contiguous, even-length depth are read in place; else packed into
+            // this thread's buffer (kept between calls, as the packed B is).
+            let mut packed_a = None;
+            let (ap, lda) = if acs == 1 && k.is_multiple_of(2) {
+                (a, ars)
             } else {
-                (0..tasks).for_each(task);
+                let v = PACKED_A.with(|b| std::mem::take(&mut *b.borrow_mut()));
+                let v = packed_a.insert(pack_a(v, m, k, a, (ars, acs), threads));
+                (v.as_ptr() as *const u16, 2 * pairs)
+            };
+            let steps = pairs.div_ceil(DEPTH_PAIRS);
+            let dp = pairs.div_ceil(steps);
+            let width = if n < 512 { 128 } else { 256 };
+            let panels = n.div_ceil(width);
+            // Too few column panels for the threads: rows are split too.
+            let row_parts = if panels >= threads { 1 } else { threads.div_ceil(panels).min(m.div_ceil(MR)) };
+            let row_chunk = m.div_ceil(row_parts).next_multiple_of(MR);
+            let row_parts = m.div_ceil(row_chunk);
+            let tasks = panels * row_parts;
+            let (cp, ap, bp) = (SendPtr(c), SendPtr(ap as *mut u16), SendPtr(b as *mut u16));
+            for s in 0..steps {
+                let q = s * dp;
+                let dq = dp.min(pairs - q);
+                let add = acc || s > 0;
+                let task = |t: usize| {
+                    let (cp, ap, bp) = (cp, ap, bp);
+                    let (jp, rp) = (t / row_parts, t % row_parts);
+                    let (j0, i0) = (jp * width, rp * row_chunk);
+                    let step = Step {
+                        m: row_chunk.min(m - i0),
+                        n: width.min(n - j0),
+                        k,
+                        q,
+                        dq,
+                        c: cp.0.add(i0 * ldc + j0),
+                        ldc,
+                        a: ap.0.add(i0 * lda),
+                        lda,
+                        b: bp.0.add(j0 * bcs),
+                        brs,
+                        bcs,
+                        add,
+                    };
+                    // SAFETY: a block of the validated product; tasks write disjoint blocks of C.
+                    x86::step(step);
+                };
+                if tasks > 1 && threads > 1 {
+                    crate::threads::run_tasks(tasks, task);
+                } else {
+                    (0..tasks).for_each(task);
+                }
+            }
+            if let Some(v) = packed_a {
+                PACKED_A.with(|b| *b.borrow_mut() = v);
             }
         }
-        if let Some(v) = packed_a {
-            PACKED_A.with(|b| *b.borrow_mut() = v);
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (c, ldc, a, ars, acs, b, brs, bcs, acc, threads);
+            unreachable!("bf16gemm::gemm without AVX512-BF16");
         }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (c, ldc, a, ars, acs, b, brs, bcs, acc, threads);
-        unreachable!("bf16gemm::gemm without AVX512-BF16");
     }
 }
 
@@ -255,112 +257,120 @@ mod x86 {
     /// # Safety
     /// As for [`super::gemm`].
     pub(super) unsafe fn step(s: Step) {
-        let micro = s.n.div_ceil(NR);
-        PACKED.with(|buf| {
-            let mut buf = buf.borrow_mut();
-            // The panel of B, then six zero-padded rows of A for a last short row group.
-            let len = micro * s.dq * (NR / 2) * 2 + MR * s.dq + 16;
-            if buf.len() < len {
-                *buf = vec![0; len];
-            }
-            let base = buf.as_mut_ptr();
-            // SAFETY: 16 spare u32 reach a 64-byte boundary.
-            let bp = base.add(base.align_offset(64));
-            let mut offsets = [0usize; 8];
-            let mut o = 0;
-            for (jp, off) in offsets.iter_mut().enumerate().take(micro) {
-                *off = o;
-                let w = NR.min(s.n - jp * NR);
-                pack_b(&s, jp * NR, w, bp.add(o));
-                o += s.dq * w.div_ceil(16) * 16;
-            }
-            let pad = bp.add(o);
-            let rows = s.m / MR * MR;
-            for i in (0..s.m).step_by(MR) {
-                let h = MR.min(s.m - i);
-                let mut rows_a = [std::ptr::null::<u32>(); MR];
-                if h == MR {
-                    for (r, ra) in rows_a.iter_mut().enumerate() {
-                        *ra = s.a.add((i + r) * s.lda + 2 * s.q) as *const u32;
-                    }
-                } else {
-                    debug_assert_eq!(i, rows);
-                    for (r, ra) in rows_a.iter_mut().enumerate() {
-                        let dst = pad.add(r * s.dq);
-                        if r < h {
-                            let src = s.a.add((i + r) * s.lda + 2 * s.q) as *const u32;
-                            // The last pair of an odd k was zero-padded when A was packed.
-                            std::ptr::copy_nonoverlapping(src, dst, s.dq);
-                        } else {
-                            std::ptr::write_bytes(dst, 0, s.dq);
-                        }
-                        *ra = dst;
-                    }
+        unsafe {
+            let micro = s.n.div_ceil(NR);
+            PACKED.with(|buf| {
+                let mut buf = buf.borrow_mut();
+                // The panel of B, then six zero-padded rows of A for a last short row group.
+                let len = micro * s.dq * (NR / 2) * 2 + MR * s.dq + 16;
+                if buf.len() < len {
+                    *buf = vec![0; len];
                 }
-                for (jp, &off) in offsets.iter().enumerate().take(micro) {
+                let base = buf.as_mut_ptr();
+                // SAFETY: 16 spare u32 reach a 64-byte boundary.
+                let bp = base.add(base.align_offset(64));
+                let mut offsets = [0usize; 8];
+                let mut o = 0;
+                for (jp, off) in offsets.iter_mut().enumerate().take(micro) {
+                    *off = o;
                     let w = NR.min(s.n - jp * NR);
-                    let c = s.c.add(i * s.ldc + jp * NR);
-                    let panel = bp.add(off) as *const u32;
-                    if h == MR && w.is_multiple_of(16) {
-                        tile_any(w / 16, s.dq, &rows_a, panel, c, s.ldc, s.add);
+                    pack_b(&s, jp * NR, w, bp.add(o));
+                    o += s.dq * w.div_ceil(16) * 16;
+                }
+                let pad = bp.add(o);
+                let rows = s.m / MR * MR;
+                for i in (0..s.m).step_by(MR) {
+                    let h = MR.min(s.m - i);
+                    let mut rows_a = [std::ptr::null::<u32>(); MR];
+                    if h == MR {
+                        for (r, ra) in rows_a.iter_mut().enumerate() {
+                            *ra = s.a.add((i + r) * s.lda + 2 * s.q) as *const u32;
+                        }
                     } else {
-                        // A staged tile for a short row group or a partial micro-panel.
-                        let mut staged = [0.0f32; MR * NR];
-                        if s.add {
+                        debug_assert_eq!(i, rows);
+                        for (r, ra) in rows_a.iter_mut().enumerate() {
+                            let dst = pad.add(r * s.dq);
+                            if r < h {
+                                let src = s.a.add((i + r) * s.lda + 2 * s.q) as *const u32;
+                                // The last pair of an odd k was zero-padded when A was packed.
+                                std::ptr::copy_nonoverlapping(src, dst, s.dq);
+                            } else {
+                                std::ptr::write_bytes(dst, 0, s.dq);
+                            }
+                            *ra = dst;
+                        }
+                    }
+                    for (jp, &off) in offsets.iter().enumerate().take(micro) {
+                        let w = NR.min(s.n - jp * NR);
+                        let c = s.c.add(i * s.ldc + jp * NR);
+                        let panel = bp.add(off) as *const u32;
+                        if h == MR && w.is_multiple_of(16) {
+                            tile_any(w / 16, s.dq, &rows_a, panel, c, s.ldc, s.add);
+                        } else {
+                            // A staged tile for a short row group or a partial micro-panel.
+                            let mut staged = [0.0f32; MR * NR];
+                            if s.add {
+                                for r in 0..h {
+                                    std::ptr::copy_nonoverlapping(
+                                        c.add(r * s.ldc),
+                                        staged.as_mut_ptr().add(r * NR),
+                                        w,
+                                    );
+                                }
+                            }
+                            tile_any(w.div_ceil(16), s.dq, &rows_a, panel, staged.as_mut_ptr(), NR, s.add);
                             for r in 0..h {
                                 std::ptr::copy_nonoverlapping(
+                                    staged.as_ptr().add(r * NR),
                                     c.add(r * s.ldc),
-                                    staged.as_mut_ptr().add(r * NR),
                                     w,
                                 );
                             }
                         }
-                        tile_any(w.div_ceil(16), s.dq, &rows_a, panel, staged.as_mut_ptr(), NR, s.add);
-                        for r in 0..h {
-                            std::ptr::copy_nonoverlapping(staged.as_ptr().add(r * NR), c.add(r * s.ldc), w);
-                        }
                     }
                 }
-            }
-        });
+            });
+        }
     }
 
     /// Packs columns `j0..j0 + w` of `B` for this step's depths: pair by pair, `nv * 16`
     /// u32 lanes (`nv = ceil(w / 16)`), each the bf16 pair `(B[2p, j], B[2p + 1, j])`, zeros
     /// past `w` and past `k`.
     unsafe fn pack_b(s: &Step, j0: usize, w: usize, dst: *mut u32) {
-        let lanes = w.div_ceil(16) * 16;
-        let b = s.b.add(j0 * s.bcs);
-        for p in 0..s.dq {
-            let d0 = 2 * (s.q + p);
-            let row = dst.add(p * lanes);
-            let has1 = d0 + 1 < s.k;
-            if s.brs == 1 && has1 {
-                // Column-major B: a pair is two adjacent bf16.
-                for j in 0..w {
-                    *row.add(j) = (b.add(j * s.bcs + d0) as *const u32).read_unaligned();
-                }
-            } else if s.bcs == 1 {
-                let r0 = b.add(d0 * s.brs);
-                if has1 {
-                    let r1 = r0.add(s.brs);
+        unsafe {
+            let lanes = w.div_ceil(16) * 16;
+            let b = s.b.add(j0 * s.bcs);
+            for p in 0..s.dq {
+                let d0 = 2 * (s.q + p);
+                let row = dst.add(p * lanes);
+                let has1 = d0 + 1 < s.k;
+                if s.brs == 1 && has1 {
+                    // Column-major B: a pair is two adjacent bf16.
                     for j in 0..w {
-                        *row.add(j) = *r0.add(j) as u32 | (*r1.add(j) as u32) << 16;
+                        *row.add(j) = (b.add(j * s.bcs + d0) as *const u32).read_unaligned();
+                    }
+                } else if s.bcs == 1 {
+                    let r0 = b.add(d0 * s.brs);
+                    if has1 {
+                        let r1 = r0.add(s.brs);
+                        for j in 0..w {
+                            *row.add(j) = *r0.add(j) as u32 | (*r1.add(j) as u32) << 16;
+                        }
+                    } else {
+                        for j in 0..w {
+                            *row.add(j) = *r0.add(j) as u32;
+                        }
                     }
                 } else {
                     for j in 0..w {
-                        *row.add(j) = *r0.add(j) as u32;
+                        let lo = *b.add(d0 * s.brs + j * s.bcs) as u32;
+                        let hi = if has1 { *b.add((d0 + 1) * s.brs + j * s.bcs) as u32 } else { 0 };
+                        *row.add(j) = lo | hi << 16;
                     }
                 }
-            } else {
-                for j in 0..w {
-                    let lo = *b.add(d0 * s.brs + j * s.bcs) as u32;
-                    let hi = if has1 { *b.add((d0 + 1) * s.brs + j * s.bcs) as u32 } else { 0 };
-                    *row.add(j) = lo | hi << 16;
+                for j in w..lanes {
+                    *row.add(j) = 0;
                 }
-            }
-            for j in w..lanes {
-                *row.add(j) = 0;
             }
         }
     }
@@ -375,11 +385,13 @@ mod x86 {
         ldc: usize,
         add: bool,
     ) {
-        match nv {
-            4 => tile::<4>(dq, rows, bp, c, ldc, add),
-            3 => tile::<3>(dq, rows, bp, c, ldc, add),
-            2 => tile::<2>(dq, rows, bp, c, ldc, add),
-            _ => tile::<1>(dq, rows, bp, c, ldc, add),
+        unsafe {
+            match nv {
+                4 => tile::<4>(dq, rows, bp, c, ldc, add),
+                3 => tile::<3>(dq, rows, bp, c, ldc, add),
+                2 => tile::<2>(dq, rows, bp, c, ldc, add),
+                _ => tile::<1>(dq, rows, bp, c, ldc, add),
+            }
         }
     }
 
@@ -393,56 +405,58 @@ mod x86 {
         ldc: usize,
         add: bool,
     ) {
-        for i in 0..MR {
-            for v in 0..NV {
-                _mm_prefetch::<_MM_HINT_T0>(c.add(i * ldc + 16 * v) as *const i8);
+        unsafe {
+            for i in 0..MR {
+                for v in 0..NV {
+                    _mm_prefetch::<_MM_HINT_T0>(c.add(i * ldc + 16 * v) as *const i8);
+                }
             }
-        }
-        let mut acc = [[_mm512_setzero_ps(); NV]; MR];
-        let [a0, a1, a2, a3, a4, a5] = *rows;
-        let mut b = bp;
-        let mut p = 0;
-        macro_rules! step {
-            () => {{
-                let mut bv = [_mm512_setzero_si512(); NV];
-                for (v, x) in bv.iter_mut().enumerate() {
-                    *x = _mm512_load_si512(b.add(16 * v) as *const _);
+            let mut acc = [[_mm512_setzero_ps(); NV]; MR];
+            let [a0, a1, a2, a3, a4, a5] = *rows;
+            let mut b = bp;
+            let mut p = 0;
+            macro_rules! step {
+                () => {{
+                    let mut bv = [_mm512_setzero_si512(); NV];
+                    for (v, x) in bv.iter_mut().enumerate() {
+                        *x = _mm512_load_si512(b.add(16 * v) as *const _);
+                    }
+                    macro_rules! row {
+                        ($i:expr, $a:expr) => {
+                            let x: __m512bh =
+                                std::mem::transmute(_mm512_set1_epi32($a.add(p).read_unaligned() as i32));
+                            for v in 0..NV {
+                                acc[$i][v] = _mm512_dpbf16_ps(
+                                    acc[$i][v],
+                                    x,
+                                    std::mem::transmute::<__m512i, __m512bh>(bv[v]),
+                                );
+                            }
+                        };
+                    }
+                    row!(0, a0);
+                    row!(1, a1);
+                    row!(2, a2);
+                    row!(3, a3);
+                    row!(4, a4);
+                    row!(5, a5);
+                    b = b.add(16 * NV);
+                    p += 1;
+                }};
+            }
+            while p + 2 <= dq {
+                step!();
+                step!();
+            }
+            while p < dq {
+                step!();
+            }
+            for (i, row) in acc.iter().enumerate() {
+                let o = c.add(i * ldc);
+                for (v, &x) in row.iter().enumerate() {
+                    let x = if add { _mm512_add_ps(_mm512_loadu_ps(o.add(16 * v)), x) } else { x };
+                    _mm512_storeu_ps(o.add(16 * v), x);
                 }
-                macro_rules! row {
-                    ($i:expr, $a:expr) => {
-                        let x: __m512bh =
-                            std::mem::transmute(_mm512_set1_epi32($a.add(p).read_unaligned() as i32));
-                        for v in 0..NV {
-                            acc[$i][v] = _mm512_dpbf16_ps(
-                                acc[$i][v],
-                                x,
-                                std::mem::transmute::<__m512i, __m512bh>(bv[v]),
-                            );
-                        }
-                    };
-                }
-                row!(0, a0);
-                row!(1, a1);
-                row!(2, a2);
-                row!(3, a3);
-                row!(4, a4);
-                row!(5, a5);
-                b = b.add(16 * NV);
-                p += 1;
-            }};
-        }
-        while p + 2 <= dq {
-            step!();
-            step!();
-        }
-        while p < dq {
-            step!();
-        }
-        for (i, row) in acc.iter().enumerate() {
-            let o = c.add(i * ldc);
-            for (v, &x) in row.iter().enumerate() {
-                let x = if add { _mm512_add_ps(_mm512_loadu_ps(o.add(16 * v)), x) } else { x };
-                _mm512_storeu_ps(o.add(16 * v), x);
             }
         }
     }

@@ -430,19 +430,15 @@ pub(crate) fn binary(a: &Tensor, b: &Tensor, op: BinaryOp, out: Out<'_>) -> Resu
     {
         bail!(Value, "ZeroDivisionError: integer division or modulo by zero in {name}");
     }
-    if let Out::Into(o) = out {
-        if o.dtype() != dt {
-            if !can_cast(dt, o.dtype()) {
-                bail!(
-                    DType,
-                    "{name}: result type {dt} can't be cast to the desired output type {}",
-                    o.dtype()
-                );
-            }
-            let r = binary(a, b, op, Out::New)?;
-            o.copy_(&r)?;
-            return Ok(o.clone());
+    if let Out::Into(o) = out
+        && o.dtype() != dt
+    {
+        if !can_cast(dt, o.dtype()) {
+            bail!(DType, "{name}: result type {dt} can't be cast to the desired output type {}", o.dtype());
         }
+        let r = binary(a, b, op, Out::New)?;
+        o.copy_(&r)?;
+        return Ok(o.clone());
     }
     // Convert only what needs converting (no handle clones on the hot path).
     let (ca, cb);

@@ -386,7 +386,7 @@ impl<T: Real + Element + Default> Kernel for Same<T> {
         r: (usize, usize),
         acc: bool,
     ) {
-        super::linalg::gemm_raw(mnk, dst, d, lhs, l, rhs, r, T::ONE, acc.then_some(T::ONE), 1)
+        unsafe { super::linalg::gemm_raw(mnk, dst, d, lhs, l, rhs, r, T::ONE, acc.then_some(T::ONE), 1) }
     }
 }
 
@@ -409,8 +409,10 @@ impl Kernel for Bf16 {
         r: (usize, usize),
         acc: bool,
     ) {
-        debug_assert_eq!(d.1, 1);
-        super::bf16gemm::gemm(mnk, dst, d.0, lhs as *const u16, l, rhs as *const u16, r, acc, 1)
+        unsafe {
+            debug_assert_eq!(d.1, 1);
+            super::bf16gemm::gemm(mnk, dst, d.0, lhs as *const u16, l, rhs as *const u16, r, acc, 1)
+        }
     }
 }
 
@@ -806,15 +808,15 @@ fn check_conv(
             cpp_name(weight.dtype())
         );
     }
-    if let Some(b) = bias {
-        if b.dtype() != input.dtype() {
-            bail!(
-                DType,
-                "Input type ({}) and bias type ({}) should be the same",
-                cpp_name(input.dtype()),
-                cpp_name(b.dtype())
-            );
-        }
+    if let Some(b) = bias
+        && b.dtype() != input.dtype()
+    {
+        bail!(
+            DType,
+            "Input type ({}) and bias type ({}) should be the same",
+            cpp_name(input.dtype()),
+            cpp_name(b.dtype())
+        );
     }
     let stride = expand_param("stride", stride, nd)?;
     let padding = expand_param("padding", padding, nd)?;

@@ -714,15 +714,15 @@ impl Tensor {
     ) -> Result<()> {
         let d = wrap_dim(dim, self.rank())?;
         let mut idx = read_index(index, op, IndexDtypes::I32OrI64)?;
-        if let Some(s) = src {
-            if s.dtype() != self.dtype() {
-                bail!(
-                    DType,
-                    "{op}(): Expected self.dtype to be equal to src.dtype, got {} and {}",
-                    self.dtype(),
-                    s.dtype()
-                );
-            }
+        if let Some(s) = src
+            && s.dtype() != self.dtype()
+        {
+            bail!(
+                DType,
+                "{op}(): Expected self.dtype to be equal to src.dtype, got {} and {}",
+                self.dtype(),
+                s.dtype()
+            );
         }
         if index.numel() == 0 {
             return Ok(());
@@ -730,10 +730,10 @@ impl Tensor {
         if index.rank() != self.rank() {
             bail!(Shape, "{op}(): Index tensor must have the same number of dimensions as self tensor");
         }
-        if let Some(s) = src {
-            if s.rank() != index.rank() {
-                bail!(Shape, "{op}(): Index tensor must have the same number of dimensions as src tensor");
-            }
+        if let Some(s) = src
+            && s.rank() != index.rank()
+        {
+            bail!(Shape, "{op}(): Index tensor must have the same number of dimensions as src tensor");
         }
         let bad = (0..self.rank()).any(|k| {
             (k != d && index.dims()[k] > self.dims()[k]) || src.is_some_and(|s| index.dims()[k] > s.dims()[k])

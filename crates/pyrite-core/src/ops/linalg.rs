@@ -88,46 +88,48 @@ macro_rules! gemm_elem {
                 alpha: $t,
                 beta: Option<$t>,
             ) {
-                if m * n * k <= TINY_WORK {
-                    // A tiny product (a linear layer on one sample): gemm's dispatch and
-                    // packing would cost more than the arithmetic.
-                    for i in 0..m {
-                        for j in 0..n {
-                            let mut acc: $t = 0.0;
-                            for p in 0..k {
-                                acc += *lhs.add(i * l.0 + p * l.1) * *rhs.add(p * r.0 + j * r.1);
+                unsafe {
+                    if m * n * k <= TINY_WORK {
+                        // A tiny product (a linear layer on one sample): gemm's dispatch and
+                        // packing would cost more than the arithmetic.
+                        for i in 0..m {
+                            for j in 0..n {
+                                let mut acc: $t = 0.0;
+                                for p in 0..k {
+                                    acc += *lhs.add(i * l.0 + p * l.1) * *rhs.add(p * r.0 + j * r.1);
+                                }
+                                let o = dst.add(i * d.0 + j * d.1);
+                                *o = match beta {
+                                    Some(b) => b * *o + alpha * acc,
+                                    None => alpha * acc,
+                                };
                             }
-                            let o = dst.add(i * d.0 + j * d.1);
-                            *o = match beta {
-                                Some(b) => b * *o + alpha * acc,
-                                None => alpha * acc,
-                            };
                         }
+                        return;
                     }
-                    return;
+                    // gemm computes dst = a * dst + b * lhs @ rhs (its alpha scales dst).
+                    gemm::gemm(
+                        m,
+                        n,
+                        k,
+                        dst,
+                        d.1 as isize,
+                        d.0 as isize,
+                        beta.is_some(),
+                        lhs,
+                        l.1 as isize,
+                        l.0 as isize,
+                        rhs,
+                        r.1 as isize,
+                        r.0 as isize,
+                        beta.unwrap_or(0.0),
+                        alpha,
+                        false,
+                        false,
+                        false,
+                        gemm::Parallelism::None,
+                    );
                 }
-                // gemm computes dst = a * dst + b * lhs @ rhs (its alpha scales dst).
-                gemm::gemm(
-                    m,
-                    n,
-                    k,
-                    dst,
-                    d.1 as isize,
-                    d.0 as isize,
-                    beta.is_some(),
-                    lhs,
-                    l.1 as isize,
-                    l.0 as isize,
-                    rhs,
-                    r.1 as isize,
-                    r.0 as isize,
-                    beta.unwrap_or(0.0),
-                    alpha,
-                    false,
-                    false,
-                    false,
-                    gemm::Parallelism::None,
-                );
             }
         }
     };
@@ -173,7 +175,7 @@ macro_rules! int_elem {
                 alpha: $t,
                 beta: Option<$t>,
             ) {
-                int_kernel::<$t>(m, n, k, dst, d, lhs, l, rhs, r, alpha, beta)
+                unsafe { int_kernel::<$t>(m, n, k, dst, d, lhs, l, rhs, r, alpha, beta) }
             }
         }
     };
@@ -208,7 +210,8 @@ unsafe fn int_kernel<T: WrapInt>(
         let mut v = Vec::with_capacity(k * n);
         for p in 0..k {
             for j in 0..n {
-                v.push(*rhs.add(p * r.0 + j * r.1));
+                // SAFETY: within the right operand's extent (caller's contract).
+                v.push(unsafe { *rhs.add(p * r.0 + j * r.1) });
             }
         }
         packed = v;
@@ -480,8 +483,10 @@ impl<T: MatElem> Product<T> {
     /// The pointers and strides must address valid elements for every index in range, and
     /// `dst` must not overlap the operands.
     unsafe fn run(self) {
-        let p = self;
-        T::kernel(p.m, p.n, p.k, p.dst.0, p.d, p.lhs.0, p.l, p.rhs.0, p.r, p.alpha, p.beta)
+        unsafe {
+            let p = self;
+            T::kernel(p.m, p.n, p.k, p.dst.0, p.d, p.lhs.0, p.l, p.rhs.0, p.r, p.alpha, p.beta)
+        }
     }
 
     /// The same product transposed: `C^T = B^T A^T`.
@@ -504,11 +509,13 @@ impl<T: MatElem> Product<T> {
     /// # Safety
     /// `j + w <= n`.
     unsafe fn columns(self, j: usize, w: usize) -> Self {
-        Product {
-            n: w,
-            dst: SendPtr(self.dst.0.add(j * self.d.1)),
-            rhs: SendPtr(self.rhs.0.add(j * self.r.1)),
-            ..self
+        unsafe {
+            Product {
+                n: w,
+                dst: SendPtr(self.dst.0.add(j * self.d.1)),
+                rhs: SendPtr(self.rhs.0.add(j * self.r.1)),
+                ..self
+            }
         }
     }
 
@@ -517,11 +524,13 @@ impl<T: MatElem> Product<T> {
     /// # Safety
     /// `i + h <= m`.
     unsafe fn rows(self, i: usize, h: usize) -> Self {
-        Product {
-            m: h,
-            dst: SendPtr(self.dst.0.add(i * self.d.0)),
-            lhs: SendPtr(self.lhs.0.add(i * self.l.0)),
-            ..self
+        unsafe {
+            Product {
+                m: h,
+                dst: SendPtr(self.dst.0.add(i * self.d.0)),
+                lhs: SendPtr(self.lhs.0.add(i * self.l.0)),
+                ..self
+            }
         }
     }
 
@@ -530,12 +539,14 @@ impl<T: MatElem> Product<T> {
     /// # Safety
     /// `q + kd <= k`.
     unsafe fn depth(self, q: usize, kd: usize) -> Self {
-        Product {
-            k: kd,
-            lhs: SendPtr(self.lhs.0.add(q * self.l.1)),
-            rhs: SendPtr(self.rhs.0.add(q * self.r.0)),
-            beta: if q == 0 { self.beta } else { Some(T::from_i64(1)) },
-            ..self
+        unsafe {
+            Product {
+                k: kd,
+                lhs: SendPtr(self.lhs.0.add(q * self.l.1)),
+                rhs: SendPtr(self.rhs.0.add(q * self.r.0)),
+                beta: if q == 0 { self.beta } else { Some(T::from_i64(1)) },
+                ..self
+            }
         }
     }
 }
@@ -653,26 +664,28 @@ unsafe fn transpose_rows<T: MatElem>(
     cols: usize,
     beta: Option<T>,
 ) {
-    let mut i0 = 0;
-    while i0 < rows {
-        let h = TILE.min(rows - i0);
-        let mut j0 = 0;
-        while j0 < cols {
-            let w = TILE.min(cols - j0);
-            for i in i0..i0 + h {
-                let d = dst.add(i * ldd);
-                for j in j0..j0 + w {
-                    let v = *src.add(j * lds + i);
-                    let o = d.add(j);
-                    *o = match beta {
-                        None => v,
-                        Some(b) => T::scale_add(b, *o, v),
-                    };
+    unsafe {
+        let mut i0 = 0;
+        while i0 < rows {
+            let h = TILE.min(rows - i0);
+            let mut j0 = 0;
+            while j0 < cols {
+                let w = TILE.min(cols - j0);
+                for i in i0..i0 + h {
+                    let d = dst.add(i * ldd);
+                    for j in j0..j0 + w {
+                        let v = *src.add(j * lds + i);
+                        let o = d.add(j);
+                        *o = match beta {
+                            None => v,
+                            Some(b) => T::scale_add(b, *o, v),
+                        };
+                    }
                 }
+                j0 += w;
             }
-            j0 += w;
+            i0 += h;
         }
-        i0 += h;
     }
 }
 
@@ -759,28 +772,30 @@ fn register_kernel<T: MatElem>(p: &Product<T>) -> bool {
 /// # Safety
 /// As for [`Product::run`].
 unsafe fn run_step<T: MatElem>(p: Product<T>) {
-    #[cfg(target_arch = "x86_64")]
-    if register_kernel(&p) {
-        let f = |x: T| x.to_f64() as f32; // exact: T is f32
-        let cols = super::sgemm::bulk(
-            p.m,
-            p.n,
-            p.k,
-            p.dst.0 as *mut f32,
-            p.d.0,
-            p.lhs.0 as *const f32,
-            p.l.0,
-            p.rhs.0 as *const f32,
-            p.r.0,
-            f(p.alpha),
-            p.beta.map(f),
-        );
-        if cols < p.n {
-            p.columns(cols, p.n - cols).run();
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        if register_kernel(&p) {
+            let f = |x: T| x.to_f64() as f32; // exact: T is f32
+            let cols = super::sgemm::bulk(
+                p.m,
+                p.n,
+                p.k,
+                p.dst.0 as *mut f32,
+                p.d.0,
+                p.lhs.0 as *const f32,
+                p.l.0,
+                p.rhs.0 as *const f32,
+                p.r.0,
+                f(p.alpha),
+                p.beta.map(f),
+            );
+            if cols < p.n {
+                p.columns(cols, p.n - cols).run();
+            }
+            return;
         }
-        return;
+        p.run()
     }
-    p.run()
 }
 
 /// A batch of products with arbitrary (possibly zero) batch strides.

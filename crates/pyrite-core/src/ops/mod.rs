@@ -151,10 +151,11 @@ pub(crate) fn check_no_internal_overlap(t: &Tensor, op: &str) -> Result<()> {
 /// An input that shares the output's storage through a different layout is copied first, so
 /// a kernel never reads an element after writing it.
 fn detach_overlap(x: &Tensor, out: Out<'_>) -> Result<Tensor> {
-    if let Out::Into(o) = out {
-        if x.same_storage(o) && x.layout() != o.layout() {
-            return x.deep_clone();
-        }
+    if let Out::Into(o) = out
+        && x.same_storage(o)
+        && x.layout() != o.layout()
+    {
+        return x.deep_clone();
     }
     Ok(x.clone())
 }

@@ -192,7 +192,7 @@ fn fill_slice<T: Element>(out: &mut [T], dist: Dist, seed: u64, base: u64) {
 /// `i`-th sample. Arguments must already be validated.
 /// An in-place random fill, recorded under autograd as PyTorch records it: the new values do
 /// not depend on the old ones, so the node (`NormalBackward0`, ...) passes a zero gradient back.
-fn fill_inplace(t: &Tensor, node: &'static str, dist: Dist, gen: Option<&Generator>) -> Result<()> {
+fn fill_inplace(t: &Tensor, node: &'static str, dist: Dist, generator: Option<&Generator>) -> Result<()> {
     crate::autograd::record::inplace_ad(
         t,
         &[],
@@ -200,24 +200,24 @@ fn fill_inplace(t: &Tensor, node: &'static str, dist: Dist, gen: Option<&Generat
             let fresh = {
                 let _g = crate::autograd::no_grad();
                 let f = s.detach().deep_clone()?;
-                fill_tensor(&f, dist, gen)?;
+                fill_tensor(&f, dist, generator)?;
                 f
             };
             crate::autograd::record::record1(node, &[s], fresh, &[], |_, g| {
                 Ok(vec![Some(g[0].zeros_like()?)])
             })
         },
-        || fill_tensor(t, dist, gen),
+        || fill_tensor(t, dist, generator),
     )
 }
 
-fn fill_tensor(t: &Tensor, dist: Dist, gen: Option<&Generator>) -> Result<()> {
+fn fill_tensor(t: &Tensor, dist: Dist, generator: Option<&Generator>) -> Result<()> {
     let n = t.numel();
     if n == 0 {
         return Ok(());
     }
     let k = per_block(dist, t.dtype());
-    let (seed, base) = gen_or_default(gen).reserve(n.div_ceil(k) as u64);
+    let (seed, base) = gen_or_default(generator).reserve(n.div_ceil(k) as u64);
     if t.device().is_cuda() {
         // The same blocks of the same generator, drawn by the device: a seed gives the CPU's
         // values (PyTorch's CUDA generator promises no particular stream).
@@ -255,9 +255,9 @@ fn fill_tensor(t: &Tensor, dist: Dist, gen: Option<&Generator>) -> Result<()> {
 }
 
 /// A fresh tensor of `shape` and `dtype` filled with samples of `dist`.
-fn sample(shape: Shape, dtype: DType, dist: Dist, gen: Option<&Generator>) -> Result<Tensor> {
+fn sample(shape: Shape, dtype: DType, dist: Dist, generator: Option<&Generator>) -> Result<Tensor> {
     let t = Tensor::empty(shape, dtype)?;
-    fill_tensor(&t, dist, gen)?;
+    fill_tensor(&t, dist, generator)?;
     Ok(t)
 }
 
@@ -386,9 +386,9 @@ impl Tensor {
     }
 
     /// [`Tensor::rand`] drawing from `gen` (`torch.rand(shape, generator=gen)`).
-    pub fn rand_with(shape: impl Into<Shape>, dtype: DType, gen: Option<&Generator>) -> Result<Tensor> {
+    pub fn rand_with(shape: impl Into<Shape>, dtype: DType, generator: Option<&Generator>) -> Result<Tensor> {
         let d = check_uniform("rand", 0.0, 1.0, dtype)?;
-        sample(shape.into(), dtype, d, gen)
+        sample(shape.into(), dtype, d, generator)
     }
 
     /// Standard normal samples (`torch.randn(shape, dtype=dtype)`); floating dtypes only.
@@ -405,9 +405,13 @@ impl Tensor {
     }
 
     /// [`Tensor::randn`] drawing from `gen`.
-    pub fn randn_with(shape: impl Into<Shape>, dtype: DType, gen: Option<&Generator>) -> Result<Tensor> {
+    pub fn randn_with(
+        shape: impl Into<Shape>,
+        dtype: DType,
+        generator: Option<&Generator>,
+    ) -> Result<Tensor> {
         let d = check_normal("randn", 0.0, 1.0, dtype)?;
-        sample(shape.into(), dtype, d, gen)
+        sample(shape.into(), dtype, d, generator)
     }
 
     /// Integers uniform in `[low, high)` (`torch.randint(low, high, shape, dtype=dtype)`; PyTorch's
@@ -429,10 +433,10 @@ impl Tensor {
         high: i64,
         shape: impl Into<Shape>,
         dtype: DType,
-        gen: Option<&Generator>,
+        generator: Option<&Generator>,
     ) -> Result<Tensor> {
         let d = check_randint("randint", low, high, dtype)?;
-        sample(shape.into(), dtype, d, gen)
+        sample(shape.into(), dtype, d, generator)
     }
 
     /// Normal samples with scalar `mean` and `std` (`torch.normal(mean, std, size)`).
@@ -446,10 +450,10 @@ impl Tensor {
         std: f64,
         shape: impl Into<Shape>,
         dtype: DType,
-        gen: Option<&Generator>,
+        generator: Option<&Generator>,
     ) -> Result<Tensor> {
         let d = check_normal("normal", mean, std, dtype)?;
-        sample(shape.into(), dtype, d, gen)
+        sample(shape.into(), dtype, d, generator)
     }
 
     /// Normal samples with elementwise `mean` and `std` tensors, broadcast together
@@ -463,14 +467,14 @@ impl Tensor {
     /// assert_eq!(t.to_vec::<f32>()?, vec![0.0, 100.0]);
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
-    pub fn normal_tensors(mean: &Tensor, std: &Tensor, gen: Option<&Generator>) -> Result<Tensor> {
+    pub fn normal_tensors(mean: &Tensor, std: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
         let dtype = crate::result_type(mean, std);
         check_float("normal", dtype)?;
         let shape = crate::broadcast_shapes(mean.dims(), std.dims(), "normal")?;
         if std.to_dtype(DType::F64)?.with_slice::<f64, bool>(|s| s.iter().any(|&x| x.is_nan() || x < 0.0)) {
             bail!(Value, "normal expects all elements of std >= 0.0");
         }
-        let z = Tensor::randn_with(shape, dtype, gen)?;
+        let z = Tensor::randn_with(shape, dtype, generator)?;
         z.mul(std)?.add(mean)
     }
 
@@ -503,14 +507,14 @@ impl Tensor {
     }
 
     /// [`Tensor::randperm`] drawing from `gen` (a Fisher-Yates shuffle).
-    pub fn randperm_with(n: usize, gen: Option<&Generator>) -> Result<Tensor> {
+    pub fn randperm_with(n: usize, generator: Option<&Generator>) -> Result<Tensor> {
         if n as u128 > i64::MAX as u128 {
             bail!(Value, "randperm: n={n} is too large for int64");
         }
         let draws = n.saturating_sub(1);
         let mut r = crate::alloc::try_vec(draws, 0u64, "randperm")?;
         if draws > 0 {
-            let (seed, base) = gen_or_default(gen).reserve(draws.div_ceil(2) as u64);
+            let (seed, base) = gen_or_default(generator).reserve(draws.div_ceil(2) as u64);
             fill_blocks::<u64, 2>(&mut r, seed, base, |w| [u64_of(w[0], w[1]), u64_of(w[2], w[3])]);
         }
         Tensor::build::<i64>(Shape::from(n), |o| {
@@ -536,39 +540,39 @@ impl Tensor {
     /// assert!(t.to_vec::<f32>()?.iter().all(|&x| (-2.0..2.0).contains(&x)));
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
-    pub fn uniform_(&self, from: f64, to: f64, gen: Option<&Generator>) -> Result<&Tensor> {
+    pub fn uniform_(&self, from: f64, to: f64, generator: Option<&Generator>) -> Result<&Tensor> {
         let d = check_uniform("uniform_", from, to, self.dtype())?;
-        fill_inplace(self, "UniformBackward0", d, gen)?;
+        fill_inplace(self, "UniformBackward0", d, generator)?;
         Ok(self)
     }
 
     /// Fills this tensor in place with normal samples (`t.normal_(mean, std, generator=gen)`);
     /// floating dtypes only.
-    pub fn normal_(&self, mean: f64, std: f64, gen: Option<&Generator>) -> Result<&Tensor> {
+    pub fn normal_(&self, mean: f64, std: f64, generator: Option<&Generator>) -> Result<&Tensor> {
         let d = check_normal("normal_", mean, std, self.dtype())?;
-        fill_inplace(self, "NormalBackward0", d, gen)?;
+        fill_inplace(self, "NormalBackward0", d, generator)?;
         Ok(self)
     }
 
     /// Fills this tensor in place with 1 (true) with probability `p`, else 0 (false)
     /// (`t.bernoulli_(p, generator=gen)`); any dtype.
-    pub fn bernoulli_(&self, p: f64, gen: Option<&Generator>) -> Result<&Tensor> {
+    pub fn bernoulli_(&self, p: f64, generator: Option<&Generator>) -> Result<&Tensor> {
         let d = check_p("bernoulli_", p)?;
-        fill_inplace(self, "BernoulliBackward2", d, gen)?;
+        fill_inplace(self, "BernoulliBackward2", d, generator)?;
         Ok(self)
     }
 
     /// Fills this tensor in place with integers uniform in `[from, to)`, or in `[from, max]`
     /// when `to` is None, where `max` is the dtype's largest value (`2^digits` for floats, as
     /// PyTorch's `t.random_(from, to)`). `t.random_()` is `random_(0, None, None)`.
-    pub fn random_(&self, from: i64, to: Option<i64>, gen: Option<&Generator>) -> Result<&Tensor> {
+    pub fn random_(&self, from: i64, to: Option<i64>, generator: Option<&Generator>) -> Result<&Tensor> {
         let d = match to {
             Some(to) => check_randint("random_", from, to, self.dtype())?,
             None => check_int_range("random_", from as i128, int_bounds(self.dtype()).1, self.dtype())?,
         };
         // PyTorch's node for random_(from, to) / random_().
         let node = if to.is_some() || from != 0 { "RandomBackward0" } else { "RandomBackward2" };
-        fill_inplace(self, node, d, gen)?;
+        fill_inplace(self, node, d, generator)?;
         Ok(self)
     }
 
@@ -582,7 +586,7 @@ impl Tensor {
     /// assert_eq!(p.bernoulli(None)?.to_vec::<f32>()?, vec![0.0, 1.0, 0.0]);
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
-    pub fn bernoulli(&self, gen: Option<&Generator>) -> Result<Tensor> {
+    pub fn bernoulli(&self, generator: Option<&Generator>) -> Result<Tensor> {
         if !self.dtype().is_floating_point() {
             bail!(
                 DType,
@@ -595,7 +599,7 @@ impl Tensor {
         if p.iter().any(|x| !(0.0..=1.0).contains(x)) {
             bail!(Value, "bernoulli: Expected p_in >= 0 && p_in <= 1 to be true, but got false (all probabilities must lie in [0, 1])");
         }
-        let u = sample(self.shape().clone(), DType::F64, Dist::Uniform { from: 0.0, to: 1.0 }, gen)?;
+        let u = sample(self.shape().clone(), DType::F64, Dist::Uniform { from: 0.0, to: 1.0 }, generator)?;
         let u = u.to_vec::<f64>()?;
         dispatch_all!(self.dtype(), T => Tensor::build::<T>(self.shape().clone(), |o| {
             for ((o, &u), &p) in o.iter_mut().zip(&u).zip(&p) {
@@ -626,7 +630,7 @@ impl Tensor {
         &self,
         num_samples: usize,
         replacement: bool,
-        gen: Option<&Generator>,
+        generator: Option<&Generator>,
     ) -> Result<Tensor> {
         if !self.dtype().is_floating_point() {
             bail!(
@@ -688,7 +692,7 @@ impl Tensor {
         // One 53-bit uniform per draw; each row owns its own run of counter blocks.
         let per_row = if replacement { num_samples } else { ncat };
         let blocks_per_row = per_row.div_ceil(2);
-        let (seed, base) = gen_or_default(gen).reserve((rows * blocks_per_row) as u64);
+        let (seed, base) = gen_or_default(generator).reserve((rows * blocks_per_row) as u64);
         let row_uniforms = |r: usize| {
             let mut u = vec![0f64; per_row];
             let row_base = base.wrapping_add((r * blocks_per_row) as u64);

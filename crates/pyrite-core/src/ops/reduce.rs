@@ -1165,7 +1165,7 @@ impl Tensor {
                 return Ok(y);
             }
             let shape = self.shape().clone();
-            let count: usize = shape.dims().iter().zip(&mask).filter(|(_, &m)| m).map(|(&d, _)| d).product();
+            let count: usize = shape.dims().iter().zip(&mask).filter(|&(_, &m)| m).map(|(&d, _)| d).product();
             let name = if dims.is_empty() { "MeanBackward0" } else { "MeanBackward1" };
             record1(name, &[self], y, &[], move |_, g| {
                 let g = unreduce(&g[0], &shape, &mask, keepdim)?.div_scalar(count as f64)?;
@@ -1394,7 +1394,7 @@ impl Tensor {
         }
         // d var = 2 (x - mean) / (n - correction); d std = d var / (2 std)
         let shape = self.shape().clone();
-        let n: usize = shape.dims().iter().zip(&mask).filter(|(_, &k)| k).map(|(&d, _)| d).product();
+        let n: usize = shape.dims().iter().zip(&mask).filter(|&(_, &k)| k).map(|(&d, _)| d).product();
         let denom = (n as f64 - correction).max(0.0);
         let rd: Vec<isize> = (0..mask.len()).filter(|&d| mask[d]).map(|d| d as isize).collect();
         let name = if sqrt { "StdBackward0" } else { "VarBackward0" };

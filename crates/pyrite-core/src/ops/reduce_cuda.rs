@@ -16,7 +16,7 @@ fn by(x: &Tensor, mask: &[bool], keepdim: bool, r: Reduction) -> Result<Tensor> 
 
 /// The number of elements each output element reduces.
 fn count(x: &Tensor, mask: &[bool]) -> usize {
-    x.dims().iter().zip(mask).filter(|(_, &m)| m).map(|(&d, _)| d).product()
+    x.dims().iter().zip(mask).filter(|&(_, &m)| m).map(|(&d, _)| d).product()
 }
 
 /// `x` in the dtype its reduction computes in (float32 for the half types) and back.

@@ -125,7 +125,7 @@ fn out_buf<R: Element>(n: usize) -> Result<(CpuBuffer, SendPtr<R>)> {
 /// The range must lie within the buffer and no other thread may touch it meanwhile.
 #[allow(clippy::mut_from_ref)]
 unsafe fn out_slice<R>(p: &SendPtr<R>, start: usize, len: usize) -> &mut [R] {
-    std::slice::from_raw_parts_mut(p.0.add(start), len)
+    unsafe { std::slice::from_raw_parts_mut(p.0.add(start), len) }
 }
 
 /// cumsum (`prod == false`) or cumprod along `dim`.

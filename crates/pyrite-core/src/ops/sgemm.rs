@@ -61,61 +61,67 @@ pub(super) unsafe fn bulk(
     alpha: f32,
     beta: Option<f32>,
 ) -> usize {
-    let (rows, cols) = (m / MR * MR, n / NR * NR);
-    if m == 0 || cols == 0 || k == 0 {
-        return 0;
-    }
-    PACKED.with(|buf| {
-        let mut buf = buf.borrow_mut();
-        let len = k * cols + MR * k + 16;
-        if buf.len() < len {
-            *buf = vec![0.0; len];
+    unsafe {
+        let (rows, cols) = (m / MR * MR, n / NR * NR);
+        if m == 0 || cols == 0 || k == 0 {
+            return 0;
         }
-        let bp = buf.as_mut_ptr();
-        // SAFETY: 16 spare floats are enough to reach a 64-byte boundary.
-        let bp = bp.add(bp.align_offset(64));
-        let panels = cols / NR;
-        for jp in 0..panels {
-            let o = bp.add(jp * k * NR);
-            for p in 0..k {
-                std::ptr::copy_nonoverlapping(b.add(p * ldb + jp * NR), o.add(p * NR), NR);
+        PACKED.with(|buf| {
+            let mut buf = buf.borrow_mut();
+            let len = k * cols + MR * k + 16;
+            if buf.len() < len {
+                *buf = vec![0.0; len];
             }
-        }
-        // Row groups outermost: a group's rows of `A` stay in L1 while the micro-panels pass.
-        for i in (0..rows).step_by(MR) {
-            let rows_a = [0, 1, 2, 3, 4, 5].map(|r| a.add((i + r) * lda));
+            let bp = buf.as_mut_ptr();
+            // SAFETY: 16 spare floats are enough to reach a 64-byte boundary.
+            let bp = bp.add(bp.align_offset(64));
+            let panels = cols / NR;
             for jp in 0..panels {
-                tile(k, &rows_a, bp.add(jp * k * NR), c.add(i * ldc + jp * NR), ldc, alpha, beta);
-            }
-        }
-        let rest = m - rows;
-        if rest > 0 {
-            // The leftover rows of `A`, zero-padded to a whole group, after the micro-panels.
-            let pad = bp.add(k * cols);
-            for r in 0..MR {
-                if r < rest {
-                    std::ptr::copy_nonoverlapping(a.add((rows + r) * lda), pad.add(r * k), k);
-                } else {
-                    std::ptr::write_bytes(pad.add(r * k), 0, k);
+                let o = bp.add(jp * k * NR);
+                for p in 0..k {
+                    std::ptr::copy_nonoverlapping(b.add(p * ldb + jp * NR), o.add(p * NR), NR);
                 }
             }
-            let rows_a = [0, 1, 2, 3, 4, 5].map(|r| pad.add(r * k) as *const f32);
-            let mut staged = [0.0f32; MR * NR];
-            for jp in 0..panels {
-                let o = c.add(rows * ldc + jp * NR);
-                if beta.is_some() {
-                    for r in 0..rest {
-                        std::ptr::copy_nonoverlapping(o.add(r * ldc), staged.as_mut_ptr().add(r * NR), NR);
+            // Row groups outermost: a group's rows of `A` stay in L1 while the micro-panels pass.
+            for i in (0..rows).step_by(MR) {
+                let rows_a = [0, 1, 2, 3, 4, 5].map(|r| a.add((i + r) * lda));
+                for jp in 0..panels {
+                    tile(k, &rows_a, bp.add(jp * k * NR), c.add(i * ldc + jp * NR), ldc, alpha, beta);
+                }
+            }
+            let rest = m - rows;
+            if rest > 0 {
+                // The leftover rows of `A`, zero-padded to a whole group, after the micro-panels.
+                let pad = bp.add(k * cols);
+                for r in 0..MR {
+                    if r < rest {
+                        std::ptr::copy_nonoverlapping(a.add((rows + r) * lda), pad.add(r * k), k);
+                    } else {
+                        std::ptr::write_bytes(pad.add(r * k), 0, k);
                     }
                 }
-                tile(k, &rows_a, bp.add(jp * k * NR), staged.as_mut_ptr(), NR, alpha, beta);
-                for r in 0..rest {
-                    std::ptr::copy_nonoverlapping(staged.as_ptr().add(r * NR), o.add(r * ldc), NR);
+                let rows_a = [0, 1, 2, 3, 4, 5].map(|r| pad.add(r * k) as *const f32);
+                let mut staged = [0.0f32; MR * NR];
+                for jp in 0..panels {
+                    let o = c.add(rows * ldc + jp * NR);
+                    if beta.is_some() {
+                        for r in 0..rest {
+                            std::ptr::copy_nonoverlapping(
+                                o.add(r * ldc),
+                                staged.as_mut_ptr().add(r * NR),
+                                NR,
+                            );
+                        }
+                    }
+                    tile(k, &rows_a, bp.add(jp * k * NR), staged.as_mut_ptr(), NR, alpha, beta);
+                    for r in 0..rest {
+                        std::ptr::copy_nonoverlapping(staged.as_ptr().add(r * NR), o.add(r * ldc), NR);
+                    }
                 }
             }
-        }
-    });
-    cols
+        });
+        cols
+    }
 }
 
 /// One `6 x 64` tile: `C = beta * C + alpha * A @ Bp` over `k` depth steps.
@@ -129,61 +135,63 @@ unsafe fn tile(
     alpha: f32,
     beta: Option<f32>,
 ) {
-    // The tile's 24 cache lines of C are fetched while the products run.
-    for i in 0..MR {
-        for v in 0..NV {
-            _mm_prefetch::<_MM_HINT_T0>(c.add(i * ldc + 16 * v) as *const i8);
-        }
-    }
-    let mut acc = [[_mm512_setzero_ps(); NV]; MR];
-    let [a0, a1, a2, a3, a4, a5] = *rows;
-    let mut b = bp;
-    let mut p = 0;
-    macro_rules! step {
-        () => {{
-            let b0 = _mm512_load_ps(b);
-            let b1 = _mm512_load_ps(b.add(16));
-            let b2 = _mm512_load_ps(b.add(32));
-            let b3 = _mm512_load_ps(b.add(48));
-            macro_rules! row {
-                ($i:expr, $a:expr) => {
-                    let x = _mm512_set1_ps(*$a.add(p));
-                    acc[$i][0] = _mm512_fmadd_ps(x, b0, acc[$i][0]);
-                    acc[$i][1] = _mm512_fmadd_ps(x, b1, acc[$i][1]);
-                    acc[$i][2] = _mm512_fmadd_ps(x, b2, acc[$i][2]);
-                    acc[$i][3] = _mm512_fmadd_ps(x, b3, acc[$i][3]);
-                };
+    unsafe {
+        // The tile's 24 cache lines of C are fetched while the products run.
+        for i in 0..MR {
+            for v in 0..NV {
+                _mm_prefetch::<_MM_HINT_T0>(c.add(i * ldc + 16 * v) as *const i8);
             }
-            row!(0, a0);
-            row!(1, a1);
-            row!(2, a2);
-            row!(3, a3);
-            row!(4, a4);
-            row!(5, a5);
-            b = b.add(NR);
-            p += 1;
-        }};
-    }
-    while p + 4 <= k {
-        step!();
-        step!();
-        step!();
-        step!();
-    }
-    while p < k {
-        step!();
-    }
-    let va = _mm512_set1_ps(alpha);
-    for (i, row) in acc.iter().enumerate() {
-        let o = c.add(i * ldc);
-        for (v, &x) in row.iter().enumerate() {
-            let x = if alpha == 1.0 { x } else { _mm512_mul_ps(x, va) };
-            let x = match beta {
-                None => x,
-                Some(1.0) => _mm512_add_ps(_mm512_loadu_ps(o.add(16 * v)), x),
-                Some(s) => _mm512_fmadd_ps(_mm512_loadu_ps(o.add(16 * v)), _mm512_set1_ps(s), x),
-            };
-            _mm512_storeu_ps(o.add(16 * v), x);
+        }
+        let mut acc = [[_mm512_setzero_ps(); NV]; MR];
+        let [a0, a1, a2, a3, a4, a5] = *rows;
+        let mut b = bp;
+        let mut p = 0;
+        macro_rules! step {
+            () => {{
+                let b0 = _mm512_load_ps(b);
+                let b1 = _mm512_load_ps(b.add(16));
+                let b2 = _mm512_load_ps(b.add(32));
+                let b3 = _mm512_load_ps(b.add(48));
+                macro_rules! row {
+                    ($i:expr, $a:expr) => {
+                        let x = _mm512_set1_ps(*$a.add(p));
+                        acc[$i][0] = _mm512_fmadd_ps(x, b0, acc[$i][0]);
+                        acc[$i][1] = _mm512_fmadd_ps(x, b1, acc[$i][1]);
+                        acc[$i][2] = _mm512_fmadd_ps(x, b2, acc[$i][2]);
+                        acc[$i][3] = _mm512_fmadd_ps(x, b3, acc[$i][3]);
+                    };
+                }
+                row!(0, a0);
+                row!(1, a1);
+                row!(2, a2);
+                row!(3, a3);
+                row!(4, a4);
+                row!(5, a5);
+                b = b.add(NR);
+                p += 1;
+            }};
+        }
+        while p + 4 <= k {
+            step!();
+            step!();
+            step!();
+            step!();
+        }
+        while p < k {
+            step!();
+        }
+        let va = _mm512_set1_ps(alpha);
+        for (i, row) in acc.iter().enumerate() {
+            let o = c.add(i * ldc);
+            for (v, &x) in row.iter().enumerate() {
+                let x = if alpha == 1.0 { x } else { _mm512_mul_ps(x, va) };
+                let x = match beta {
+                    None => x,
+                    Some(1.0) => _mm512_add_ps(_mm512_loadu_ps(o.add(16 * v)), x),
+                    Some(s) => _mm512_fmadd_ps(_mm512_loadu_ps(o.add(16 * v)), _mm512_set1_ps(s), x),
+                };
+                _mm512_storeu_ps(o.add(16 * v), x);
+            }
         }
     }
 }

@@ -90,101 +90,103 @@ fn lanes_sum(mut s: [f32; 2 * L]) -> f32 {
 /// with streaming stores ([`crate::stream`]): the output's cache lines are never read.
 #[inline(always)]
 unsafe fn rows_f32_body(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool, stream: bool) {
-    // Softmax rows are staged in `scratch` when streamed; log-softmax needs no staging.
-    let staged = stream && !log;
-    let mut scratch = if staged { vec![0f32; k] } else { Vec::new() };
-    for r in 0..rows {
-        // SAFETY: the caller passes `rows * k` valid elements behind both pointers.
-        let x = std::slice::from_raw_parts(src.add(r * k), k);
-        let yd = dst.add(r * k);
-        let y = if staged { &mut scratch[..] } else { std::slice::from_raw_parts_mut(yd, k) };
-        let mut mx = [f32::NEG_INFINITY; 4 * L];
-        let mut xc = x.chunks_exact(4 * L);
-        for c in &mut xc {
-            for l in 0..4 * L {
-                mx[l] = if c[l] > mx[l] { c[l] } else { mx[l] };
-            }
-        }
-        // The remainder (fewer than 4L values) through the same lanes, padded with -inf: a
-        // short row (attention's 81 keys) would otherwise spend most of its time in scalar code.
-        let rem = xc.remainder();
-        if !rem.is_empty() {
-            let mut pad = [f32::NEG_INFINITY; 4 * L];
-            pad[..rem.len()].copy_from_slice(rem);
-            for l in 0..4 * L {
-                mx[l] = if pad[l] > mx[l] { pad[l] } else { mx[l] };
-            }
-        }
-        let m = lanes_max(&mx);
-        // A NaN in the row is skipped by the max but propagates through exp and the sum.
-        let mut s = [0f32; 2 * L];
-        let body = k - k % (2 * L);
-        // The next row, two cache lines per chunk of 32 floats (the chunk's own size).
-        let next = src.wrapping_add((r + 1) * k);
-        if log {
-            for (ci, c) in x[..body].chunks_exact(2 * L).enumerate() {
-                prefetch_two_lines(next.wrapping_add(ci * 2 * L));
-                for l in 0..2 * L {
-                    s[l] += exp_nonpos(c[l] - m);
+    unsafe {
+        // Softmax rows are staged in `scratch` when streamed; log-softmax needs no staging.
+        let staged = stream && !log;
+        let mut scratch = if staged { vec![0f32; k] } else { Vec::new() };
+        for r in 0..rows {
+            // SAFETY: the caller passes `rows * k` valid elements behind both pointers.
+            let x = std::slice::from_raw_parts(src.add(r * k), k);
+            let yd = dst.add(r * k);
+            let y = if staged { &mut scratch[..] } else { std::slice::from_raw_parts_mut(yd, k) };
+            let mut mx = [f32::NEG_INFINITY; 4 * L];
+            let mut xc = x.chunks_exact(4 * L);
+            for c in &mut xc {
+                for l in 0..4 * L {
+                    mx[l] = if c[l] > mx[l] { c[l] } else { mx[l] };
                 }
             }
-        } else {
-            let chunks = y[..body].chunks_exact_mut(2 * L).zip(x[..body].chunks_exact(2 * L));
-            for (ci, (yo, xi)) in chunks.enumerate() {
-                prefetch_two_lines(next.wrapping_add(ci * 2 * L));
-                for l in 0..2 * L {
-                    let e = exp_nonpos(xi[l] - m);
-                    yo[l] = e;
-                    s[l] += e;
+            // The remainder (fewer than 4L values) through the same lanes, padded with -inf: a
+            // short row (attention's 81 keys) would otherwise spend most of its time in scalar code.
+            let rem = xc.remainder();
+            if !rem.is_empty() {
+                let mut pad = [f32::NEG_INFINITY; 4 * L];
+                pad[..rem.len()].copy_from_slice(rem);
+                for l in 0..4 * L {
+                    mx[l] = if pad[l] > mx[l] { pad[l] } else { mx[l] };
                 }
             }
-        }
-        // The tail (fewer than 2L values) through the same lanes, padded with -inf, whose
-        // exp is 0 (a row whose maximum is -inf or NaN is NaN either way).
-        if body < k {
-            let n = k - body;
-            let mut pad = [f32::NEG_INFINITY; 2 * L];
-            pad[..n].copy_from_slice(&x[body..]);
-            let mut e = [0f32; 2 * L];
-            for l in 0..2 * L {
-                e[l] = exp_nonpos(pad[l] - m);
-                s[l] += e[l];
-            }
-            if !log {
-                y[body..].copy_from_slice(&e[..n]);
-            }
-        }
-        let sum = lanes_sum(s);
-        if log {
-            let ls = sum.ln();
-            if stream {
-                stream_out_unfenced(yd, k, |at, c, into| {
-                    for j in 0..c {
-                        *into.add(j) = x[at + j] - m - ls;
+            let m = lanes_max(&mx);
+            // A NaN in the row is skipped by the max but propagates through exp and the sum.
+            let mut s = [0f32; 2 * L];
+            let body = k - k % (2 * L);
+            // The next row, two cache lines per chunk of 32 floats (the chunk's own size).
+            let next = src.wrapping_add((r + 1) * k);
+            if log {
+                for (ci, c) in x[..body].chunks_exact(2 * L).enumerate() {
+                    prefetch_two_lines(next.wrapping_add(ci * 2 * L));
+                    for l in 0..2 * L {
+                        s[l] += exp_nonpos(c[l] - m);
                     }
-                });
+                }
             } else {
-                for (yo, &xi) in y.iter_mut().zip(x) {
-                    *yo = xi - m - ls;
+                let chunks = y[..body].chunks_exact_mut(2 * L).zip(x[..body].chunks_exact(2 * L));
+                for (ci, (yo, xi)) in chunks.enumerate() {
+                    prefetch_two_lines(next.wrapping_add(ci * 2 * L));
+                    for l in 0..2 * L {
+                        let e = exp_nonpos(xi[l] - m);
+                        yo[l] = e;
+                        s[l] += e;
+                    }
                 }
             }
-        } else {
-            let inv = 1.0 / sum;
-            if stream {
-                stream_out_unfenced(yd, k, |at, c, into| {
-                    for j in 0..c {
-                        *into.add(j) = y[at + j] * inv;
+            // The tail (fewer than 2L values) through the same lanes, padded with -inf, whose
+            // exp is 0 (a row whose maximum is -inf or NaN is NaN either way).
+            if body < k {
+                let n = k - body;
+                let mut pad = [f32::NEG_INFINITY; 2 * L];
+                pad[..n].copy_from_slice(&x[body..]);
+                let mut e = [0f32; 2 * L];
+                for l in 0..2 * L {
+                    e[l] = exp_nonpos(pad[l] - m);
+                    s[l] += e[l];
+                }
+                if !log {
+                    y[body..].copy_from_slice(&e[..n]);
+                }
+            }
+            let sum = lanes_sum(s);
+            if log {
+                let ls = sum.ln();
+                if stream {
+                    stream_out_unfenced(yd, k, |at, c, into| {
+                        for j in 0..c {
+                            *into.add(j) = x[at + j] - m - ls;
+                        }
+                    });
+                } else {
+                    for (yo, &xi) in y.iter_mut().zip(x) {
+                        *yo = xi - m - ls;
                     }
-                });
+                }
             } else {
-                for v in y.iter_mut() {
-                    *v *= inv;
+                let inv = 1.0 / sum;
+                if stream {
+                    stream_out_unfenced(yd, k, |at, c, into| {
+                        for j in 0..c {
+                            *into.add(j) = y[at + j] * inv;
+                        }
+                    });
+                } else {
+                    for v in y.iter_mut() {
+                        *v *= inv;
+                    }
                 }
             }
         }
-    }
-    if stream {
-        fence();
+        if stream {
+            fence();
+        }
     }
 }
 
@@ -205,13 +207,13 @@ fn prefetch_two_lines(p: *const f32) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,fma")]
 unsafe fn rows_f32_avx512(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool, stream: bool) {
-    rows_f32_body(src, dst, rows, k, log, stream)
+    unsafe { rows_f32_body(src, dst, rows, k, log, stream) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn rows_f32_avx2(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool, stream: bool) {
-    rows_f32_body(src, dst, rows, k, log, stream)
+    unsafe { rows_f32_body(src, dst, rows, k, log, stream) }
 }
 
 /// Softmax of f32 rows with the widest kernel the CPU supports.
@@ -219,16 +221,18 @@ unsafe fn rows_f32_avx2(src: *const f32, dst: *mut f32, rows: usize, k: usize, l
 /// # Safety
 /// Both pointers must be valid for `rows * k` elements; they must not overlap.
 unsafe fn rows_f32(src: *const f32, dst: *mut f32, rows: usize, k: usize, log: bool, stream: bool) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("fma") {
-            return rows_f32_avx512(src, dst, rows, k, log, stream);
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("fma") {
+                return rows_f32_avx512(src, dst, rows, k, log, stream);
+            }
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                return rows_f32_avx2(src, dst, rows, k, log, stream);
+            }
         }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            return rows_f32_avx2(src, dst, rows, k, log, stream);
-        }
+        rows_f32_body(src, dst, rows, k, log, stream)
     }
-    rows_f32_body(src, dst, rows, k, log, stream)
 }
 
 /// The generic kernel: any float type, any `(outer, k, inner)` arrangement, computed in the

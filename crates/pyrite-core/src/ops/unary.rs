@@ -101,20 +101,20 @@ fn float_unary(
         return crate::cuda::unary(&x, name, out, [0.0; 2]);
     }
     let shape = x.shape().clone();
-    if let Out::Into(o) = out {
-        if o.dtype() != x.dtype() {
-            let r = float_unary(&x, Out::New, name, f32op, f64op)?;
-            if !o.dtype().is_floating_point() {
-                bail!(
-                    DType,
-                    "{name}: result type {} can't be cast to the desired output type {}",
-                    x.dtype(),
-                    o.dtype()
-                );
-            }
-            o.copy_(&r)?;
-            return Ok(o.clone());
+    if let Out::Into(o) = out
+        && o.dtype() != x.dtype()
+    {
+        let r = float_unary(&x, Out::New, name, f32op, f64op)?;
+        if !o.dtype().is_floating_point() {
+            bail!(
+                DType,
+                "{name}: result type {} can't be cast to the desired output type {}",
+                x.dtype(),
+                o.dtype()
+            );
         }
+        o.copy_(&r)?;
+        return Ok(o.clone());
     }
     match x.dtype() {
         DType::F32 => map1::<f32, f32>(&x, &shape, out, name, f32op),

@@ -123,7 +123,7 @@ impl Backend for MpiBackend {
 fn register_exit_handler() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        extern "C" {
+        unsafe extern "C" {
             fn on_exit(f: extern "C" fn(c_int, *mut c_void), arg: *mut c_void) -> c_int;
         }
         extern "C" fn handler(status: c_int, _: *mut c_void) {
@@ -262,61 +262,65 @@ impl Worker {
     /// # Safety
     /// Call once per process, on the thread that will make every MPI call.
     unsafe fn start() -> Result<Worker> {
-        let mut initialized: c_int = 0;
-        ffi::MPI_Initialized(&mut initialized);
-        if initialized != 0 {
-            bail!(
-                Distributed,
-                "MPI was already initialized by this program: let init_process_group(\"mpi\") start it"
-            );
+        unsafe {
+            let mut initialized: c_int = 0;
+            ffi::MPI_Initialized(&mut initialized);
+            if initialized != 0 {
+                bail!(
+                    Distributed,
+                    "MPI was already initialized by this program: let init_process_group(\"mpi\") start it"
+                );
+            }
+            let (universe, _threading) = mpi::initialize_with_threading(mpi::Threading::Funneled)
+                .ok_or_else(|| err!(Distributed, "MPI_Init_thread failed"))?;
+            let world = ffi::RSMPI_COMM_WORLD;
+            check(ffi::MPI_Comm_set_errhandler(world, ffi::RSMPI_ERRORS_RETURN), "MPI_Comm_set_errhandler")?;
+            let (mut rank, mut size) = (0, 0);
+            check(ffi::MPI_Comm_rank(world, &mut rank), "MPI_Comm_rank")?;
+            check(ffi::MPI_Comm_size(world, &mut size), "MPI_Comm_size")?;
+            let mut admin = ffi::RSMPI_COMM_NULL;
+            check(ffi::MPI_Comm_dup(world, &mut admin), "MPI_Comm_dup")?;
+            let mut w = Worker {
+                universe: Some(universe),
+                world_rank: rank as usize,
+                world_size: size as usize,
+                admin,
+                comms: Vec::new(),
+                active: Vec::new(),
+                graveyard: Vec::new(),
+                scratch: Vec::new(),
+            };
+            let all: Vec<usize> = (0..w.world_size).collect();
+            let c = w.make_comm(world, &all)?;
+            w.comms.push(c);
+            Ok(w)
         }
-        let (universe, _threading) = mpi::initialize_with_threading(mpi::Threading::Funneled)
-            .ok_or_else(|| err!(Distributed, "MPI_Init_thread failed"))?;
-        let world = ffi::RSMPI_COMM_WORLD;
-        check(ffi::MPI_Comm_set_errhandler(world, ffi::RSMPI_ERRORS_RETURN), "MPI_Comm_set_errhandler")?;
-        let (mut rank, mut size) = (0, 0);
-        check(ffi::MPI_Comm_rank(world, &mut rank), "MPI_Comm_rank")?;
-        check(ffi::MPI_Comm_size(world, &mut size), "MPI_Comm_size")?;
-        let mut admin = ffi::RSMPI_COMM_NULL;
-        check(ffi::MPI_Comm_dup(world, &mut admin), "MPI_Comm_dup")?;
-        let mut w = Worker {
-            universe: Some(universe),
-            world_rank: rank as usize,
-            world_size: size as usize,
-            admin,
-            comms: Vec::new(),
-            active: Vec::new(),
-            graveyard: Vec::new(),
-            scratch: Vec::new(),
-        };
-        let all: Vec<usize> = (0..w.world_size).collect();
-        let c = w.make_comm(world, &all)?;
-        w.comms.push(c);
-        Ok(w)
     }
 
     /// Duplicates `parent` into a data and a fingerprint communicator (`None` for
     /// `MPI_COMM_NULL`: this rank is not a member).
     unsafe fn make_comm(&self, parent: ffi::MPI_Comm, ranks: &[usize]) -> Result<Option<Comm>> {
-        if parent == ffi::RSMPI_COMM_NULL {
-            return Ok(None);
+        unsafe {
+            if parent == ffi::RSMPI_COMM_NULL {
+                return Ok(None);
+            }
+            let (mut data, mut ctrl) = (ffi::RSMPI_COMM_NULL, ffi::RSMPI_COMM_NULL);
+            check(ffi::MPI_Comm_dup(parent, &mut data), "MPI_Comm_dup")?;
+            check(ffi::MPI_Comm_dup(parent, &mut ctrl), "MPI_Comm_dup")?;
+            check(ffi::MPI_Comm_set_errhandler(data, ffi::RSMPI_ERRORS_RETURN), "MPI_Comm_set_errhandler")?;
+            check(ffi::MPI_Comm_set_errhandler(ctrl, ffi::RSMPI_ERRORS_RETURN), "MPI_Comm_set_errhandler")?;
+            let mut rank = 0;
+            check(ffi::MPI_Comm_rank(data, &mut rank), "MPI_Comm_rank")?;
+            Ok(Some(Comm {
+                data,
+                ctrl,
+                ranks: ranks.to_vec(),
+                rank: rank as usize,
+                queue: VecDeque::new(),
+                busy: false,
+                failed: None,
+            }))
         }
-        let (mut data, mut ctrl) = (ffi::RSMPI_COMM_NULL, ffi::RSMPI_COMM_NULL);
-        check(ffi::MPI_Comm_dup(parent, &mut data), "MPI_Comm_dup")?;
-        check(ffi::MPI_Comm_dup(parent, &mut ctrl), "MPI_Comm_dup")?;
-        check(ffi::MPI_Comm_set_errhandler(data, ffi::RSMPI_ERRORS_RETURN), "MPI_Comm_set_errhandler")?;
-        check(ffi::MPI_Comm_set_errhandler(ctrl, ffi::RSMPI_ERRORS_RETURN), "MPI_Comm_set_errhandler")?;
-        let mut rank = 0;
-        check(ffi::MPI_Comm_rank(data, &mut rank), "MPI_Comm_rank")?;
-        Ok(Some(Comm {
-            data,
-            ctrl,
-            ranks: ranks.to_vec(),
-            rank: rank as usize,
-            queue: VecDeque::new(),
-            busy: false,
-            failed: None,
-        }))
     }
 
     fn run(mut self, rx: Receiver<Msg>) {
@@ -462,19 +466,19 @@ impl Worker {
         if a.op.kind.is_collective() {
             comm.busy = false;
         }
-        if let Err(e) = &r {
-            if is_fatal(e) {
-                FAILED.store(true, Ordering::SeqCst);
-                comm.failed = Some(e.clone());
-                for (_, w) in comm.queue.drain(..) {
-                    w.complete(Err(err!(
-                        Distributed,
-                        "[Rank {}] not run: an earlier operation on this process group failed: {e}",
-                        comm.ranks[comm.rank]
-                    )));
-                }
-                self.graveyard.push(a.bufs);
+        if let Err(e) = &r
+            && is_fatal(e)
+        {
+            FAILED.store(true, Ordering::SeqCst);
+            comm.failed = Some(e.clone());
+            for (_, w) in comm.queue.drain(..) {
+                w.complete(Err(err!(
+                    Distributed,
+                    "[Rank {}] not run: an earlier operation on this process group failed: {e}",
+                    comm.ranks[comm.rank]
+                )));
             }
+            self.graveyard.push(a.bufs);
         }
         a.work.complete(r);
     }
@@ -482,52 +486,56 @@ impl Worker {
     /// A communicator over `ranks`, made together by the whole world: a barrier with the
     /// timeout first (so a rank that never comes is an error), then `MPI_Comm_split`.
     unsafe fn new_comm(&mut self, ranks: &[usize], timeout: Duration) -> Result<Option<CommId>> {
-        let mut req = ffi::RSMPI_REQUEST_NULL;
-        check(ffi::MPI_Ibarrier(self.admin, &mut req), "MPI_Ibarrier")?;
-        let deadline = Instant::now() + timeout;
-        let mut polls = 0;
-        loop {
-            let mut flag = 0;
-            check(ffi::MPI_Test(&mut req, &mut flag, ffi::RSMPI_STATUS_IGNORE), "MPI_Test")?;
-            if flag != 0 {
-                break;
-            }
-            if Instant::now() > deadline {
-                FAILED.store(true, Ordering::SeqCst);
-                bail!(
+        unsafe {
+            let mut req = ffi::RSMPI_REQUEST_NULL;
+            check(ffi::MPI_Ibarrier(self.admin, &mut req), "MPI_Ibarrier")?;
+            let deadline = Instant::now() + timeout;
+            let mut polls = 0;
+            loop {
+                let mut flag = 0;
+                check(ffi::MPI_Test(&mut req, &mut flag, ffi::RSMPI_STATUS_IGNORE), "MPI_Test")?;
+                if flag != 0 {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    FAILED.store(true, Ordering::SeqCst);
+                    bail!(
                     Distributed,
                     "[Rank {}] new_group timed out after {} ms: every rank of the world must call new_group, \
                      members or not, in the same order",
                     self.world_rank,
                     timeout.as_millis()
                 );
+                }
+                polls += 1;
+                backoff(polls);
             }
-            polls += 1;
-            backoff(polls);
+            let pos = ranks.iter().position(|&r| r == self.world_rank);
+            let color = if pos.is_some() { 0 } else { ffi::RSMPI_UNDEFINED };
+            let mut split = ffi::RSMPI_COMM_NULL;
+            check(
+                ffi::MPI_Comm_split(self.admin, color, pos.unwrap_or(0) as c_int, &mut split),
+                "MPI_Comm_split",
+            )?;
+            let comm = self.make_comm(split, ranks)?;
+            if split != ffi::RSMPI_COMM_NULL {
+                ffi::MPI_Comm_free(&mut split);
+            }
+            Ok(comm.map(|c| {
+                self.comms.push(Some(c));
+                self.comms.len() - 1
+            }))
         }
-        let pos = ranks.iter().position(|&r| r == self.world_rank);
-        let color = if pos.is_some() { 0 } else { ffi::RSMPI_UNDEFINED };
-        let mut split = ffi::RSMPI_COMM_NULL;
-        check(
-            ffi::MPI_Comm_split(self.admin, color, pos.unwrap_or(0) as c_int, &mut split),
-            "MPI_Comm_split",
-        )?;
-        let comm = self.make_comm(split, ranks)?;
-        if split != ffi::RSMPI_COMM_NULL {
-            ffi::MPI_Comm_free(&mut split);
-        }
-        Ok(comm.map(|c| {
-            self.comms.push(Some(c));
-            self.comms.len() - 1
-        }))
     }
 
     unsafe fn exit(&mut self, abort_code: Option<c_int>) {
-        if let Some(code) = abort_code {
-            ffi::MPI_Abort(ffi::RSMPI_COMM_WORLD, code);
+        unsafe {
+            if let Some(code) = abort_code {
+                ffi::MPI_Abort(ffi::RSMPI_COMM_WORLD, code);
+            }
+            // MPI_Finalize
+            self.universe.take();
         }
-        // MPI_Finalize
-        self.universe.take();
     }
 }
 
@@ -571,59 +579,61 @@ fn c_count(n: usize, what: &str) -> Result<c_int> {
 /// Sends this rank's fingerprint to every other rank of the group and posts the receives of
 /// theirs.
 unsafe fn start_fingerprints(comm: &Comm, a: &mut Active) -> Result<()> {
-    let n = comm.ranks.len();
-    if n == 1 {
-        return start_data(comm, a);
+    unsafe {
+        let n = comm.ranks.len();
+        if n == 1 {
+            return start_data(comm, a);
+        }
+        let text = if a.op.check {
+            a.op.kind.fingerprint(a.op.seq).to_string()
+        } else {
+            format!("{}(SeqNum={})", a.op.kind.op_type(), a.op.seq)
+        };
+        let mut header = vec![0u8; HEADER_LEN];
+        let bytes = text.as_bytes();
+        let len = bytes.len().min(HEADER_LEN - 4);
+        header[..4].copy_from_slice(&(len as u32).to_le_bytes());
+        header[4..4 + len].copy_from_slice(&bytes[..len]);
+        a.bufs.header_out = header;
+        a.bufs.headers_in = vec![vec![0u8; HEADER_LEN]; n - 1];
+        let mut reqs = Vec::with_capacity(2 * (n - 1));
+        let mut peers = Vec::with_capacity(n - 1);
+        for (k, peer) in (0..n).filter(|&p| p != comm.rank).enumerate() {
+            let mut r = ffi::RSMPI_REQUEST_NULL;
+            check(
+                ffi::MPI_Irecv(
+                    a.bufs.headers_in[k].as_mut_ptr() as *mut c_void,
+                    HEADER_LEN as c_int,
+                    ffi::RSMPI_UINT8_T,
+                    peer as c_int,
+                    HEADER_TAG,
+                    comm.ctrl,
+                    &mut r,
+                ),
+                "MPI_Irecv",
+            )?;
+            reqs.push(r);
+            peers.push(peer);
+        }
+        for peer in (0..n).filter(|&p| p != comm.rank) {
+            let mut r = ffi::RSMPI_REQUEST_NULL;
+            check(
+                ffi::MPI_Isend(
+                    a.bufs.header_out.as_ptr() as *const c_void,
+                    HEADER_LEN as c_int,
+                    ffi::RSMPI_UINT8_T,
+                    peer as c_int,
+                    HEADER_TAG,
+                    comm.ctrl,
+                    &mut r,
+                ),
+                "MPI_Isend",
+            )?;
+            reqs.push(r);
+        }
+        a.stage = Stage::Fingerprints { reqs, peers };
+        Ok(())
     }
-    let text = if a.op.check {
-        a.op.kind.fingerprint(a.op.seq).to_string()
-    } else {
-        format!("{}(SeqNum={})", a.op.kind.op_type(), a.op.seq)
-    };
-    let mut header = vec![0u8; HEADER_LEN];
-    let bytes = text.as_bytes();
-    let len = bytes.len().min(HEADER_LEN - 4);
-    header[..4].copy_from_slice(&(len as u32).to_le_bytes());
-    header[4..4 + len].copy_from_slice(&bytes[..len]);
-    a.bufs.header_out = header;
-    a.bufs.headers_in = vec![vec![0u8; HEADER_LEN]; n - 1];
-    let mut reqs = Vec::with_capacity(2 * (n - 1));
-    let mut peers = Vec::with_capacity(n - 1);
-    for (k, peer) in (0..n).filter(|&p| p != comm.rank).enumerate() {
-        let mut r = ffi::RSMPI_REQUEST_NULL;
-        check(
-            ffi::MPI_Irecv(
-                a.bufs.headers_in[k].as_mut_ptr() as *mut c_void,
-                HEADER_LEN as c_int,
-                ffi::RSMPI_UINT8_T,
-                peer as c_int,
-                HEADER_TAG,
-                comm.ctrl,
-                &mut r,
-            ),
-            "MPI_Irecv",
-        )?;
-        reqs.push(r);
-        peers.push(peer);
-    }
-    for peer in (0..n).filter(|&p| p != comm.rank) {
-        let mut r = ffi::RSMPI_REQUEST_NULL;
-        check(
-            ffi::MPI_Isend(
-                a.bufs.header_out.as_ptr() as *const c_void,
-                HEADER_LEN as c_int,
-                ffi::RSMPI_UINT8_T,
-                peer as c_int,
-                HEADER_TAG,
-                comm.ctrl,
-                &mut r,
-            ),
-            "MPI_Isend",
-        )?;
-        reqs.push(r);
-    }
-    a.stage = Stage::Fingerprints { reqs, peers };
-    Ok(())
 }
 
 fn header_text(h: &[u8]) -> String {
@@ -633,19 +643,23 @@ fn header_text(h: &[u8]) -> String {
 
 /// Tests each request once; returns which are done.
 unsafe fn test_each(reqs: &mut [ffi::MPI_Request]) -> Result<Vec<bool>> {
-    let mut done = Vec::with_capacity(reqs.len());
-    for r in reqs.iter_mut() {
-        let mut flag = 0;
-        check(ffi::MPI_Test(r, &mut flag, ffi::RSMPI_STATUS_IGNORE), "MPI_Test")?;
-        done.push(flag != 0);
+    unsafe {
+        let mut done = Vec::with_capacity(reqs.len());
+        for r in reqs.iter_mut() {
+            let mut flag = 0;
+            check(ffi::MPI_Test(r, &mut flag, ffi::RSMPI_STATUS_IGNORE), "MPI_Test")?;
+            done.push(flag != 0);
+        }
+        Ok(done)
     }
-    Ok(done)
 }
 
 unsafe fn advance(comm: &Comm, a: &mut Active, scratch: &mut Vec<u8>, progressed: &mut bool) -> Step {
-    match advance_inner(comm, a, scratch, progressed) {
-        Ok(s) => s,
-        Err(e) => Step::Done(Err(e)),
+    unsafe {
+        match advance_inner(comm, a, scratch, progressed) {
+            Ok(s) => s,
+            Err(e) => Step::Done(Err(e)),
+        }
     }
 }
 
@@ -655,38 +669,39 @@ unsafe fn advance_inner(
     scratch: &mut Vec<u8>,
     progressed: &mut bool,
 ) -> Result<Step> {
-    let me = comm.ranks[comm.rank];
-    let what = || format!("{}(SeqNum={})", a.op.kind.op_type(), a.op.seq);
-    match &mut a.stage {
-        Stage::Fingerprints { reqs, peers } => {
-            let done = test_each(reqs)?;
-            if done.iter().all(|&d| d) {
-                *progressed = true;
-                if a.op.check {
-                    let mine = header_text(&a.bufs.header_out);
-                    let others: Vec<(usize, String)> = peers
-                        .iter()
-                        .zip(&a.bufs.headers_in)
-                        .map(|(&p, h)| (comm.ranks[p], header_text(h)))
-                        .collect();
-                    if let Some(m) = mismatch_message(me, &mine, &others) {
-                        bail!(Distributed, "{m}");
+    unsafe {
+        let me = comm.ranks[comm.rank];
+        let what = || format!("{}(SeqNum={})", a.op.kind.op_type(), a.op.seq);
+        match &mut a.stage {
+            Stage::Fingerprints { reqs, peers } => {
+                let done = test_each(reqs)?;
+                if done.iter().all(|&d| d) {
+                    *progressed = true;
+                    if a.op.check {
+                        let mine = header_text(&a.bufs.header_out);
+                        let others: Vec<(usize, String)> = peers
+                            .iter()
+                            .zip(&a.bufs.headers_in)
+                            .map(|(&p, h)| (comm.ranks[p], header_text(h)))
+                            .collect();
+                        if let Some(m) = mismatch_message(me, &mine, &others) {
+                            bail!(Distributed, "{m}");
+                        }
                     }
+                    if let Some(r) = run_in_place(comm, a, scratch) {
+                        return Ok(Step::Done(r));
+                    }
+                    start_data(comm, a)?;
+                    return Ok(Step::Pending);
                 }
-                if let Some(r) = run_in_place(comm, a, scratch) {
-                    return Ok(Step::Done(r));
-                }
-                start_data(comm, a)?;
-                return Ok(Step::Pending);
-            }
-            if Instant::now() > a.deadline {
-                let missing: Vec<usize> =
-                    peers.iter().zip(&done).filter(|(_, &d)| !d).map(|(&p, _)| comm.ranks[p]).collect();
-                let arrived: Vec<usize> = std::iter::once(me)
-                    .chain(peers.iter().zip(&done).filter(|(_, &d)| d).map(|(&p, _)| comm.ranks[p]))
-                    .collect();
-                let fp = a.op.kind.fingerprint(a.op.seq);
-                bail!(
+                if Instant::now() > a.deadline {
+                    let missing: Vec<usize> =
+                        peers.iter().zip(&done).filter(|&(_, &d)| !d).map(|(&p, _)| comm.ranks[p]).collect();
+                    let arrived: Vec<usize> = std::iter::once(me)
+                        .chain(peers.iter().zip(&done).filter(|&(_, &d)| d).map(|(&p, _)| comm.ranks[p]))
+                        .collect();
+                    let fp = a.op.kind.fingerprint(a.op.seq);
+                    bail!(
                     Distributed,
                     "[Rank {me}] {fp} timed out after {} ms: {} never arrived (ranks that did: {}). Every rank \
                      of the group must call the same collectives in the same order; run with \
@@ -695,47 +710,48 @@ unsafe fn advance_inner(
                     rank_list(&missing),
                     arrived.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
                 );
-            }
-            Ok(Step::Pending)
-        }
-        Stage::Probe => {
-            let OpKind::Recv { tensor, peer, tag } = &a.op.kind else { unreachable!() };
-            let src = peer.map(|p| p as c_int).unwrap_or(ffi::RSMPI_ANY_SOURCE);
-            let mut flag = 0;
-            let mut status: ffi::MPI_Status = std::mem::zeroed();
-            check(ffi::MPI_Iprobe(src, *tag, comm.data, &mut flag, &mut status), "MPI_Iprobe")?;
-            if flag == 0 {
-                if Instant::now() > a.deadline {
-                    bail!(
-                        Distributed,
-                        "[Rank {me}] recv from {} (tag {tag}) timed out after {} ms: nothing was sent",
-                        peer.map(|p| format!("rank {}", comm.ranks[p])).unwrap_or_else(|| "any rank".into()),
-                        a.op.timeout.as_millis()
-                    );
                 }
-                return Ok(Step::Pending);
+                Ok(Step::Pending)
             }
-            *progressed = true;
-            let mut count: c_int = 0;
-            check(ffi::MPI_Get_count(&status, ffi::RSMPI_UINT8_T, &mut count), "MPI_Get_count")?;
-            let want = tensor.numel() * tensor.element_size();
-            let from = status.MPI_SOURCE;
-            if count as usize != want {
-                // take the message off the queue, then say what was wrong with it
-                let mut scratch = vec![0u8; count.max(0) as usize];
-                check(
-                    ffi::MPI_Recv(
-                        scratch.as_mut_ptr() as *mut c_void,
-                        count,
-                        ffi::RSMPI_UINT8_T,
-                        from,
-                        status.MPI_TAG,
-                        comm.data,
-                        ffi::RSMPI_STATUS_IGNORE,
-                    ),
-                    "MPI_Recv",
-                )?;
-                bail!(
+            Stage::Probe => {
+                let OpKind::Recv { tensor, peer, tag } = &a.op.kind else { unreachable!() };
+                let src = peer.map(|p| p as c_int).unwrap_or(ffi::RSMPI_ANY_SOURCE);
+                let mut flag = 0;
+                let mut status: ffi::MPI_Status = std::mem::zeroed();
+                check(ffi::MPI_Iprobe(src, *tag, comm.data, &mut flag, &mut status), "MPI_Iprobe")?;
+                if flag == 0 {
+                    if Instant::now() > a.deadline {
+                        bail!(
+                            Distributed,
+                            "[Rank {me}] recv from {} (tag {tag}) timed out after {} ms: nothing was sent",
+                            peer.map(|p| format!("rank {}", comm.ranks[p]))
+                                .unwrap_or_else(|| "any rank".into()),
+                            a.op.timeout.as_millis()
+                        );
+                    }
+                    return Ok(Step::Pending);
+                }
+                *progressed = true;
+                let mut count: c_int = 0;
+                check(ffi::MPI_Get_count(&status, ffi::RSMPI_UINT8_T, &mut count), "MPI_Get_count")?;
+                let want = tensor.numel() * tensor.element_size();
+                let from = status.MPI_SOURCE;
+                if count as usize != want {
+                    // take the message off the queue, then say what was wrong with it
+                    let mut scratch = vec![0u8; count.max(0) as usize];
+                    check(
+                        ffi::MPI_Recv(
+                            scratch.as_mut_ptr() as *mut c_void,
+                            count,
+                            ffi::RSMPI_UINT8_T,
+                            from,
+                            status.MPI_TAG,
+                            comm.data,
+                            ffi::RSMPI_STATUS_IGNORE,
+                        ),
+                        "MPI_Recv",
+                    )?;
+                    bail!(
                     Value,
                     "[Rank {me}] recv: the message from rank {} (tag {}) has {count} bytes, but the tensor to \
                      receive it ({:?}, {}) has {want}: send and recv need the same shape and dtype",
@@ -744,47 +760,48 @@ unsafe fn advance_inner(
                     tensor.dims(),
                     tensor.dtype()
                 );
+                }
+                a.work.set_source_rank(comm.ranks[from as usize]);
+                a.bufs.recv = vec![0u8; want];
+                let mut r = ffi::RSMPI_REQUEST_NULL;
+                check(
+                    ffi::MPI_Irecv(
+                        a.bufs.recv.as_mut_ptr() as *mut c_void,
+                        count,
+                        ffi::RSMPI_UINT8_T,
+                        from,
+                        status.MPI_TAG,
+                        comm.data,
+                        &mut r,
+                    ),
+                    "MPI_Irecv",
+                )?;
+                a.stage = Stage::Data { reqs: vec![r] };
+                Ok(Step::Pending)
             }
-            a.work.set_source_rank(comm.ranks[from as usize]);
-            a.bufs.recv = vec![0u8; want];
-            let mut r = ffi::RSMPI_REQUEST_NULL;
-            check(
-                ffi::MPI_Irecv(
-                    a.bufs.recv.as_mut_ptr() as *mut c_void,
-                    count,
-                    ffi::RSMPI_UINT8_T,
-                    from,
-                    status.MPI_TAG,
-                    comm.data,
-                    &mut r,
-                ),
-                "MPI_Irecv",
-            )?;
-            a.stage = Stage::Data { reqs: vec![r] };
-            Ok(Step::Pending)
-        }
-        Stage::Data { reqs } => {
-            let done = test_each(reqs)?;
-            if done.iter().all(|&d| d) {
-                *progressed = true;
-                finish_data(comm, a)?;
-                return Ok(Step::Done(Ok(())));
-            }
-            if Instant::now() > a.deadline {
-                bail!(
-                    Distributed,
-                    "[Rank {me}] {} timed out after {} ms while moving data{}: a rank may have died or \
+            Stage::Data { reqs } => {
+                let done = test_each(reqs)?;
+                if done.iter().all(|&d| d) {
+                    *progressed = true;
+                    finish_data(comm, a)?;
+                    return Ok(Step::Done(Ok(())));
+                }
+                if Instant::now() > a.deadline {
+                    bail!(
+                        Distributed,
+                        "[Rank {me}] {} timed out after {} ms while moving data{}: a rank may have died or \
                      stopped mid-operation",
-                    what(),
-                    a.op.timeout.as_millis(),
-                    match &a.op.kind {
-                        OpKind::Send { peer, .. } =>
-                            format!(" (rank {} never received it)", comm.ranks[*peer]),
-                        _ => String::new(),
-                    }
-                );
+                        what(),
+                        a.op.timeout.as_millis(),
+                        match &a.op.kind {
+                            OpKind::Send { peer, .. } =>
+                                format!(" (rank {} never received it)", comm.ranks[*peer]),
+                            _ => String::new(),
+                        }
+                    );
+                }
+                Ok(Step::Pending)
             }
-            Ok(Step::Pending)
         }
     }
 }
@@ -881,25 +898,26 @@ fn write_pieces(outputs: &[Tensor], bytes: &[u8]) -> Result<()> {
 /// (OpenMPI's in-place all-reduce is twice as slow: it copies through a fresh temporary).
 /// `None` for the operations that take the staged path.
 unsafe fn run_in_place(comm: &Comm, a: &mut Active, scratch: &mut Vec<u8>) -> Option<Result<()>> {
-    let n = comm.ranks.len();
-    let (tensor, reduce, root) = match &a.op.kind {
-        OpKind::AllReduce { tensor, op }
-            if tensor.is_contiguous() && !matches!(tensor.dtype(), DType::F16 | DType::BF16) =>
-        {
-            (tensor, Some(*op), None)
-        }
-        OpKind::Broadcast { tensor, root } if tensor.is_contiguous() => (tensor, None, Some(*root)),
-        _ => return None,
-    };
-    let numel = tensor.numel();
-    let es = tensor.element_size();
-    let off = tensor.storage_offset() * es;
-    let deadline = a.deadline;
-    let me = comm.ranks[comm.rank];
-    let what = format!("{}(SeqNum={})", a.op.kind.op_type(), a.op.seq);
-    let timeout_ms = a.op.timeout.as_millis();
-    let storage = tensor.untyped_storage();
-    Some(storage.with_bytes_mut(|bytes| -> Result<()> {
+    unsafe {
+        let n = comm.ranks.len();
+        let (tensor, reduce, root) = match &a.op.kind {
+            OpKind::AllReduce { tensor, op }
+                if tensor.is_contiguous() && !matches!(tensor.dtype(), DType::F16 | DType::BF16) =>
+            {
+                (tensor, Some(*op), None)
+            }
+            OpKind::Broadcast { tensor, root } if tensor.is_contiguous() => (tensor, None, Some(*root)),
+            _ => return None,
+        };
+        let numel = tensor.numel();
+        let es = tensor.element_size();
+        let off = tensor.storage_offset() * es;
+        let deadline = a.deadline;
+        let me = comm.ranks[comm.rank];
+        let what = format!("{}(SeqNum={})", a.op.kind.op_type(), a.op.seq);
+        let timeout_ms = a.op.timeout.as_millis();
+        let storage = tensor.untyped_storage();
+        Some(storage.with_bytes_mut(|bytes| -> Result<()> {
         let buf = &mut bytes[off..off + numel * es];
         let mut req = ffi::RSMPI_REQUEST_NULL;
         match (reduce, root) {
@@ -956,6 +974,7 @@ unsafe fn run_in_place(comm: &Comm, a: &mut Active, scratch: &mut Vec<u8>) -> Op
         }
         Ok(())
     }))
+    }
 }
 
 /// Divides the elements of `buf` (of `dtype`, f32 or f64) by `n`, in place.
@@ -978,199 +997,201 @@ fn divide(buf: &mut [u8], dtype: DType, n: usize) {
 
 /// Posts the operation's MPI call(s).
 unsafe fn start_data(comm: &Comm, a: &mut Active) -> Result<()> {
-    let n = comm.ranks.len();
-    let b = &mut a.bufs;
-    let mut req = ffi::RSMPI_REQUEST_NULL;
-    let byte = ffi::RSMPI_UINT8_T;
-    match &a.op.kind {
-        OpKind::AllReduce { tensor, op } => {
-            let (dt, mpi_op, red) = reduction(tensor.dtype(), *op, "all_reduce")?;
-            b.send = bytes_as(tensor, red)?;
-            b.recv = vec![0u8; b.send.len()];
-            let count = c_count(tensor.numel(), "all_reduce")?;
-            check(
-                ffi::MPI_Iallreduce(
-                    b.send.as_ptr() as *const c_void,
-                    b.recv.as_mut_ptr() as *mut c_void,
-                    count,
-                    dt,
-                    mpi_op,
-                    comm.data,
-                    &mut req,
-                ),
-                "MPI_Iallreduce",
-            )?;
-        }
-        OpKind::Broadcast { tensor, root } => {
-            b.recv = tensor.to_raw_bytes()?;
-            let count = c_count(b.recv.len(), "broadcast")?;
-            check(
-                ffi::MPI_Ibcast(
-                    b.recv.as_mut_ptr() as *mut c_void,
-                    count,
-                    byte,
-                    *root as c_int,
-                    comm.data,
-                    &mut req,
-                ),
-                "MPI_Ibcast",
-            )?;
-        }
-        OpKind::Reduce { tensor, root, op } => {
-            let (dt, mpi_op, red) = reduction(tensor.dtype(), *op, "reduce")?;
-            b.send = bytes_as(tensor, red)?;
-            b.recv = if comm.rank == *root { vec![0u8; b.send.len()] } else { vec![0u8; 1] };
-            let count = c_count(tensor.numel(), "reduce")?;
-            check(
-                ffi::MPI_Ireduce(
-                    b.send.as_ptr() as *const c_void,
-                    b.recv.as_mut_ptr() as *mut c_void,
-                    count,
-                    dt,
-                    mpi_op,
-                    *root as c_int,
-                    comm.data,
-                    &mut req,
-                ),
-                "MPI_Ireduce",
-            )?;
-        }
-        OpKind::AllGather { input, .. } => {
-            b.send = input.to_raw_bytes()?;
-            b.recv = vec![0u8; b.send.len() * n];
-            let count = c_count(b.send.len(), "all_gather")?;
-            check(
-                ffi::MPI_Iallgather(
-                    b.send.as_ptr() as *const c_void,
-                    count,
-                    byte,
-                    b.recv.as_mut_ptr() as *mut c_void,
-                    count,
-                    byte,
-                    comm.data,
-                    &mut req,
-                ),
-                "MPI_Iallgather",
-            )?;
-        }
-        OpKind::Gather { input, root, .. } => {
-            b.send = input.to_raw_bytes()?;
-            b.recv = if comm.rank == *root { vec![0u8; b.send.len() * n] } else { vec![0u8; 1] };
-            let count = c_count(b.send.len(), "gather")?;
-            check(
-                ffi::MPI_Igather(
-                    b.send.as_ptr() as *const c_void,
-                    count,
-                    byte,
-                    b.recv.as_mut_ptr() as *mut c_void,
-                    count,
-                    byte,
-                    *root as c_int,
-                    comm.data,
-                    &mut req,
-                ),
-                "MPI_Igather",
-            )?;
-        }
-        OpKind::Scatter { output, inputs, root } => {
-            if comm.rank == *root {
-                for t in inputs {
-                    b.send.extend_from_slice(&t.to_raw_bytes()?);
-                }
-            } else {
-                b.send = vec![0u8; 1];
+    unsafe {
+        let n = comm.ranks.len();
+        let b = &mut a.bufs;
+        let mut req = ffi::RSMPI_REQUEST_NULL;
+        let byte = ffi::RSMPI_UINT8_T;
+        match &a.op.kind {
+            OpKind::AllReduce { tensor, op } => {
+                let (dt, mpi_op, red) = reduction(tensor.dtype(), *op, "all_reduce")?;
+                b.send = bytes_as(tensor, red)?;
+                b.recv = vec![0u8; b.send.len()];
+                let count = c_count(tensor.numel(), "all_reduce")?;
+                check(
+                    ffi::MPI_Iallreduce(
+                        b.send.as_ptr() as *const c_void,
+                        b.recv.as_mut_ptr() as *mut c_void,
+                        count,
+                        dt,
+                        mpi_op,
+                        comm.data,
+                        &mut req,
+                    ),
+                    "MPI_Iallreduce",
+                )?;
             }
-            b.recv = vec![0u8; output.numel() * output.element_size()];
-            let count = c_count(b.recv.len(), "scatter")?;
-            check(
-                ffi::MPI_Iscatter(
-                    b.send.as_ptr() as *const c_void,
-                    count,
-                    byte,
-                    b.recv.as_mut_ptr() as *mut c_void,
-                    count,
-                    byte,
-                    *root as c_int,
-                    comm.data,
-                    &mut req,
-                ),
-                "MPI_Iscatter",
-            )?;
-        }
-        OpKind::ReduceScatter { output, input, op } => {
-            let (dt, mpi_op, red) = reduction(input.dtype(), *op, "reduce_scatter_tensor")?;
-            b.send = bytes_as(input, red)?;
-            b.recv = vec![0u8; b.send.len() / n];
-            let count = c_count(output.numel(), "reduce_scatter_tensor")?;
-            check(
-                ffi::MPI_Ireduce_scatter_block(
-                    b.send.as_ptr() as *const c_void,
-                    b.recv.as_mut_ptr() as *mut c_void,
-                    count,
-                    dt,
-                    mpi_op,
-                    comm.data,
-                    &mut req,
-                ),
-                "MPI_Ireduce_scatter_block",
-            )?;
-        }
-        OpKind::AllToAll { output, input, send_counts, recv_counts } => {
-            let es = input.element_size();
-            b.send = input.to_raw_bytes()?;
-            b.recv = vec![0u8; output.numel() * es];
-            let displs = |counts: &[usize]| -> Result<(Vec<c_int>, Vec<c_int>)> {
-                let mut c = Vec::with_capacity(counts.len());
-                let mut d = Vec::with_capacity(counts.len());
-                let mut off = 0usize;
-                for &k in counts {
-                    c.push(c_count(k * es, "all_to_all_single")?);
-                    d.push(c_count(off, "all_to_all_single")?);
-                    off += k * es;
+            OpKind::Broadcast { tensor, root } => {
+                b.recv = tensor.to_raw_bytes()?;
+                let count = c_count(b.recv.len(), "broadcast")?;
+                check(
+                    ffi::MPI_Ibcast(
+                        b.recv.as_mut_ptr() as *mut c_void,
+                        count,
+                        byte,
+                        *root as c_int,
+                        comm.data,
+                        &mut req,
+                    ),
+                    "MPI_Ibcast",
+                )?;
+            }
+            OpKind::Reduce { tensor, root, op } => {
+                let (dt, mpi_op, red) = reduction(tensor.dtype(), *op, "reduce")?;
+                b.send = bytes_as(tensor, red)?;
+                b.recv = if comm.rank == *root { vec![0u8; b.send.len()] } else { vec![0u8; 1] };
+                let count = c_count(tensor.numel(), "reduce")?;
+                check(
+                    ffi::MPI_Ireduce(
+                        b.send.as_ptr() as *const c_void,
+                        b.recv.as_mut_ptr() as *mut c_void,
+                        count,
+                        dt,
+                        mpi_op,
+                        *root as c_int,
+                        comm.data,
+                        &mut req,
+                    ),
+                    "MPI_Ireduce",
+                )?;
+            }
+            OpKind::AllGather { input, .. } => {
+                b.send = input.to_raw_bytes()?;
+                b.recv = vec![0u8; b.send.len() * n];
+                let count = c_count(b.send.len(), "all_gather")?;
+                check(
+                    ffi::MPI_Iallgather(
+                        b.send.as_ptr() as *const c_void,
+                        count,
+                        byte,
+                        b.recv.as_mut_ptr() as *mut c_void,
+                        count,
+                        byte,
+                        comm.data,
+                        &mut req,
+                    ),
+                    "MPI_Iallgather",
+                )?;
+            }
+            OpKind::Gather { input, root, .. } => {
+                b.send = input.to_raw_bytes()?;
+                b.recv = if comm.rank == *root { vec![0u8; b.send.len() * n] } else { vec![0u8; 1] };
+                let count = c_count(b.send.len(), "gather")?;
+                check(
+                    ffi::MPI_Igather(
+                        b.send.as_ptr() as *const c_void,
+                        count,
+                        byte,
+                        b.recv.as_mut_ptr() as *mut c_void,
+                        count,
+                        byte,
+                        *root as c_int,
+                        comm.data,
+                        &mut req,
+                    ),
+                    "MPI_Igather",
+                )?;
+            }
+            OpKind::Scatter { output, inputs, root } => {
+                if comm.rank == *root {
+                    for t in inputs {
+                        b.send.extend_from_slice(&t.to_raw_bytes()?);
+                    }
+                } else {
+                    b.send = vec![0u8; 1];
                 }
-                Ok((c, d))
-            };
-            (b.counts, b.displs) = displs(send_counts)?;
-            (b.recv_counts, b.recv_displs) = displs(recv_counts)?;
-            check(
-                ffi::MPI_Ialltoallv(
-                    b.send.as_ptr() as *const c_void,
-                    b.counts.as_ptr(),
-                    b.displs.as_ptr(),
-                    byte,
-                    b.recv.as_mut_ptr() as *mut c_void,
-                    b.recv_counts.as_ptr(),
-                    b.recv_displs.as_ptr(),
-                    byte,
-                    comm.data,
-                    &mut req,
-                ),
-                "MPI_Ialltoallv",
-            )?;
+                b.recv = vec![0u8; output.numel() * output.element_size()];
+                let count = c_count(b.recv.len(), "scatter")?;
+                check(
+                    ffi::MPI_Iscatter(
+                        b.send.as_ptr() as *const c_void,
+                        count,
+                        byte,
+                        b.recv.as_mut_ptr() as *mut c_void,
+                        count,
+                        byte,
+                        *root as c_int,
+                        comm.data,
+                        &mut req,
+                    ),
+                    "MPI_Iscatter",
+                )?;
+            }
+            OpKind::ReduceScatter { output, input, op } => {
+                let (dt, mpi_op, red) = reduction(input.dtype(), *op, "reduce_scatter_tensor")?;
+                b.send = bytes_as(input, red)?;
+                b.recv = vec![0u8; b.send.len() / n];
+                let count = c_count(output.numel(), "reduce_scatter_tensor")?;
+                check(
+                    ffi::MPI_Ireduce_scatter_block(
+                        b.send.as_ptr() as *const c_void,
+                        b.recv.as_mut_ptr() as *mut c_void,
+                        count,
+                        dt,
+                        mpi_op,
+                        comm.data,
+                        &mut req,
+                    ),
+                    "MPI_Ireduce_scatter_block",
+                )?;
+            }
+            OpKind::AllToAll { output, input, send_counts, recv_counts } => {
+                let es = input.element_size();
+                b.send = input.to_raw_bytes()?;
+                b.recv = vec![0u8; output.numel() * es];
+                let displs = |counts: &[usize]| -> Result<(Vec<c_int>, Vec<c_int>)> {
+                    let mut c = Vec::with_capacity(counts.len());
+                    let mut d = Vec::with_capacity(counts.len());
+                    let mut off = 0usize;
+                    for &k in counts {
+                        c.push(c_count(k * es, "all_to_all_single")?);
+                        d.push(c_count(off, "all_to_all_single")?);
+                        off += k * es;
+                    }
+                    Ok((c, d))
+                };
+                (b.counts, b.displs) = displs(send_counts)?;
+                (b.recv_counts, b.recv_displs) = displs(recv_counts)?;
+                check(
+                    ffi::MPI_Ialltoallv(
+                        b.send.as_ptr() as *const c_void,
+                        b.counts.as_ptr(),
+                        b.displs.as_ptr(),
+                        byte,
+                        b.recv.as_mut_ptr() as *mut c_void,
+                        b.recv_counts.as_ptr(),
+                        b.recv_displs.as_ptr(),
+                        byte,
+                        comm.data,
+                        &mut req,
+                    ),
+                    "MPI_Ialltoallv",
+                )?;
+            }
+            OpKind::Barrier => {
+                check(ffi::MPI_Ibarrier(comm.data, &mut req), "MPI_Ibarrier")?;
+            }
+            OpKind::Send { tensor, peer, tag } => {
+                b.send = tensor.to_raw_bytes()?;
+                let count = c_count(b.send.len(), "send")?;
+                check(
+                    ffi::MPI_Isend(
+                        b.send.as_ptr() as *const c_void,
+                        count,
+                        byte,
+                        *peer as c_int,
+                        *tag,
+                        comm.data,
+                        &mut req,
+                    ),
+                    "MPI_Isend",
+                )?;
+            }
+            OpKind::Recv { .. } => unreachable!("a receive starts with its probe"),
         }
-        OpKind::Barrier => {
-            check(ffi::MPI_Ibarrier(comm.data, &mut req), "MPI_Ibarrier")?;
-        }
-        OpKind::Send { tensor, peer, tag } => {
-            b.send = tensor.to_raw_bytes()?;
-            let count = c_count(b.send.len(), "send")?;
-            check(
-                ffi::MPI_Isend(
-                    b.send.as_ptr() as *const c_void,
-                    count,
-                    byte,
-                    *peer as c_int,
-                    *tag,
-                    comm.data,
-                    &mut req,
-                ),
-                "MPI_Isend",
-            )?;
-        }
-        OpKind::Recv { .. } => unreachable!("a receive starts with its probe"),
+        a.stage = Stage::Data { reqs: vec![req] };
+        Ok(())
     }
-    a.stage = Stage::Data { reqs: vec![req] };
-    Ok(())
 }
 
 /// Writes what arrived into the operation's tensors.

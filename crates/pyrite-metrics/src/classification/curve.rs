@@ -123,10 +123,10 @@ impl CurveState {
                 let p: Vec<f64> = input::floats(preds)?
                     .into_iter()
                     .zip(&keep)
-                    .filter(|(_, &k)| k)
+                    .filter(|&(_, &k)| k)
                     .map(|(v, _)| v)
                     .collect();
-                let t: Vec<i64> = t.into_iter().zip(&keep).filter(|(_, &k)| k).map(|(v, _)| v).collect();
+                let t: Vec<i64> = t.into_iter().zip(&keep).filter(|&(_, &k)| k).map(|(v, _)| v).collect();
                 (normalize(p, 1, preds.dtype(), false)?, t)
             }
             CurveTask::Multiclass { num_classes } => {

@@ -47,10 +47,10 @@ impl StatScores {
         zero_division: f64,
     ) -> Result<Self> {
         check_zero_division(zero_division)?;
-        if let StatKind::FBeta(beta) = kind {
-            if beta.is_nan() || beta <= 0.0 {
-                bail!(Value, "Expected argument `beta` to be a float larger than 0, but got {beta}.");
-            }
+        if let StatKind::FBeta(beta) = kind
+            && (beta.is_nan() || beta <= 0.0)
+        {
+            bail!(Value, "Expected argument `beta` to be a float larger than 0, but got {beta}.");
         }
         let shape: Vec<usize> = match task {
             StatTask::Binary { .. } => vec![],

@@ -237,12 +237,12 @@ impl Default for RreluOptions<'_> {
 /// `F.rrelu(x, lower=1/8, upper=1/3, training=False)`: in training, each negative element is
 /// scaled by a slope drawn uniformly from `[lower, upper]`; in evaluation by their mean.
 pub fn rrelu(x: &Tensor, opts: &RreluOptions) -> Result<Tensor> {
-    let RreluOptions { lower, upper, training, generator: gen } = *opts;
+    let RreluOptions { lower, upper, training, generator } = *opts;
     if !training {
         return leaky_relu(x, (lower + upper) / 2.0);
     }
     let slope = Tensor::empty(x.dims(), x.dtype())?;
-    slope.uniform_(lower, upper, gen)?;
+    slope.uniform_(lower, upper, generator)?;
     x.where_(&x.gt_scalar(0)?, &x.mul(&slope)?)
 }
 

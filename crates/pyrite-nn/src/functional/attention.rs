@@ -639,14 +639,14 @@ pub fn multi_head_attention_forward(
             Some(a) => a.add(&m)?,
         });
     }
-    if let Some(a) = &attn_mask {
-        if a.dims()[3] != src_len {
-            bail!(
+    if let Some(a) = &attn_mask
+        && a.dims()[3] != src_len
+    {
+        bail!(
                 Shape,
                 "attn_mask has {} key positions but the keys have {src_len} (static_k/static_v must match the masks)",
                 a.dims()[3]
             );
-        }
     }
     let dropout_p = if o.training { o.dropout_p } else { 0.0 };
 
@@ -701,23 +701,24 @@ fn mha_shape_check(q: &Tensor, k: &Tensor, v: &Tensor, o: &MhaOptions<'_>) -> Re
                     v.rank()
                 );
             }
-            if let Some(m) = o.key_padding_mask {
-                if m.rank() != 2 {
-                    bail!(
+            if let Some(m) = o.key_padding_mask
+                && m.rank() != 2
+            {
+                bail!(
                         Shape,
                         "For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D but found {}-D tensor instead",
                         m.rank()
                     );
-                }
             }
-            if let Some(m) = o.attn_mask {
-                if m.rank() != 2 && m.rank() != 3 {
-                    bail!(
+            if let Some(m) = o.attn_mask
+                && m.rank() != 2
+                && m.rank() != 3
+            {
+                bail!(
                         Shape,
                         "For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found {}-D tensor instead",
                         m.rank()
                     );
-                }
             }
             Ok(true)
         }
@@ -730,14 +731,14 @@ fn mha_shape_check(q: &Tensor, k: &Tensor, v: &Tensor, o: &MhaOptions<'_>) -> Re
                     v.rank()
                 );
             }
-            if let Some(m) = o.key_padding_mask {
-                if m.rank() != 1 {
-                    bail!(
+            if let Some(m) = o.key_padding_mask
+                && m.rank() != 1
+            {
+                bail!(
                         Shape,
                         "For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D but found {}-D tensor instead",
                         m.rank()
                     );
-                }
             }
             if let Some(m) = o.attn_mask {
                 if m.rank() != 2 && m.rank() != 3 {
@@ -807,10 +808,10 @@ fn in_projection(
         if w.rank() != 2 || w.dims() != [3 * e, e] {
             bail!(Shape, "in_proj_weight must be ({}, {e}), got {}", 3 * e, w.shape());
         }
-        if let Some(b) = o.in_proj_bias {
-            if b.dims() != [3 * e] {
-                bail!(Shape, "in_proj_bias must be ({},), got {}", 3 * e, b.shape());
-            }
+        if let Some(b) = o.in_proj_bias
+            && b.dims() != [3 * e]
+        {
+            bail!(Shape, "in_proj_bias must be ({},), got {}", 3 * e, b.shape());
         }
         let b = o.in_proj_bias;
         if self_attn {

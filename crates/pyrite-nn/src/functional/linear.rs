@@ -74,9 +74,9 @@ fn check_p(p: f64) -> Result<()> {
 }
 
 /// A mask of shape `shape` with ones kept with probability `1 - p`, scaled by `1 / (1 - p)`.
-fn keep_mask(shape: &[usize], p: f64, dtype: DType, gen: Option<&Generator>) -> Result<Tensor> {
+fn keep_mask(shape: &[usize], p: f64, dtype: DType, generator: Option<&Generator>) -> Result<Tensor> {
     let m = Tensor::empty(shape, dtype)?;
-    m.bernoulli_(1.0 - p, gen)?;
+    m.bernoulli_(1.0 - p, generator)?;
     m.div_scalar(1.0 - p)
 }
 
@@ -120,7 +120,7 @@ impl Default for AlphaDropoutOptions<'_> {
 /// the rest by `1 / (1 - p)` in training; the identity otherwise.
 pub fn dropout(x: &Tensor, opts: &DropoutOptions) -> Result<Tensor> {
     let _prof = pyrite_core::profiler_record::op("aten::dropout", &[x]);
-    let DropoutOptions { p, training, generator: gen } = *opts;
+    let DropoutOptions { p, training, generator } = *opts;
     check_p(p)?;
     if !training || p == 0.0 {
         return Ok(x.clone());
@@ -128,13 +128,13 @@ pub fn dropout(x: &Tensor, opts: &DropoutOptions) -> Result<Tensor> {
     if p == 1.0 {
         return x.mul(&x.zeros_like()?);
     }
-    x.mul(&keep_mask(x.dims(), p, x.dtype(), gen)?)
+    x.mul(&keep_mask(x.dims(), p, x.dtype(), generator)?)
 }
 
 /// Channel dropout (`F.dropout1d/2d/3d(x, p=0.5, training=True)`): whole channels (dim 1 of
 /// a batched input, dim 0 of an unbatched one) are zeroed. `spatial` is 1, 2 or 3.
 pub fn feature_dropout(x: &Tensor, spatial: usize, opts: &DropoutOptions) -> Result<Tensor> {
-    let DropoutOptions { p, training, generator: gen } = *opts;
+    let DropoutOptions { p, training, generator } = *opts;
     check_p(p)?;
     let r = x.rank();
     if r != spatial + 1 && r != spatial + 2 {
@@ -155,12 +155,12 @@ pub fn feature_dropout(x: &Tensor, spatial: usize, opts: &DropoutOptions) -> Res
     let mut shape = vec![1usize; r];
     let channel_dims = if batched { 2 } else { 1 };
     shape[..channel_dims].copy_from_slice(&x.dims()[..channel_dims]);
-    x.mul(&keep_mask(&shape, p, x.dtype(), gen)?)
+    x.mul(&keep_mask(&shape, p, x.dtype(), generator)?)
 }
 
 /// `F.alpha_dropout(x, p=0.5, training=False)`: dropout that keeps SELU's mean and variance.
 pub fn alpha_dropout(x: &Tensor, opts: &AlphaDropoutOptions) -> Result<Tensor> {
-    let AlphaDropoutOptions { p, training, generator: gen } = *opts;
+    let AlphaDropoutOptions { p, training, generator } = *opts;
     check_p(p)?;
     if !training || p == 0.0 {
         return Ok(x.clone());
@@ -172,7 +172,7 @@ pub fn alpha_dropout(x: &Tensor, opts: &AlphaDropoutOptions) -> Result<Tensor> {
     let a = ((1.0 - p) * (1.0 + p * alpha_p * alpha_p)).powf(-0.5);
     let b = -a * alpha_p * p;
     let keep = Tensor::empty(x.dims(), x.dtype())?;
-    keep.bernoulli_(1.0 - p, gen)?;
+    keep.bernoulli_(1.0 - p, generator)?;
     // kept: a * x + b; dropped: a * alpha' + b
     let dropped = keep.neg()?.add_scalar(1.0)?.mul_scalar(alpha_p * a)?;
     x.mul(&keep)?.mul_scalar(a)?.add(&dropped)?.add_scalar(b)
@@ -404,7 +404,7 @@ pub fn embedding_bag(idx: &Tensor, weight: &Tensor, opts: &EmbeddingBagOptions) 
 
 /// `F.feature_alpha_dropout(x, p=0.5, training=False)`: alpha dropout of whole channels.
 pub fn feature_alpha_dropout(x: &Tensor, opts: &AlphaDropoutOptions) -> Result<Tensor> {
-    let AlphaDropoutOptions { p, training, generator: gen } = *opts;
+    let AlphaDropoutOptions { p, training, generator } = *opts;
     check_p(p)?;
     if !training || p == 0.0 {
         return Ok(x.clone());
@@ -425,7 +425,7 @@ pub fn feature_alpha_dropout(x: &Tensor, opts: &AlphaDropoutOptions) -> Result<T
     let mut shape = vec![1usize; x.rank()];
     shape[..2].copy_from_slice(&x.dims()[..2]);
     let keep = Tensor::empty(shape, x.dtype())?;
-    keep.bernoulli_(1.0 - p, gen)?;
+    keep.bernoulli_(1.0 - p, generator)?;
     let dropped = keep.neg()?.add_scalar(1.0)?.mul_scalar(alpha_p * a)?;
     x.mul(&keep)?.mul_scalar(a)?.add(&dropped)?.add_scalar(b)
 }

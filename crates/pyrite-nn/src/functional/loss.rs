@@ -123,10 +123,10 @@ pub fn nll_loss(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions) -> 
             target.clone()
         }
     };
-    if let Some(w) = &opts.weight {
-        if w.rank() != 1 || w.numel() != c {
-            bail!(Shape, "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}", w.dims());
-        }
+    if let Some(w) = &opts.weight
+        && (w.rank() != 1 || w.numel() != c)
+    {
+        bail!(Shape, "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}", w.dims());
     }
     let t = target.to_dtype(DType::I64)?;
     let ignored = t.eq_scalar(opts.ignore_index)?;

@@ -100,10 +100,10 @@ pub fn batch_norm(
     for (name, t) in
         [("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)]
     {
-        if let Some(t) = t {
-            if t.numel() != c {
-                bail!(Shape, "batch_norm: {name} should contain {c} elements not {}", t.numel());
-            }
+        if let Some(t) = t
+            && t.numel() != c
+        {
+            bail!(Shape, "batch_norm: {name} should contain {c} elements not {}", t.numel());
         }
     }
     let running = match (running_mean, running_var) {
@@ -121,15 +121,13 @@ pub fn batch_norm(
             );
         }
         let (v, m) = var_mean(x, &dims)?;
-        if training {
-            if let (Some(rm), Some(rv)) = (running_mean, running_var) {
-                let _g = no_grad();
-                let n = per_channel as f64;
-                let bm = m.detach().reshape([-1isize])?.to_dtype(rm.dtype())?;
-                let bv = v.detach().reshape([-1isize])?.mul_scalar(n / (n - 1.0))?.to_dtype(rv.dtype())?;
-                move_towards(rm, &bm, momentum)?;
-                move_towards(rv, &bv, momentum)?;
-            }
+        if training && let (Some(rm), Some(rv)) = (running_mean, running_var) {
+            let _g = no_grad();
+            let n = per_channel as f64;
+            let bm = m.detach().reshape([-1isize])?.to_dtype(rm.dtype())?;
+            let bv = v.detach().reshape([-1isize])?.mul_scalar(n / (n - 1.0))?.to_dtype(rv.dtype())?;
+            move_towards(rm, &bm, momentum)?;
+            move_towards(rv, &bv, momentum)?;
         }
         (m, v)
     };

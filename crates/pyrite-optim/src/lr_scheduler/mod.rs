@@ -356,12 +356,11 @@ impl SchedulerBase {
     /// Counts a `step`, warning on the first one after construction if the optimizer has not
     /// stepped yet.
     pub fn count_step(&mut self) {
-        if self.step_count == 1 {
-            if let Some(t) = &self.tracker {
-                if !t.stepped.load(Ordering::Relaxed) {
-                    warnings::warn("lr_scheduler", ORDER_WARNING);
-                }
-            }
+        if self.step_count == 1
+            && let Some(t) = &self.tracker
+            && !t.stepped.load(Ordering::Relaxed)
+        {
+            warnings::warn("lr_scheduler", ORDER_WARNING);
         }
         self.step_count += 1;
     }

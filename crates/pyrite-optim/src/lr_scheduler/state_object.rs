@@ -149,14 +149,13 @@ fn dict_to_object(sd: &SchedulerStateDict) -> Result<Object> {
             ("_schedule_phases", SchedulerValue::List(phases)) => {
                 let mut out = phases.iter().map(value_to_object).collect::<Result<Vec<_>>>()?;
                 // PyTorch's last phase ends at `total_steps - 1`, an int.
-                if let Some(Object::Dict(last)) = out.last_mut() {
-                    if let Some(end) = last.get_mut("end_step") {
-                        if let Object::Float(x) = *end {
-                            if x.fract() == 0.0 && x.abs() < 9.0e15 {
-                                *end = Object::Int(x as i64);
-                            }
-                        }
-                    }
+                if let Some(Object::Dict(last)) = out.last_mut()
+                    && let Some(end) = last.get_mut("end_step")
+                    && let Object::Float(x) = *end
+                    && x.fract() == 0.0
+                    && x.abs() < 9.0e15
+                {
+                    *end = Object::Int(x as i64);
                 }
                 Object::List(out)
             }

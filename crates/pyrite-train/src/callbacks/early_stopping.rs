@@ -112,27 +112,27 @@ impl EarlyStopping {
                 )),
             );
         }
-        if let Some(t) = self.options.stopping_threshold {
-            if self.better(current, t) {
-                return (
-                    true,
-                    Some(format!(
-                        "Stopping threshold reached: {m} = {current} {} {t}. Signaling Trainer to stop.",
-                        if self.options.mode == Mode::Min { "<" } else { ">" }
-                    )),
-                );
-            }
+        if let Some(t) = self.options.stopping_threshold
+            && self.better(current, t)
+        {
+            return (
+                true,
+                Some(format!(
+                    "Stopping threshold reached: {m} = {current} {} {t}. Signaling Trainer to stop.",
+                    if self.options.mode == Mode::Min { "<" } else { ">" }
+                )),
+            );
         }
-        if let Some(t) = self.options.divergence_threshold {
-            if self.better(-current, -t) {
-                return (
-                    true,
-                    Some(format!(
-                        "Divergence threshold reached: {m} = {current} {} {t}. Signaling Trainer to stop.",
-                        if self.options.mode == Mode::Min { ">" } else { "<" }
-                    )),
-                );
-            }
+        if let Some(t) = self.options.divergence_threshold
+            && self.better(-current, -t)
+        {
+            return (
+                true,
+                Some(format!(
+                    "Divergence threshold reached: {m} = {current} {} {t}. Signaling Trainer to stop.",
+                    if self.options.mode == Mode::Min { ">" } else { "<" }
+                )),
+            );
         }
         if self.better(current - delta, self.best_score) {
             let msg = if self.best_score.is_finite() {
@@ -184,10 +184,10 @@ impl EarlyStopping {
             self.stopping_reason = reason.clone();
             trainer.set_should_stop(true);
         }
-        if self.options.verbose {
-            if let Some(r) = reason {
-                eprintln!("{r}");
-            }
+        if self.options.verbose
+            && let Some(r) = reason
+        {
+            eprintln!("{r}");
         }
         Ok(())
     }

@@ -173,10 +173,11 @@ impl LearningRateFinder {
                 avg = beta * avg + (1.0 - beta) * loss;
                 let smoothed = avg / (1.0 - beta.powi(step as i32 + 1));
                 result.losses.push(smoothed);
-                if let Some(t) = self.options.early_stop_threshold {
-                    if step > 1 && smoothed > t * best {
-                        break 'outer;
-                    }
+                if let Some(t) = self.options.early_stop_threshold
+                    && step > 1
+                    && smoothed > t * best
+                {
+                    break 'outer;
                 }
                 if smoothed < best || step == 1 {
                     best = smoothed;

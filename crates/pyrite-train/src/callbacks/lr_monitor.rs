@@ -35,10 +35,10 @@ impl LearningRateMonitor {
             Some((i, n)) => (Some(i), n),
             None => (None, None),
         };
-        if let (Some(want), Some(have)) = (interval, sched_interval) {
-            if want != have {
-                return out;
-            }
+        if let (Some(want), Some(have)) = (interval, sched_interval)
+            && want != have
+        {
+            return out;
         }
         let name = sched_name.unwrap_or_else(|| format!("lr-{}", opt.base().name()));
         let groups = opt.param_groups();
@@ -53,10 +53,10 @@ impl LearningRateMonitor {
                     out.insert(format!("{n}-momentum"), m);
                 }
             }
-            if self.options.log_weight_decay {
-                if let Ok(w) = g.f64("weight_decay") {
-                    out.insert(format!("{n}-weight_decay"), w);
-                }
+            if self.options.log_weight_decay
+                && let Ok(w) = g.f64("weight_decay")
+            {
+                out.insert(format!("{n}-weight_decay"), w);
             }
         }
         out

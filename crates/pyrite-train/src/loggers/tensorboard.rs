@@ -216,10 +216,10 @@ impl Logger for TensorBoardLogger {
             if let Ok(s) = summary::histogram(&tag(&name), &p) {
                 w.add_summary(s, Some(step), None)?;
             }
-            if let Some(g) = p.grad() {
-                if let Ok(s) = summary::histogram(&tag(&format!("{name}/grad")), &g) {
-                    w.add_summary(s, Some(step), None)?;
-                }
+            if let Some(g) = p.grad()
+                && let Ok(s) = summary::histogram(&tag(&format!("{name}/grad")), &g)
+            {
+                w.add_summary(s, Some(step), None)?;
             }
         }
         Ok(())

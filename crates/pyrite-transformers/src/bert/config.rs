@@ -92,14 +92,14 @@ impl BertConfig {
         let Some(m) = v.as_object() else {
             bail!(Value, "BertConfig: config.json must hold a JSON object, got {}", kind(&v));
         };
-        if let Some(t) = m.get("model_type").and_then(J::as_str) {
-            if !KNOWN_MODEL_TYPES.contains(&t) {
-                bail!(
-                    Value,
-                    "BertConfig: model_type \"{t}\" is not a BERT-family encoder this crate can load (known: {})",
-                    KNOWN_MODEL_TYPES.join(", ")
-                );
-            }
+        if let Some(t) = m.get("model_type").and_then(J::as_str)
+            && !KNOWN_MODEL_TYPES.contains(&t)
+        {
+            bail!(
+                Value,
+                "BertConfig: model_type \"{t}\" is not a BERT-family encoder this crate can load (known: {})",
+                KNOWN_MODEL_TYPES.join(", ")
+            );
         }
         let pet = opt_str(m, "position_embedding_type")?.unwrap_or("absolute");
         if pet != "absolute" {
@@ -146,10 +146,10 @@ impl BertConfig {
                 self.num_attention_heads
             );
         }
-        if let Some(p) = self.pad_token_id {
-            if p >= self.vocab_size {
-                bail!(Value, "BertConfig: pad_token_id {p} is not below vocab_size {}", self.vocab_size);
-            }
+        if let Some(p) = self.pad_token_id
+            && p >= self.vocab_size
+        {
+            bail!(Value, "BertConfig: pad_token_id {p} is not below vocab_size {}", self.vocab_size);
         }
         for (name, p) in [
             ("hidden_dropout_prob", self.hidden_dropout_prob),

@@ -170,10 +170,10 @@ impl BertModel {
                 t.fill_(0.0)?;
             } else {
                 t.normal_(0.0, self.config.initializer_range, None)?;
-                if key == "embeddings.word_embeddings.weight" {
-                    if let Some(p) = self.config.pad_token_id {
-                        t.select(0, p as isize)?.fill_(0.0)?;
-                    }
+                if key == "embeddings.word_embeddings.weight"
+                    && let Some(p) = self.config.pad_token_id
+                {
+                    t.select(0, p as isize)?.fill_(0.0)?;
                 }
             }
         }
@@ -357,15 +357,15 @@ fn check_against_checkpoint(cfg: &BertConfig, add_pooling_layer: bool, sd: &Stat
 
 /// TensorFlow-era names: `LayerNorm.gamma` and `LayerNorm.beta`.
 fn rename_legacy(key: &str) -> String {
-    if let Some(stem) = key.strip_suffix(".gamma") {
-        if stem.ends_with("LayerNorm") {
-            return format!("{stem}.weight");
-        }
+    if let Some(stem) = key.strip_suffix(".gamma")
+        && stem.ends_with("LayerNorm")
+    {
+        return format!("{stem}.weight");
     }
-    if let Some(stem) = key.strip_suffix(".beta") {
-        if stem.ends_with("LayerNorm") {
-            return format!("{stem}.bias");
-        }
+    if let Some(stem) = key.strip_suffix(".beta")
+        && stem.ends_with("LayerNorm")
+    {
+        return format!("{stem}.bias");
     }
     key.to_string()
 }

@@ -86,10 +86,10 @@ impl Bracket {
             if cur_iter < milestone || recorded.contains_key(trial) {
                 continue;
             }
-            if let Some(cutoff) = self.cutoff(recorded) {
-                if cur_rew < cutoff {
-                    action = Decision::Stop;
-                }
+            if let Some(cutoff) = self.cutoff(recorded)
+                && cur_rew < cutoff
+            {
+                action = Decision::Stop;
             }
             self.rungs[i].1.insert(trial.to_string(), cur_rew);
             break;

@@ -70,12 +70,12 @@ fn init_weights(model: &dyn Module, linear: LinearInit) -> Result<()> {
             if let Some(b) = &bn.bias {
                 init::zeros_(b)?;
             }
-        } else if let Some(l) = any.downcast_ref::<Linear>() {
-            if linear == LinearInit::Normal {
-                init::normal_(&l.weight, 0.0, 0.01, None)?;
-                if let Some(b) = &l.bias {
-                    init::zeros_(b)?;
-                }
+        } else if let Some(l) = any.downcast_ref::<Linear>()
+            && linear == LinearInit::Normal
+        {
+            init::normal_(&l.weight, 0.0, 0.01, None)?;
+            if let Some(b) = &l.bias {
+                init::zeros_(b)?;
             }
         }
     }

@@ -171,10 +171,10 @@ impl RandomAffine {
         const WHAT: &str = "RandomAffine";
         check_range(self.degrees, WHAT, "degrees")?;
         let o = &self.options;
-        if let Some((tx, ty)) = o.translate {
-            if !(0.0..=1.0).contains(&tx) || !(0.0..=1.0).contains(&ty) {
-                bail!(Value, "{WHAT}: translation values should be between 0 and 1, got ({tx}, {ty})");
-            }
+        if let Some((tx, ty)) = o.translate
+            && (!(0.0..=1.0).contains(&tx) || !(0.0..=1.0).contains(&ty))
+        {
+            bail!(Value, "{WHAT}: translation values should be between 0 and 1, got ({tx}, {ty})");
         }
         if let Some(s) = o.scale {
             if !(s.0 > 0.0 && s.1 > 0.0) {
@@ -203,26 +203,26 @@ impl RandomAffine {
         let shear = self.shear_ranges()?;
         let o = &self.options;
         let g = transform_generator();
-        let gen = g.as_deref();
-        let angle = uniform(gen, self.degrees.0, self.degrees.1)?;
+        let generator = g.as_deref();
+        let angle = uniform(generator, self.degrees.0, self.degrees.1)?;
         let translate = match o.translate {
             Some((fx, fy)) => {
                 let (mx, my) = (fx * width as f64, fy * height as f64);
-                let tx = F::round_even(uniform(gen, -mx, mx)?) as i64;
-                let ty = F::round_even(uniform(gen, -my, my)?) as i64;
+                let tx = F::round_even(uniform(generator, -mx, mx)?) as i64;
+                let ty = F::round_even(uniform(generator, -my, my)?) as i64;
                 (tx, ty)
             }
             None => (0, 0),
         };
         let scale = match o.scale {
-            Some((a, b)) => uniform(gen, a, b)?,
+            Some((a, b)) => uniform(generator, a, b)?,
             None => 1.0,
         };
         let mut shears = (0.0, 0.0);
         if let Some((x, y)) = shear {
-            shears.0 = uniform(gen, x.0, x.1)?;
+            shears.0 = uniform(generator, x.0, x.1)?;
             if let Some(y) = y {
-                shears.1 = uniform(gen, y.0, y.1)?;
+                shears.1 = uniform(generator, y.0, y.1)?;
             }
         }
         Ok((angle, translate, scale, shears))

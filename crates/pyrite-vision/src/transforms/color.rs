@@ -66,10 +66,10 @@ fn jitter_range(
 }
 
 fn check_jitter(range: Option<(f64, f64)>, name: &str, bound: (f64, f64)) -> Result<()> {
-    if let Some((a, b)) = range {
-        if !(bound.0 <= a && a <= b && b <= bound.1) {
-            bail!(Value, "ColorJitter: {name} values should be between {bound:?}, but got ({a}, {b})");
-        }
+    if let Some((a, b)) = range
+        && !(bound.0 <= a && a <= b && b <= bound.1)
+    {
+        bail!(Value, "ColorJitter: {name} values should be between {bound:?}, but got ({a}, {b})");
     }
     Ok(())
 }
@@ -98,13 +98,13 @@ impl ColorJitter {
         check_jitter(self.saturation, "saturation", FACTOR_BOUND)?;
         check_jitter(self.hue, "hue", HUE_BOUND)?;
         let g = transform_generator();
-        let gen = g.as_deref();
-        let perm = Tensor::randperm_with(4, gen)?.to_vec::<i64>()?;
+        let generator = g.as_deref();
+        let perm = Tensor::randperm_with(4, generator)?.to_vec::<i64>()?;
         let mut order = [0usize; 4];
         for (o, p) in order.iter_mut().zip(perm) {
             *o = p as usize;
         }
-        let draw = |r: Option<(f64, f64)>| r.map(|(a, b)| uniform(gen, a, b)).transpose();
+        let draw = |r: Option<(f64, f64)>| r.map(|(a, b)| uniform(generator, a, b)).transpose();
         Ok(ColorJitterParams {
             order,
             brightness: draw(self.brightness)?,

@@ -89,26 +89,26 @@ impl RandomErasing {
         let (ih, iw) = F::get_size(img)?;
         let c = img.dims()[img.dims().len() - 3];
         let g = transform_generator();
-        let gen = g.as_deref();
+        let generator = g.as_deref();
         let area = (ih * iw) as f64;
         let (lr0, lr1) = (self.ratio.0.ln(), self.ratio.1.ln());
         for _ in 0..10 {
-            let erase_area = area * uniform(gen, self.scale.0, self.scale.1)?;
-            let aspect = uniform(gen, lr0, lr1)?.exp();
+            let erase_area = area * uniform(generator, self.scale.0, self.scale.1)?;
+            let aspect = uniform(generator, lr0, lr1)?.exp();
             let h = F::round_even((erase_area * aspect).sqrt()) as usize;
             let w = F::round_even((erase_area / aspect).sqrt()) as usize;
             if !(h < ih && w < iw) {
                 continue;
             }
             let v = match &self.value {
-                ErasingValue::Random => Tensor::randn_with([c, h, w], DType::F32, gen)?,
+                ErasingValue::Random => Tensor::randn_with([c, h, w], DType::F32, generator)?,
                 ErasingValue::Value(x) => Tensor::from_vec(vec![*x as f32], [1, 1, 1])?,
                 ErasingValue::PerChannel(vs) => {
                     Tensor::from_vec(vs.iter().map(|&x| x as f32).collect::<Vec<_>>(), [vs.len(), 1, 1])?
                 }
             };
-            let i = randint(gen, 0, (ih - h + 1) as i64)? as usize;
-            let j = randint(gen, 0, (iw - w + 1) as i64)? as usize;
+            let i = randint(generator, 0, (ih - h + 1) as i64)? as usize;
+            let j = randint(generator, 0, (iw - w + 1) as i64)? as usize;
             return Ok((i, j, h, w, v));
         }
         Ok((0, 0, ih, iw, img.clone()))
@@ -130,14 +130,15 @@ impl RandomErasing {
             return Ok(img.clone());
         }
         let c = img.dims()[img.dims().len() - 3];
-        if let ErasingValue::PerChannel(vs) = &self.value {
-            if vs.len() != 1 && vs.len() != c {
-                bail!(
+        if let ErasingValue::PerChannel(vs) = &self.value
+            && vs.len() != 1
+            && vs.len() != c
+        {
+            bail!(
                     Value,
                     "RandomErasing: if value is a sequence, it should have either a single value or {c} (number of input channels), got {}",
                     vs.len()
                 );
-            }
         }
         let (i, j, h, w, v) = self.get_params(img)?;
         if (h, w) == F::get_size(img)? {

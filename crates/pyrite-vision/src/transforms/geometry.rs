@@ -169,9 +169,9 @@ impl Transform for RandomCrop {
                 );
             }
             let g = transform_generator();
-            let gen = g.as_deref();
-            let top = if ph > ch { randint(gen, 0, (ph - ch + 1) as i64)? } else { 0 };
-            let left = if pw > cw { randint(gen, 0, (pw - cw + 1) as i64)? } else { 0 };
+            let generator = g.as_deref();
+            let top = if ph > ch { randint(generator, 0, (ph - ch + 1) as i64)? } else { 0 };
+            let left = if pw > cw { randint(generator, 0, (pw - cw + 1) as i64)? } else { 0 };
             let padded = if l + t + r + b > 0 {
                 F::pad(img, &[l, t, r, b], o.fill, o.padding_mode)?
             } else {
@@ -301,17 +301,17 @@ impl RandomResizedCrop {
             bail!(Value, "RandomResizedCrop: scale and ratio should be of kind (min, max) with positive ratios, got {:?} and {:?}", (s0, s1), (r0, r1));
         }
         let g = transform_generator();
-        let gen = g.as_deref();
+        let generator = g.as_deref();
         let area = (height * width) as f64;
         let (lr0, lr1) = (r0.ln(), r1.ln());
         for _ in 0..10 {
-            let target_area = area * uniform(gen, s0, s1)?;
-            let aspect = uniform(gen, lr0, lr1)?.exp();
+            let target_area = area * uniform(generator, s0, s1)?;
+            let aspect = uniform(generator, lr0, lr1)?.exp();
             let w = F::round_even((target_area * aspect).sqrt()) as usize;
             let h = F::round_even((target_area / aspect).sqrt()) as usize;
             if 0 < w && w <= width && 0 < h && h <= height {
-                let i = randint(gen, 0, (height - h + 1) as i64)?;
-                let j = randint(gen, 0, (width - w + 1) as i64)?;
+                let i = randint(generator, 0, (height - h + 1) as i64)?;
+                let j = randint(generator, 0, (width - w + 1) as i64)?;
                 return Ok((i, j, h, w));
             }
         }

@@ -83,14 +83,14 @@ fn check_args(what: &str, mode: InterpolationMode, fill: Option<&[f64]>, channel
     if !matches!(mode, InterpolationMode::Nearest | InterpolationMode::Bilinear) {
         bail!(Value, "{what}: interpolation mode '{}' is unsupported with tensor input", mode.name());
     }
-    if let Some(f) = fill {
-        if f.is_empty() || (f.len() > 1 && f.len() != channels) {
-            bail!(
+    if let Some(f) = fill
+        && (f.is_empty() || (f.len() > 1 && f.len() != channels))
+    {
+        bail!(
                 Value,
                 "{what}: the number of elements in 'fill' cannot broadcast to match the number of channels of the image ({} != {channels})",
                 f.len()
             );
-        }
     }
     Ok(())
 }
