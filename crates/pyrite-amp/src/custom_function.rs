@@ -75,11 +75,13 @@ impl<F: Function> CustomFwd<F> {
 /// The `ctx` keys under which [`CustomFwd`] leaves the forward's autocast state.
 const USED: &str = "_fwd_used_autocast";
 const DTYPE: &str = "_dtype";
+const DEVICE: &str = "_device_type";
 
 impl<F: Function> Function for CustomFwd<F> {
     fn forward(&self, ctx: &mut FunctionCtx, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
         let dev = self.options.device_type;
         ctx.save_value(DTYPE, get_autocast_dtype(dev));
+        ctx.save_value(DEVICE, dev);
         let on = is_autocast_enabled(dev);
         match self.options.cast_inputs {
             Some(dtype) if on => {
@@ -87,7 +89,11 @@ impl<F: Function> Function for CustomFwd<F> {
                 let cast: Vec<Tensor> = inputs
                     .iter()
                     .map(|t| {
-                        if t.dtype().is_floating_point() && t.dtype() != DType::F64 {
+                        // Floating tensors of the autocast's device type, as PyTorch's `_cast`.
+                        if t.dtype().is_floating_point()
+                            && t.dtype() != DType::F64
+                            && t.device().is_cuda() == dev.is_cuda()
+                        {
                             t.to_dtype(dtype)
                         } else {
                             Ok((*t).clone())
@@ -125,14 +131,21 @@ impl<F: Function> Function for CustomBwd<F> {
     }
 
     fn backward(&self, ctx: &FunctionCtx, grad_outputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
-        let (Ok(&used), Ok(&dtype)) = (ctx.value::<bool>(USED), ctx.value::<DType>(DTYPE)) else {
+        let (Ok(&used), Ok(&dtype), Ok(&device_type)) =
+            (ctx.value::<bool>(USED), ctx.value::<DType>(DTYPE), ctx.value::<Device>(DEVICE))
+        else {
             bail!(
                 Value,
                 "custom_bwd: the forward of {} did not record its autocast state; wrap the function in CustomFwd as well (custom_fwd and custom_bwd go together)",
                 self.0.name()
             );
         };
-        let _state = autocast(AutocastOptions { enabled: used, dtype, ..Default::default() })?;
+        let _state = autocast(AutocastOptions {
+            device_type,
+            enabled: used,
+            dtype: Some(dtype),
+            ..Default::default()
+        })?;
         self.0.backward(ctx, grad_outputs)
     }
 

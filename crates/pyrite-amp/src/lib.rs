@@ -10,5 +10,6 @@ pub mod grad_scaler;
 pub use custom_function::{CustomBwd, CustomFwd, CustomFwdOptions};
 pub use grad_scaler::{GradScaler, GradScalerOptions, GradScalerStateDict};
 pub use pyrite_core::autocast::{
-    autocast, get_autocast_dtype, is_autocast_enabled, AutocastGuard, AutocastOptions,
+    autocast, cast_policy, get_autocast_dtype, is_autocast_enabled, listed_ops, AutocastGuard,
+    AutocastOptions, CastPolicy,
 };

@@ -172,7 +172,7 @@ fn output_dtypes_match_pytorch() -> Result<()> {
     let r = reference();
     let mut checked = 0;
     for (lname, lo) in [("bfloat16", DType::BF16), ("float16", DType::F16)] {
-        let _ac = autocast(AutocastOptions { dtype: lo, ..Default::default() })?;
+        let _ac = autocast(AutocastOptions { dtype: Some(lo), ..Default::default() })?;
         for (key, input) in [("ops", DType::F32), ("ops_lower_inputs", lo)] {
             for (name, want) in r[key].as_object().unwrap() {
                 let Some(out) = run(name, input) else { continue };
@@ -232,7 +232,7 @@ fn values_backward_nesting_and_the_weight_cache() -> Result<()> {
         let d = Tensor::randn([3, 3], DType::F64)?;
         assert_eq!(d.matmul(&d)?.dtype(), DType::F64);
     }
-    let e = autocast(AutocastOptions { dtype: DType::F64, ..Default::default() }).unwrap_err();
+    let e = autocast(AutocastOptions { dtype: Some(DType::F64), ..Default::default() }).unwrap_err();
     assert!(
         e.to_string().contains("CPU Autocast only supports dtype of torch.bfloat16, torch.float16"),
         "{e}"

@@ -212,8 +212,9 @@ fn cnn_in(args: &Args, autocast: Option<DType>) -> Map<String, Value> {
     let mut step = || {
         opt.zero_grad().unwrap();
         let loss = {
-            let _amp = autocast
-                .map(|dtype| pyrite::amp::autocast(AutocastOptions { dtype, ..Default::default() }).unwrap());
+            let _amp = autocast.map(|dtype| {
+                pyrite::amp::autocast(AutocastOptions { dtype: Some(dtype), ..Default::default() }).unwrap()
+            });
             F::cross_entropy(&model.call(&x).unwrap(), &y, &ce).unwrap()
         };
         loss.backward().unwrap();

@@ -36,8 +36,9 @@ fn transformer_in(args: &Args, autocast: Option<DType>) -> Map<String, Value> {
     let step = || {
         layer.zero_grad_with(true).unwrap();
         let out = {
-            let _amp = autocast
-                .map(|dtype| pyrite::amp::autocast(AutocastOptions { dtype, ..Default::default() }).unwrap());
+            let _amp = autocast.map(|dtype| {
+                pyrite::amp::autocast(AutocastOptions { dtype: Some(dtype), ..Default::default() }).unwrap()
+            });
             layer.call((&x, &EncoderMasks::default())).unwrap()
         };
         out.to_dtype(DType::F32).unwrap().sum().unwrap().backward().unwrap();

@@ -721,6 +721,15 @@ mod imp {
             bail!(NotImplemented, "\"addmm_cuda\" not implemented for '{}'", dtype.type_name());
         }
         let r = a.rank();
+        if r > 3 {
+            // Several batch dims (matmul of 4-D operands): one batch of their product.
+            let (m, k, n) = (a.dims()[r - 2], a.dims()[r - 1], b.dims()[r - 1]);
+            let flat = |t: &Tensor, rows: usize, cols: usize| t.reshape([-1, rows as isize, cols as isize]);
+            let mut shape = a.dims()[..r - 1].to_vec();
+            shape.push(n);
+            let c = addbmm(&flat(a, m, k)?, &flat(b, k, n)?, None, beta, alpha, None)?.view(shape)?;
+            return add_input(c, input, beta, out);
+        }
         let (batch, m, k, n) = if r == 3 {
             (a.dims()[0], a.dims()[1], a.dims()[2], b.dims()[2])
         } else {
@@ -789,6 +798,16 @@ mod imp {
                 unsafe { launch_spec(spec, device, tiles.clamp(1, 65_535) as u32, &p) }?;
             }
         }
+        add_input(c, input, beta, out)
+    }
+
+    /// `beta * input + c`, into `out` when given.
+    fn add_input(
+        c: Tensor,
+        input: Option<&Tensor>,
+        beta: crate::dtype::Scalar,
+        out: Option<&Tensor>,
+    ) -> Result<Tensor> {
         let zero_beta = beta.to_f64() == 0.0;
         let y = match input {
             Some(i) if !zero_beta => {
@@ -915,6 +934,14 @@ mod imp {
         alpha: f64,
     ) -> Result<()> {
         let device = common_device(&[out, src], "scatter_add")?;
+        if matches!(out.dtype(), DType::F16 | DType::BF16) {
+            // Half precisions add in float32 (no half atomics), rounded once.
+            let _g = crate::autograd::no_grad();
+            let acc = out.to_dtype(DType::F32)?;
+            scatter_add(&acc, dim, idx, index_shape, &src.to_dtype(DType::F32)?, per_slice, alpha)?;
+            out.copy_(&acc)?;
+            return Ok(());
+        }
         let Some(spec) = rt::kernels::index::scatter_add(ctype(out.dtype())) else {
             bail!(NotImplemented, "\"scatter_add_cuda\" not implemented for '{}'", out.dtype().type_name());
         };

@@ -11,6 +11,31 @@
 using std::isfinite;
 using std::isinf;
 
+// CUDA's erfinv/erfinvf, which the C++ library lacks: Giles' approximation refined by two
+// Newton steps on erf, good to a few ulps of a double.
+static inline double erfinv(double y) {
+  if (y != y || y < -1 || y > 1) return NAN;
+  if (y == 1 || y == -1) return y * INFINITY;
+  double w = -std::log((1.0 - y) * (1.0 + y)), x;
+  if (w < 5.0) {
+    w -= 2.5;
+    x = 2.81022636e-08;
+    x = 3.43273939e-07 + x * w; x = -3.5233877e-06 + x * w; x = -4.39150654e-06 + x * w;
+    x = 0.00021858087 + x * w; x = -0.00125372503 + x * w; x = -0.00417768164 + x * w;
+    x = 0.246640727 + x * w; x = 1.50140941 + x * w;
+  } else {
+    w = std::sqrt(w) - 3.0;
+    x = -0.000200214257;
+    x = 0.000100950558 + x * w; x = 0.00134934322 + x * w; x = -0.00367342844 + x * w;
+    x = 0.00573950773 + x * w; x = -0.0076224613 + x * w; x = 0.00943887047 + x * w;
+    x = 1.00167406 + x * w; x = 2.83297682 + x * w;
+  }
+  x *= y;
+  for (int i = 0; i < 2; i++) x -= (std::erf(x) - y) / (1.1283791670955126 * std::exp(-x * x));
+  return x;
+}
+static inline float erfinvf(float y) { return (float)erfinv((double)y); }
+
 struct dim3 { unsigned x, y, z; };
 static thread_local dim3 threadIdx, blockIdx;
 static dim3 blockDim, gridDim;

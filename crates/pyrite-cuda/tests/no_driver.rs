@@ -94,4 +94,10 @@ fn cuda_tensors_without_a_driver_are_errors_that_say_why() {
     // Synchronizing and the profiler range are no-ops without a GPU, as in PyTorch's CPU builds.
     pyrite_cuda::synchronize();
     assert!(pyrite_core::device::cuda_profiler_start().is_ok());
+    // A CUDA autocast region needs CUDA (PyTorch warns and disables it; Pyrite says so), unless
+    // it turns autocast off.
+    use pyrite_core::autocast::{autocast, AutocastOptions};
+    let e = autocast(AutocastOptions { device_type: cuda, ..Default::default() }).unwrap_err();
+    assert!(e.to_string().contains("User provided device_type of 'cuda', but CUDA is not available"), "{e}");
+    assert!(autocast(AutocastOptions { device_type: cuda, enabled: false, ..Default::default() }).is_ok());
 }

@@ -137,6 +137,14 @@ fn unary_ops_and_casts_match_the_cpu() -> Result<()> {
         assert_close(&f(&dx)?, &f(&x)?, 2e-6, name);
         assert_close(&f(&dx.t()?)?, &f(&x.t()?)?, 2e-6, name);
     }
+    // erfinv (which the host C++ library lacks: the emulator brings its own) on (-1, 1), its
+    // ends and outside, in float32 and float64.
+    let u = Tensor::new([-1.5f64, -1., -0.999, -0.5, -1e-9, 0., 0.3, 0.9, 0.99999, 1.])?;
+    for dt in [DType::F32, DType::F64] {
+        let u = u.to_dtype(dt)?;
+        let tol = if dt == DType::F64 { 1e-13 } else { 2e-6 };
+        assert_close(&u.to_device(dev)?.erfinv()?, &u.erfinv()?, tol, &format!("erfinv {dt}"));
+    }
     let i = Tensor::arange(0.0, 5.0, 1.0, DType::I64)?;
     assert_close(&i.to_device(dev)?.exp()?, &i.exp()?, 1e-6, "exp of int64 promotes");
     for &dt in &DType::ALL {
@@ -201,6 +209,19 @@ fn matrix_products_match_the_cpu_in_every_layout() -> Result<()> {
         1e-5,
         "broadcast matmul",
     );
+    // Several batch dims, broadcast against three (attention's [batch, heads, rows, cols]),
+    // with a transposed right operand and a bias.
+    let (q, k) = (randn(&[2, 1, 4, 8], 25), randn(&[3, 5, 8], 26));
+    let kt = k.transpose(-2, -1)?;
+    let (dq, dkt) = (q.to_device(dev)?, kt.to_device(dev)?);
+    assert_close(&dq.matmul(&dkt)?, &q.matmul(&kt)?, 1e-5, "4-D matmul");
+    let c = randn(&[2, 3, 4, 5], 27);
+    let got = c.to_device(dev)?.baddbmm(&dq.expand([2, 3, 4, 8])?, &dkt.expand([2, 3, 8, 5])?, 0.5, 2.0);
+    // baddbmm wants 3-D operands on both devices.
+    assert_eq!(
+        got.is_err(),
+        c.baddbmm(&q.expand([2, 3, 4, 8])?, &kt.expand([2, 3, 8, 5])?, 0.5, 2.0).is_err()
+    );
     for dt in [DType::F64, DType::BF16, DType::F16] {
         let (a2, b2) = (a.to_dtype(dt)?, b.to_dtype(dt)?);
         let tol = if dt == DType::F64 { 1e-12 } else { 2e-2 };
@@ -237,6 +258,12 @@ fn indexing_matches_the_cpu_values_and_gradients() -> Result<()> {
         1e-6,
         "scatter_add with repeated indices",
     );
+    // Half precisions add in float32 on the device, rounded once (the CPU rounds each add).
+    for dt in [DType::F16, DType::BF16] {
+        let (h, hs) = (x.to_dtype(dt)?, src.to_dtype(dt)?);
+        let got = h.to_device(dev)?.scatter_add(1, &idx.to_device(dev)?, &hs.to_device(dev)?)?;
+        assert_close(&got, &h.scatter_add(1, &idx, &hs)?, 1e-2, &format!("scatter_add {dt}"));
+    }
     let rows = randn(&[4, 6], 32);
     assert_close(
         &dx.index_add(0, &sel, &rows.to_device(dev)?, 2.0)?,

@@ -119,8 +119,16 @@ pub fn scatter(input: &Value, n: usize, dim: usize) -> Result<Vec<Value>> {
 /// mode and autocast state. The first error is returned.
 pub fn parallel_apply(module: &dyn Module, inputs: Vec<Value>) -> Result<Vec<Value>> {
     let grad = autograd::is_grad_enabled();
-    let amp = autocast::is_autocast_enabled(Device::Cpu)
-        .then(|| AutocastOptions { dtype: autocast::get_autocast_dtype(Device::Cpu), ..Default::default() });
+    // The caller's autocast regions, of each device type.
+    let amp: Vec<AutocastOptions> = [Device::Cpu, Device::Cuda(0)]
+        .into_iter()
+        .filter(|&d| autocast::is_autocast_enabled(d))
+        .map(|d| AutocastOptions {
+            device_type: d,
+            dtype: Some(autocast::get_autocast_dtype(d)),
+            ..Default::default()
+        })
+        .collect();
     std::thread::scope(|s| {
         let handles: Vec<_> = inputs
             .into_iter()
@@ -128,7 +136,7 @@ pub fn parallel_apply(module: &dyn Module, inputs: Vec<Value>) -> Result<Vec<Val
                 let amp = amp.clone();
                 s.spawn(move || {
                     let _grad = autograd::set_grad_enabled(grad);
-                    let _amp = amp.map(autocast::autocast).transpose()?;
+                    let _amp = amp.into_iter().map(autocast::autocast).collect::<Result<Vec<_>>>()?;
                     module.call_value(x)
                 })
             })

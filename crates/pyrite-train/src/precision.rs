@@ -93,9 +93,10 @@ impl Precision {
     /// The context a step runs in: an autocast region for a mixed precision.
     pub(crate) fn forward_context(self) -> Result<Option<autocast::AutocastGuard>> {
         match self.autocast_dtype() {
-            Some(dtype) => {
-                Ok(Some(autocast::autocast(autocast::AutocastOptions { dtype, ..Default::default() })?))
-            }
+            Some(dtype) => Ok(Some(autocast::autocast(autocast::AutocastOptions {
+                dtype: Some(dtype),
+                ..Default::default()
+            })?)),
             None => Ok(None),
         }
     }

@@ -217,3 +217,32 @@ fn every_option_of_the_device_updates_matches_the_cpu() -> Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn grid_sample_on_the_device_gives_the_cpus_values_and_gradients() -> Result<()> {
+    let Some(dev) = device() else { return Ok(()) };
+    let g = pyrite::Generator::new(5);
+    let x = Tensor::randn_with([2, 3, 5, 6], DType::F64, Some(&g))?;
+    // Some sample points outside [-1, 1], for the padding modes.
+    let grid = Tensor::randn_with([2, 4, 4, 2], DType::F64, Some(&g))?.mul_scalar(0.8)?;
+    for mode in [F::GridSampleMode::Bilinear, F::GridSampleMode::Nearest] {
+        for padding_mode in
+            [F::GridSamplePadding::Zeros, F::GridSamplePadding::Border, F::GridSamplePadding::Reflection]
+        {
+            let opts = F::GridSampleOptions { mode, padding_mode, align_corners: false };
+            let mut got = Vec::new();
+            for d in [Device::Cpu, dev] {
+                let xd = x.to_device(d)?.detach().requires_grad_(true)?;
+                let y = F::grid_sample(&xd, &grid.to_device(d)?, &opts)?;
+                y.square()?.sum()?.backward()?;
+                got.push((y.to_device(Device::Cpu)?, xd.grad().unwrap().to_device(Device::Cpu)?));
+            }
+            for (i, what) in ["values", "input gradient"].iter().enumerate() {
+                let (a, b) = if i == 0 { (&got[0].0, &got[1].0) } else { (&got[0].1, &got[1].1) };
+                let diff = a.sub(b)?.abs()?.amax(&[], false)?.item::<f64>()?;
+                assert!(diff < 1e-12, "{mode:?} {padding_mode:?}: {what} differ by {diff}");
+            }
+        }
+    }
+    Ok(())
+}

@@ -496,11 +496,17 @@ macro_rules! binary_methods {
         impl Tensor {$(
             #[doc = concat!("`torch.", stringify!($name), "(self, other)`: ", $doc, " with broadcasting and type promotion.")]
             pub fn $name(&self, other: &Tensor) -> Result<Tensor> {
+                if let Some(r) = crate::autocast::dispatch(stringify!($name), &[Some(self), Some(other)], |t| t.at(0).$name(t.at(1))) {
+                    return r;
+                }
                 crate::profiler_record::profiled!(concat!("aten::", stringify!($name)), [self, other], binary_ad(self, other, BinaryOp::$op))
             }
             #[doc = concat!("`torch.", stringify!($name), "(self, scalar)`: ", $doc, " with a Python-style scalar.")]
             pub fn $scalar(&self, other: impl Into<Scalar>) -> Result<Tensor> {
                 let other = other.into();
+                if let Some(r) = crate::autocast::dispatch(stringify!($name), &[Some(self)], |t| t.at(0).$scalar(other)) {
+                    return r;
+                }
                 crate::profiler_record::profiled!(concat!("aten::", stringify!($name)), [self], binary_ad(self, &scalar_tensor(other, self.dtype())?, BinaryOp::$op))
             }
             #[doc = concat!("`torch.", stringify!($name), "(self, other, out=out)`: writes into `out`, which must have the broadcast shape.")]

@@ -1214,10 +1214,11 @@ pub fn conv(
     dilation: &[usize],
     groups: usize,
 ) -> Result<Tensor> {
-    if crate::autocast::is_active() {
-        return crate::autocast::lower3(input, weight, bias, |x, w, b| {
-            conv(x, w, b, stride, padding, dilation, groups)
-        });
+    let name = autocast_name(["conv1d", "conv2d", "conv3d"], weight);
+    if let Some(r) = crate::autocast::dispatch(name, &[Some(input), Some(weight), bias], |t| {
+        conv(t.at(0), t.at(1), t.opt(2), stride, padding, dilation, groups)
+    }) {
+        return r;
     }
     conv_nd(input, weight, bias, stride, padding, dilation, groups, None)
 }
@@ -1271,10 +1272,11 @@ pub fn conv_transpose(
     dilation: &[usize],
     groups: usize,
 ) -> Result<Tensor> {
-    if crate::autocast::is_active() {
-        return crate::autocast::lower3(input, weight, bias, |x, w, b| {
-            conv_transpose(x, w, b, stride, padding, output_padding, dilation, groups)
-        });
+    let name = autocast_name(["conv_transpose1d", "conv_transpose2d", "conv_transpose3d"], weight);
+    if let Some(r) = crate::autocast::dispatch(name, &[Some(input), Some(weight), bias], |t| {
+        conv_transpose(t.at(0), t.at(1), t.opt(2), stride, padding, output_padding, dilation, groups)
+    }) {
+        return r;
     }
     conv_transpose_nd(input, weight, bias, stride, padding, output_padding, dilation, groups, None)
 }
@@ -1337,3 +1339,8 @@ macro_rules! conv_fixed {
 conv_fixed!(conv1d, conv_transpose1d, 1);
 conv_fixed!(conv2d, conv_transpose2d, 2);
 conv_fixed!(conv3d, conv_transpose3d, 3);
+
+/// The aten name of a convolution with `weight` (`[out, in, k...]`), for autocast's lists.
+fn autocast_name(names: [&'static str; 3], weight: &Tensor) -> &'static str {
+    names[weight.rank().clamp(3, 5) - 3]
+}

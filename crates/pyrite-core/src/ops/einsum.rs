@@ -152,6 +152,14 @@ fn sumproduct_pair(left: &Tensor, right: &Tensor, sum_dims: &[usize]) -> Result<
 /// # Ok::<(), pyrite_core::Error>(())
 /// ```
 pub fn einsum(equation: &str, operands: &[&Tensor]) -> Result<Tensor> {
+    if crate::autocast::is_active() {
+        let inputs: Vec<Option<&Tensor>> = operands.iter().map(|&t| Some(t)).collect();
+        if let Some(r) = crate::autocast::dispatch("einsum", &inputs, |t| {
+            einsum(equation, &(0..operands.len()).map(|i| t.at(i)).collect::<Vec<_>>())
+        }) {
+            return r;
+        }
+    }
     if operands.is_empty() {
         bail!(Value, "einsum(): must provide at least one operand");
     }

@@ -915,6 +915,13 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn scatter_add(&self, dim: isize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        if let Some(r) =
+            crate::autocast::dispatch("scatter_add", &[Some(self), Some(index), Some(src)], |t| {
+                t.at(0).scatter_add(dim, t.at(1), t.at(2))
+            })
+        {
+            return r;
+        }
         let rec = needs_grad(&[self, src]);
         let out = self.clone_then(rec, |o| o.scatter_add_(dim, index, src).map(drop))?;
         if !rec {

@@ -1357,8 +1357,11 @@ impl Tensor {
     /// ```
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
         crate::profiler_record::profiled!("aten::matmul", [self, other], {
-            if crate::autocast::is_active() {
-                return crate::autocast::lower2(self, other, |a, b| a.matmul(b));
+            if let Some(r) = crate::autocast::dispatch("matmul", &[Some(self), Some(other)], |t| {
+                let (a, b) = (t.at(0), t.at(1));
+                a.matmul(b)
+            }) {
+                return r;
             }
             let plan = plan_matmul(self, other)?;
             let r =
@@ -1408,8 +1411,11 @@ impl Tensor {
     /// ```
     pub fn mm(&self, mat2: &Tensor) -> Result<Tensor> {
         crate::profiler_record::profiled!("aten::mm", [self, mat2], {
-            if crate::autocast::is_active() {
-                return crate::autocast::lower2(self, mat2, |a, b| a.mm(b));
+            if let Some(r) = crate::autocast::dispatch("mm", &[Some(self), Some(mat2)], |t| {
+                let (a, b) = (t.at(0), t.at(1));
+                a.mm(b)
+            }) {
+                return r;
             }
             check_mm_shapes(self, mat2, "mm")?;
             check_same_dtype_mm(self, mat2)?;
@@ -1440,8 +1446,11 @@ impl Tensor {
     /// ```
     pub fn bmm(&self, mat2: &Tensor) -> Result<Tensor> {
         crate::profiler_record::profiled!("aten::bmm", [self, mat2], {
-            if crate::autocast::is_active() {
-                return crate::autocast::lower2(self, mat2, |a, b| a.bmm(b));
+            if let Some(r) = crate::autocast::dispatch("bmm", &[Some(self), Some(mat2)], |t| {
+                let (a, b) = (t.at(0), t.at(1));
+                a.bmm(b)
+            }) {
+                return r;
             }
             check_bmm(self, mat2, "bmm")?;
             let r = addbmm_core(self, mat2, None, Scalar::Int(0), Scalar::Int(1), None, "bmm")?;
@@ -1464,8 +1473,11 @@ impl Tensor {
     /// ```
     pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
         crate::profiler_record::profiled!("aten::linear", [self, weight], {
-            if crate::autocast::is_active() {
-                return crate::autocast::lower3(self, weight, bias, |x, w, b| x.linear(w, b));
+            if let Some(r) = crate::autocast::dispatch("linear", &[Some(self), Some(weight), bias], |t| {
+                let (x, w, b) = (t.at(0), t.at(1), t.opt(2));
+                x.linear(w, b)
+            }) {
+                return r;
             }
             if self.rank() != 2 || weight.rank() != 2 || self.dims()[1] != weight.dims()[1] {
                 let (m, k) =
@@ -1568,10 +1580,13 @@ impl Tensor {
     ) -> Result<Tensor> {
         crate::profiler_record::profiled!("aten::addmm", [self, mat1, mat2], {
             let (beta, alpha) = scalars(beta, alpha);
-            if crate::autocast::is_active() {
-                return crate::autocast::lower3(mat1, mat2, Some(self), |m1, m2, s| {
+            if let Some(r) = crate::autocast::dispatch("addmm", &[Some(mat1), Some(mat2), Some(self)], |t| {
+                let (m1, m2, s) = (t.at(0), t.at(1), t.opt(2));
+                {
                     s.unwrap().addmm(m1, m2, beta, alpha)
-                });
+                }
+            }) {
+                return r;
             }
             check_mm_shapes(mat1, mat2, "addmm")?;
             check_same_dtype_mm(mat1, mat2)?;
@@ -1640,10 +1655,15 @@ impl Tensor {
     ) -> Result<Tensor> {
         crate::profiler_record::profiled!("aten::baddbmm", [self, batch1, batch2], {
             let (beta, alpha) = scalars(beta, alpha);
-            if crate::autocast::is_active() {
-                return crate::autocast::lower3(batch1, batch2, Some(self), |b1, b2, s| {
-                    s.unwrap().baddbmm(b1, b2, beta, alpha)
-                });
+            if let Some(r) =
+                crate::autocast::dispatch("baddbmm", &[Some(batch1), Some(batch2), Some(self)], |t| {
+                    let (b1, b2, s) = (t.at(0), t.at(1), t.opt(2));
+                    {
+                        s.unwrap().baddbmm(b1, b2, beta, alpha)
+                    }
+                })
+            {
+                return r;
             }
             check_bmm(batch1, batch2, "baddbmm")?;
             let shape = [batch1.dims()[0], batch1.dims()[1], batch2.dims()[2]];
@@ -1682,6 +1702,9 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn mv(&self, vec: &Tensor) -> Result<Tensor> {
+        if let Some(r) = crate::autocast::dispatch("mv", &[Some(self), Some(vec)], |t| t.at(0).mv(t.at(1))) {
+            return r;
+        }
         if self.rank() != 2 || vec.rank() != 1 {
             bail!(Shape, "vector + matrix @ vector expected, got 1, {}, {}", self.rank(), vec.rank());
         }
@@ -1718,6 +1741,11 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn dot(&self, other: &Tensor) -> Result<Tensor> {
+        if let Some(r) =
+            crate::autocast::dispatch("dot", &[Some(self), Some(other)], |t| t.at(0).dot(t.at(1)))
+        {
+            return r;
+        }
         if self.rank() != 1 || other.rank() != 1 {
             bail!(Shape, "1D tensors expected, but got {}D and {}D tensors", self.rank(), other.rank());
         }

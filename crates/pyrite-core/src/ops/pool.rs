@@ -777,10 +777,12 @@ fn max_pool_nd(
 ) -> Result<(Tensor, Tensor)> {
     let _prof = crate::profiler_record::op(prof_name("max", input, nd), &[input]);
     let nd = check_input(input, nd, "max_pool")?;
-    if nd == 3 && crate::autocast::is_active() {
-        // Autocast's float32 list (max_pool3d).
-        let (x, _off) = crate::autocast::fp32_input(input)?;
-        return max_pool_nd(&x, kernel_size, stride, padding, dilation, ceil_mode, Some(3));
+    if nd == 3
+        && let Some(r) = crate::autocast::dispatch("max_pool3d", &[Some(input)], |t| {
+            max_pool_nd(t.at(0), kernel_size, stride, padding, dilation, ceil_mode, Some(3))
+        })
+    {
+        return r;
     }
     let op = pool_name("max_pool", nd);
     let g = check_windows(input, nd, &op, kernel_size, stride, padding, dilation, ceil_mode, Kind::Max)?;
@@ -862,19 +864,22 @@ fn avg_pool_nd(
 ) -> Result<Tensor> {
     let _prof = crate::profiler_record::op(prof_name("avg", input, nd), &[input]);
     let nd = check_input(input, nd, "avg_pool")?;
-    if nd == 3 && crate::autocast::is_active() {
-        // Autocast's float32 list (avg_pool3d).
-        let (x, _off) = crate::autocast::fp32_input(input)?;
-        return avg_pool_nd(
-            &x,
-            kernel_size,
-            stride,
-            padding,
-            ceil_mode,
-            count_include_pad,
-            divisor_override,
-            Some(3),
-        );
+    if nd == 3
+        && let Some(r) = crate::autocast::dispatch("avg_pool3d", &[Some(input)], |t| {
+            let x = t.at(0);
+            avg_pool_nd(
+                x,
+                kernel_size,
+                stride,
+                padding,
+                ceil_mode,
+                count_include_pad,
+                divisor_override,
+                Some(3),
+            )
+        })
+    {
+        return r;
     }
     let op = pool_name("avg_pool", nd);
     if divisor_override == Some(0) {
@@ -1006,10 +1011,12 @@ pub fn adaptive_avg_pool(input: &Tensor, output_size: &[usize]) -> Result<Tensor
 fn adaptive_avg_pool_nd(input: &Tensor, output_size: &[usize], nd: Option<usize>) -> Result<Tensor> {
     let _prof = crate::profiler_record::op(prof_name("aavg", input, nd), &[input]);
     let g = check_adaptive(input, output_size, nd, "adaptive_avg_pool")?;
-    if g.nd == 3 && crate::autocast::is_active() {
-        // Autocast's float32 list (adaptive_avg_pool3d).
-        let (x, _off) = crate::autocast::fp32_input(input)?;
-        return adaptive_avg_pool_nd(&x, output_size, Some(3));
+    if g.nd == 3
+        && let Some(r) = crate::autocast::dispatch("adaptive_avg_pool3d", &[Some(input)], |t| {
+            adaptive_avg_pool_nd(t.at(0), output_size, Some(3))
+        })
+    {
+        return r;
     }
     let dt = input.dtype();
     if let Some(r) = via_f32(input, |x| avg_core(x, g))? {

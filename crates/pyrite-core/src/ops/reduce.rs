@@ -1037,6 +1037,10 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn sum_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        if let Some(r) = crate::autocast::dispatch("sum", &[Some(self)], |t| t.at(0).sum_dims(dims, keepdim))
+        {
+            return r;
+        }
         crate::profiler_record::profiled!("aten::sum", [self], {
             let mask = reduce_mask(self.rank(), dims, true, "sum")?;
             let rec = needs_grad(&[self]);
@@ -1213,11 +1217,11 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn prod_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
-        if crate::autocast::is_active() {
-            // Autocast's float32 list.
-            return crate::autocast::fp32_op(&[Some(self)], |t| {
-                t[0].as_ref().unwrap().prod_dims(dims, keepdim)
-            });
+        // Autocast's float32 list.
+        if let Some(r) =
+            crate::autocast::dispatch("prod", &[Some(self)], |t| t.at(0).prod_dims(dims, keepdim))
+        {
+            return r;
         }
         let mask = reduce_mask(self.rank(), dims, true, "prod")?;
         let rec = needs_grad(&[self]);
@@ -1427,6 +1431,11 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn norm(&self, ord: f64, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        if let Some(r) =
+            crate::autocast::dispatch("norm", &[Some(self)], |t| t.at(0).norm(ord, dims, keepdim))
+        {
+            return r;
+        }
         require_float(self, || {
             format!(
                 "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
@@ -1509,6 +1518,11 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn logsumexp(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        if let Some(r) =
+            crate::autocast::dispatch("logsumexp", &[Some(self)], |t| t.at(0).logsumexp(dims, keepdim))
+        {
+            return r;
+        }
         let x =
             if self.dtype().is_floating_point() { self.clone() } else { self.to_dtype(get_default_dtype())? };
         let mask = reduce_mask(x.rank(), dims, true, "logsumexp")?;

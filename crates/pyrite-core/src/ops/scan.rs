@@ -240,6 +240,9 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn cumsum(&self, dim: isize) -> Result<Tensor> {
+        if let Some(r) = crate::autocast::dispatch("cumsum", &[Some(self)], |t| t.at(0).cumsum(dim)) {
+            return r;
+        }
         let rec = needs_grad(&[self]);
         let y = {
             let _g = paused(rec);
@@ -262,6 +265,9 @@ impl Tensor {
     /// Its gradient is `reverse_cumsum(grad * out) / x` when `x` has no zero; with zeros,
     /// PyTorch's zero-safe formulas (see [`cumprod_backward`]).
     pub fn cumprod(&self, dim: isize) -> Result<Tensor> {
+        if let Some(r) = crate::autocast::dispatch("cumprod", &[Some(self)], |t| t.at(0).cumprod(dim)) {
+            return r;
+        }
         let rec = needs_grad(&[self]);
         let y = {
             let _g = paused(rec);

@@ -416,6 +416,9 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn softmax(&self, dim: isize) -> Result<Tensor> {
+        if let Some(r) = crate::autocast::dispatch("softmax", &[Some(self)], |t| t.at(0).softmax(dim)) {
+            return r;
+        }
         crate::profiler_record::profiled!("aten::softmax", [self], softmax_ad(self, dim, false))
     }
 
@@ -428,6 +431,10 @@ impl Tensor {
     /// # Ok::<(), pyrite_core::Error>(())
     /// ```
     pub fn log_softmax(&self, dim: isize) -> Result<Tensor> {
+        if let Some(r) = crate::autocast::dispatch("log_softmax", &[Some(self)], |t| t.at(0).log_softmax(dim))
+        {
+            return r;
+        }
         crate::profiler_record::profiled!("aten::log_softmax", [self], softmax_ad(self, dim, true))
     }
 

@@ -142,6 +142,9 @@ macro_rules! float_methods {
         impl Tensor {$(
             #[doc = concat!("`torch.", stringify!($name), "`: ", $doc, ". Integer inputs give the default float dtype.")]
             pub fn $name(&self) -> Result<Tensor> {
+                if let Some(r) = crate::autocast::dispatch(stringify!($name), &[Some(self)], |t| t.at(0).$name()) {
+                    return r;
+                }
                 let _prof = crate::profiler_record::op(concat!("aten::", stringify!($name)), &[self]);
                 unary_ad(stringify!($name), self, float_op!(self, Out::New, stringify!($name), |$v| $body)?)
             }
@@ -194,6 +197,9 @@ impl Tensor {
     /// assert!((y.to_vec::<f32>().unwrap()[1] - std::f32::consts::E).abs() < 1e-6);
     /// ```
     pub fn exp(&self) -> Result<Tensor> {
+        if let Some(r) = crate::autocast::dispatch("exp", &[Some(self)], |t| t.at(0).exp()) {
+            return r;
+        }
         crate::profiler_record::profiled!("aten::exp", [self], {
             unary_ad("exp", self, self.exp_impl(Out::New)?)
         })
@@ -342,6 +348,11 @@ impl Tensor {
     /// `torch.nn.functional.softplus(x, beta, threshold)`: `log(1 + exp(beta x)) / beta`, linear
     /// above `threshold`.
     pub fn softplus(&self, beta: f64, threshold: f64) -> Result<Tensor> {
+        if let Some(r) =
+            crate::autocast::dispatch("softplus", &[Some(self)], |t| t.at(0).softplus(beta, threshold))
+        {
+            return r;
+        }
         require_float(self, "softplus_cpu")?;
         let (b32, t32) = (beta as f32, threshold as f32);
         let y = float_unary(

@@ -26,8 +26,10 @@ pub fn leaky_relu(x: &Tensor, negative_slope: f64) -> Result<Tensor> {
 
 /// `F.prelu(x, weight)`: `weight` has 1 or C (channel dim 1) entries.
 pub fn prelu(x: &Tensor, weight: &Tensor) -> Result<Tensor> {
-    if pyrite_core::autocast::is_active() {
-        return pyrite_core::autocast::lower2(x, weight, prelu);
+    if let Some(r) =
+        pyrite_core::autocast::dispatch("prelu", &[Some(x), Some(weight)], |t| prelu(t.at(0), t.at(1)))
+    {
+        return r;
     }
     let w = if weight.numel() == 1 || x.rank() < 2 {
         weight.reshape([-1isize])?

@@ -92,20 +92,16 @@ pub fn scaled_dot_product_attention(
     opts: &SdpaOptions,
 ) -> Result<Tensor> {
     let _prof = pyrite_core::profiler_record::op("aten::scaled_dot_product_attention", &[query, key, value]);
-    if pyrite_core::autocast::is_active() {
-        // Autocast's lower-precision list: q, k, v and a float mask.
-        return pyrite_core::autocast::lower_precision_op(
-            &[Some(query), Some(key), Some(value), opts.attn_mask.as_ref()],
-            |t| {
-                let opts = SdpaOptions { attn_mask: t[3].clone(), ..opts.clone() };
-                scaled_dot_product_attention(
-                    t[0].as_ref().unwrap(),
-                    t[1].as_ref().unwrap(),
-                    t[2].as_ref().unwrap(),
-                    &opts,
-                )
-            },
-        );
+    // Autocast's lower-precision list: q, k, v and a float mask.
+    if let Some(r) = pyrite_core::autocast::dispatch(
+        "scaled_dot_product_attention",
+        &[Some(query), Some(key), Some(value), opts.attn_mask.as_ref()],
+        |t| {
+            let opts = SdpaOptions { attn_mask: t.opt(3).cloned(), ..opts.clone() };
+            scaled_dot_product_attention(t.at(0), t.at(1), t.at(2), &opts)
+        },
+    ) {
+        return r;
     }
     let sh = check_sdpa(query, key, value, opts)?;
     let e = query.dims()[query.rank() - 1];

@@ -5,9 +5,11 @@ use pyrite_core::{bail, DType, Generator, Result, Scalar, Tensor};
 
 /// `F.linear(x, weight, bias)`: `x @ weight.T + bias`, weight `[out, in]` as in PyTorch.
 pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
-    if pyrite_core::autocast::is_active() {
-        // Autocast's lower-precision list.
-        return pyrite_core::autocast::lower3(x, weight, bias, linear);
+    // Autocast's lower-precision list.
+    if let Some(r) = pyrite_core::autocast::dispatch("linear", &[Some(x), Some(weight), bias], |t| {
+        linear(t.at(0), t.at(1), t.opt(2))
+    }) {
+        return r;
     }
     if weight.rank() != 2 {
         bail!(Shape, "linear: weight must be 2-D [out_features, in_features], got shape {}", weight.shape());
@@ -474,6 +476,11 @@ impl Default for CosineSimilarityOptions {
 
 /// `F.cosine_similarity(x1, x2, dim=1, eps=1e-8)`.
 pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, opts: &CosineSimilarityOptions) -> Result<Tensor> {
+    if let Some(r) = pyrite_core::autocast::dispatch("cosine_similarity", &[Some(x1), Some(x2)], |t| {
+        cosine_similarity(t.at(0), t.at(1), opts)
+    }) {
+        return r;
+    }
     let CosineSimilarityOptions { dim, eps } = *opts;
     // PyTorch 2.x: x1 / max(|x1|, eps) . x2 / max(|x2|, eps)
     let n1 = x1.norm(2.0, &[dim], true)?.clamp(Some(Scalar::from(eps)), None)?;
@@ -534,9 +541,19 @@ pub struct PadOptions {
 pub fn pad(x: &Tensor, pad: &[isize], opts: &PadOptions) -> Result<Tensor> {
     let pad_fn = self::pad;
     let mode = opts.mode;
-    if matches!(mode, PadMode::Reflect | PadMode::Replicate) && pyrite_core::autocast::is_active() {
-        // Autocast's float32 list (reflection_pad, replication_pad); constant padding is not.
-        return pyrite_core::autocast::fp32_op(&[Some(x)], |t| pad_fn(t[0].as_ref().unwrap(), pad, opts));
+    // Autocast's float32 list has reflection_pad1d/2d and replication_pad1d/2d/3d on the CPU.
+    let autocast_name = match (mode, pad.len() / 2) {
+        (PadMode::Reflect, 1) => "reflection_pad1d",
+        (PadMode::Reflect, 2) => "reflection_pad2d",
+        (PadMode::Replicate, 1) => "replication_pad1d",
+        (PadMode::Replicate, 2) => "replication_pad2d",
+        (PadMode::Replicate, 3) => "replication_pad3d",
+        _ => "pad",
+    };
+    if let Some(r) =
+        pyrite_core::autocast::dispatch(autocast_name, &[Some(x)], |t| pad_fn(t.at(0), pad, opts))
+    {
+        return r;
     }
     let value = opts.value.unwrap_or(0.0);
     if mode != PadMode::Constant && value != 0.0 {

@@ -62,9 +62,12 @@ fn classes(op: &str, input: &Tensor) -> Result<usize> {
 /// zero gradient, even when every target is ignored and the mean is `0 / 0 = NaN`.
 pub fn nll_loss(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions) -> Result<Tensor> {
     let _prof = pyrite_core::profiler_record::op("aten::nll_loss", &[input, target]);
-    if pyrite_core::autocast::is_active() {
-        // Autocast's float32 list.
-        return pyrite_core::autocast::fp32_2(input, target, |input, target| nll_loss(input, target, opts));
+    // Autocast's float32 list.
+    if let Some(r) = pyrite_core::autocast::dispatch("nll_loss", &[Some(input), Some(target)], |t| {
+        let (input, target) = (t.at(0), t.at(1));
+        nll_loss(input, target, opts)
+    }) {
+        return r;
     }
     check_float("nll_loss", input)?;
     if input.rank() == 0 {
@@ -165,11 +168,16 @@ pub fn nll_loss(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions) -> 
 /// the class dim).
 pub fn cross_entropy(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions) -> Result<Tensor> {
     let _prof = pyrite_core::profiler_record::op("aten::cross_entropy_loss", &[input, target]);
-    if pyrite_core::autocast::is_active() {
-        // Autocast's float32 list.
-        return pyrite_core::autocast::fp32_2(input, target, |input, target| {
-            cross_entropy(input, target, opts)
-        });
+    // Autocast's float32 list.
+    if let Some(r) =
+        pyrite_core::autocast::dispatch("cross_entropy_loss", &[Some(input), Some(target)], |t| {
+            let (input, target) = (t.at(0), t.at(1));
+            {
+                cross_entropy(input, target, opts)
+            }
+        })
+    {
+        return r;
     }
     check_float("cross_entropy", input)?;
     if !(0.0..=1.0).contains(&opts.label_smoothing) {
@@ -243,11 +251,14 @@ pub fn cross_entropy(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions
 /// `F.mse_loss(input, target, reduction)`.
 pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
     let _prof = pyrite_core::profiler_record::op("aten::mse_loss", &[input, target]);
-    if pyrite_core::autocast::is_active() {
-        // Autocast's float32 list.
-        return pyrite_core::autocast::fp32_2(input, target, |input, target| {
+    // Autocast's float32 list.
+    if let Some(r) = pyrite_core::autocast::dispatch("mse_loss", &[Some(input), Some(target)], |t| {
+        let (input, target) = (t.at(0), t.at(1));
+        {
             mse_loss(input, target, reduction)
-        });
+        }
+    }) {
+        return r;
     }
     check_same_shape("mse_loss", input, target)?;
     reduction.apply(input.sub(target)?.square()?)
@@ -255,11 +266,14 @@ pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result
 
 /// `F.l1_loss(input, target, reduction)`.
 pub fn l1_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
-    if pyrite_core::autocast::is_active() {
-        // Autocast's float32 list.
-        return pyrite_core::autocast::fp32_2(input, target, |input, target| {
+    // Autocast's float32 list.
+    if let Some(r) = pyrite_core::autocast::dispatch("l1_loss", &[Some(input), Some(target)], |t| {
+        let (input, target) = (t.at(0), t.at(1));
+        {
             l1_loss(input, target, reduction)
-        });
+        }
+    }) {
+        return r;
     }
     check_same_shape("l1_loss", input, target)?;
     reduction.apply(input.sub(target)?.abs()?)
@@ -282,11 +296,14 @@ impl Default for SmoothL1LossOptions {
 /// `F.smooth_l1_loss(input, target, reduction='mean', beta=1.0)`: `0.5 d^2 / beta` below
 /// `beta`, else `|d| - 0.5 beta` (`beta = 0` is L1).
 pub fn smooth_l1_loss(input: &Tensor, target: &Tensor, opts: &SmoothL1LossOptions) -> Result<Tensor> {
-    if pyrite_core::autocast::is_active() {
-        // Autocast's float32 list.
-        return pyrite_core::autocast::fp32_2(input, target, |input, target| {
+    // Autocast's float32 list.
+    if let Some(r) = pyrite_core::autocast::dispatch("smooth_l1_loss", &[Some(input), Some(target)], |t| {
+        let (input, target) = (t.at(0), t.at(1));
+        {
             smooth_l1_loss(input, target, opts)
-        });
+        }
+    }) {
+        return r;
     }
     let SmoothL1LossOptions { reduction, beta } = *opts;
     check_same_shape("smooth_l1_loss", input, target)?;
@@ -318,9 +335,12 @@ impl Default for HuberLossOptions {
 /// `F.huber_loss(input, target, reduction='mean', delta=1.0)`: `0.5 d^2` below `delta`, else
 /// `delta (|d| - 0.5 delta)`.
 pub fn huber_loss(input: &Tensor, target: &Tensor, opts: &HuberLossOptions) -> Result<Tensor> {
-    if pyrite_core::autocast::is_active() {
-        // Autocast's float32 list.
-        return pyrite_core::autocast::fp32_2(input, target, |input, target| huber_loss(input, target, opts));
+    // Autocast's float32 list.
+    if let Some(r) = pyrite_core::autocast::dispatch("huber_loss", &[Some(input), Some(target)], |t| {
+        let (input, target) = (t.at(0), t.at(1));
+        huber_loss(input, target, opts)
+    }) {
+        return r;
     }
     let HuberLossOptions { reduction, delta } = *opts;
     check_same_shape("huber_loss", input, target)?;
@@ -349,11 +369,16 @@ pub fn binary_cross_entropy(
     target: &Tensor,
     opts: &BinaryCrossEntropyOptions,
 ) -> Result<Tensor> {
-    if pyrite_core::autocast::is_active() {
-        // Autocast's float32 list.
-        return pyrite_core::autocast::fp32_2(input, target, |input, target| {
-            binary_cross_entropy(input, target, opts)
-        });
+    // Autocast's float32 list.
+    if let Some(r) =
+        pyrite_core::autocast::dispatch("binary_cross_entropy", &[Some(input), Some(target)], |t| {
+            let (input, target) = (t.at(0), t.at(1));
+            {
+                binary_cross_entropy(input, target, opts)
+            }
+        })
+    {
+        return r;
     }
     let (weight, reduction) = (opts.weight.as_ref(), opts.reduction);
     check_float("binary_cross_entropy", input)?;
@@ -439,11 +464,18 @@ pub fn binary_cross_entropy_with_logits(
     target: &Tensor,
     opts: &BinaryCrossEntropyWithLogitsOptions,
 ) -> Result<Tensor> {
-    if pyrite_core::autocast::is_active() {
-        // Autocast's float32 list.
-        return pyrite_core::autocast::fp32_2(input, target, |input, target| {
-            binary_cross_entropy_with_logits(input, target, opts)
-        });
+    // Autocast's float32 list.
+    if let Some(r) = pyrite_core::autocast::dispatch(
+        "binary_cross_entropy_with_logits",
+        &[Some(input), Some(target)],
+        |t| {
+            let (input, target) = (t.at(0), t.at(1));
+            {
+                binary_cross_entropy_with_logits(input, target, opts)
+            }
+        },
+    ) {
+        return r;
     }
     let (weight, reduction, pos_weight) = (opts.weight.as_ref(), opts.reduction, opts.pos_weight.as_ref());
     check_float("binary_cross_entropy_with_logits", input)?;
@@ -487,9 +519,12 @@ pub struct KlDivOptions {
 /// `F.kl_div(input, target, reduction='mean', log_target=False)`: `input` holds
 /// log-probabilities; `target` probabilities (or log-probabilities with `log_target`).
 pub fn kl_div(input: &Tensor, target: &Tensor, opts: &KlDivOptions) -> Result<Tensor> {
-    if pyrite_core::autocast::is_active() {
-        // Autocast's float32 list.
-        return pyrite_core::autocast::fp32_2(input, target, |input, target| kl_div(input, target, opts));
+    // Autocast's float32 list.
+    if let Some(r) = pyrite_core::autocast::dispatch("kl_div", &[Some(input), Some(target)], |t| {
+        let (input, target) = (t.at(0), t.at(1));
+        kl_div(input, target, opts)
+    }) {
+        return r;
     }
     let KlDivOptions { reduction, log_target } = *opts;
     let loss = if log_target {
@@ -527,16 +562,13 @@ pub fn cosine_embedding_loss(
     y: &Tensor,
     opts: &CosineEmbeddingLossOptions,
 ) -> Result<Tensor> {
-    if pyrite_core::autocast::is_active() {
-        // Autocast's float32 list.
-        return pyrite_core::autocast::fp32_op(&[Some(x1), Some(x2), Some(y)], |t| {
-            cosine_embedding_loss(
-                t[0].as_ref().unwrap(),
-                t[1].as_ref().unwrap(),
-                t[2].as_ref().unwrap(),
-                opts,
-            )
-        });
+    // Autocast's float32 list.
+    if let Some(r) =
+        pyrite_core::autocast::dispatch("cosine_embedding_loss", &[Some(x1), Some(x2), Some(y)], |t| {
+            cosine_embedding_loss(t.at(0), t.at(1), t.at(2), opts)
+        })
+    {
+        return r;
     }
     let CosineEmbeddingLossOptions { margin, reduction } = *opts;
     if x1.dims() != x2.dims() || x1.rank() == 0 || x1.rank() > 2 {
@@ -576,11 +608,13 @@ pub fn margin_ranking_loss(
     y: &Tensor,
     opts: &MarginRankingLossOptions,
 ) -> Result<Tensor> {
-    if pyrite_core::autocast::is_active() {
-        // Autocast's float32 list.
-        return pyrite_core::autocast::fp32_op(&[Some(x1), Some(x2), Some(y)], |t| {
-            margin_ranking_loss(t[0].as_ref().unwrap(), t[1].as_ref().unwrap(), t[2].as_ref().unwrap(), opts)
-        });
+    // Autocast's float32 list.
+    if let Some(r) =
+        pyrite_core::autocast::dispatch("margin_ranking_loss", &[Some(x1), Some(x2), Some(y)], |t| {
+            margin_ranking_loss(t.at(0), t.at(1), t.at(2), opts)
+        })
+    {
+        return r;
     }
     let MarginRankingLossOptions { margin, reduction } = *opts;
     let loss = y
@@ -619,11 +653,13 @@ pub fn triplet_margin_loss(
     negative: &Tensor,
     opts: &TripletMarginLossOptions,
 ) -> Result<Tensor> {
-    if pyrite_core::autocast::is_active() {
-        // Autocast's float32 list.
-        return pyrite_core::autocast::fp32_op(&[Some(anchor), Some(positive), Some(negative)], |t| {
-            triplet_margin_loss(t[0].as_ref().unwrap(), t[1].as_ref().unwrap(), t[2].as_ref().unwrap(), opts)
-        });
+    // Autocast's float32 list.
+    if let Some(r) = pyrite_core::autocast::dispatch(
+        "triplet_margin_loss",
+        &[Some(anchor), Some(positive), Some(negative)],
+        |t| triplet_margin_loss(t.at(0), t.at(1), t.at(2), opts),
+    ) {
+        return r;
     }
     let TripletMarginLossOptions { margin, p, eps, swap, reduction } = *opts;
     let dist = super::PairwiseDistanceOptions { p, eps, keepdim: false };
@@ -652,9 +688,12 @@ impl Default for HingeEmbeddingLossOptions {
 /// `F.hinge_embedding_loss(x, y, margin=1.0, reduction='mean')`: `x` for `y = 1`,
 /// `max(0, margin - x)` for `y = -1`.
 pub fn hinge_embedding_loss(x: &Tensor, y: &Tensor, opts: &HingeEmbeddingLossOptions) -> Result<Tensor> {
-    if pyrite_core::autocast::is_active() {
-        // Autocast's float32 list.
-        return pyrite_core::autocast::fp32_2(x, y, |x, y| hinge_embedding_loss(x, y, opts));
+    // Autocast's float32 list.
+    if let Some(r) = pyrite_core::autocast::dispatch("hinge_embedding_loss", &[Some(x), Some(y)], |t| {
+        let (x, y) = (t.at(0), t.at(1));
+        hinge_embedding_loss(x, y, opts)
+    }) {
+        return r;
     }
     let HingeEmbeddingLossOptions { margin, reduction } = *opts;
     let y = y.to_dtype(x.dtype())?;
@@ -667,9 +706,12 @@ pub fn hinge_embedding_loss(x: &Tensor, y: &Tensor, opts: &HingeEmbeddingLossOpt
 
 /// `F.soft_margin_loss(x, y, reduction)`: `log(1 + exp(-y x))`.
 pub fn soft_margin_loss(x: &Tensor, y: &Tensor, reduction: Reduction) -> Result<Tensor> {
-    if pyrite_core::autocast::is_active() {
-        // Autocast's float32 list.
-        return pyrite_core::autocast::fp32_2(x, y, |x, y| soft_margin_loss(x, y, reduction));
+    // Autocast's float32 list.
+    if let Some(r) = pyrite_core::autocast::dispatch("soft_margin_loss", &[Some(x), Some(y)], |t| {
+        let (x, y) = (t.at(0), t.at(1));
+        soft_margin_loss(x, y, reduction)
+    }) {
+        return r;
     }
     check_same_shape("soft_margin_loss", x, y)?;
     let z = y.to_dtype(x.dtype())?.neg()?.mul(x)?;
@@ -727,9 +769,12 @@ impl Default for MultiMarginLossOptions {
 /// multi-class hinge loss `sum_{i != y} max(0, margin - x[y] + x[i])^p / C` (weighted by
 /// `weight[y]`).
 pub fn multi_margin_loss(x: &Tensor, y: &Tensor, opts: &MultiMarginLossOptions) -> Result<Tensor> {
-    if pyrite_core::autocast::is_active() {
-        // Autocast's float32 list.
-        return pyrite_core::autocast::fp32_2(x, y, |x, y| multi_margin_loss(x, y, opts));
+    // Autocast's float32 list.
+    if let Some(r) = pyrite_core::autocast::dispatch("multi_margin_loss", &[Some(x), Some(y)], |t| {
+        let (x, y) = (t.at(0), t.at(1));
+        multi_margin_loss(x, y, opts)
+    }) {
+        return r;
     }
     let (p, margin, weight, reduction) = (opts.p, opts.margin, opts.weight.as_ref(), opts.reduction);
     if p != 1 && p != 2 {
@@ -769,9 +814,12 @@ pub fn multi_margin_loss(x: &Tensor, y: &Tensor, opts: &MultiMarginLossOptions) 
 /// `F.multilabel_margin_loss(x, y, reduction)`: `y` lists target classes per row, ended by
 /// the first `-1`; `sum_{j in targets, i not in targets} max(0, 1 - (x[j] - x[i])) / C`.
 pub fn multilabel_margin_loss(x: &Tensor, y: &Tensor, reduction: Reduction) -> Result<Tensor> {
-    if pyrite_core::autocast::is_active() {
-        // Autocast's float32 list.
-        return pyrite_core::autocast::fp32_2(x, y, |x, y| multilabel_margin_loss(x, y, reduction));
+    // Autocast's float32 list.
+    if let Some(r) = pyrite_core::autocast::dispatch("multilabel_margin_loss", &[Some(x), Some(y)], |t| {
+        let (x, y) = (t.at(0), t.at(1));
+        multilabel_margin_loss(x, y, reduction)
+    }) {
+        return r;
     }
     check_same_shape("multilabel_margin_loss", x, y)?;
     if x.rank() != 1 && x.rank() != 2 {
@@ -829,11 +877,14 @@ impl Default for PoissonNllLossOptions {
 
 /// `F.poisson_nll_loss(input, target, log_input=True, full=False, eps=1e-8, reduction='mean')`.
 pub fn poisson_nll_loss(input: &Tensor, target: &Tensor, opts: &PoissonNllLossOptions) -> Result<Tensor> {
-    if pyrite_core::autocast::is_active() {
-        // Autocast's float32 list.
-        return pyrite_core::autocast::fp32_2(input, target, |input, target| {
+    // Autocast's float32 list.
+    if let Some(r) = pyrite_core::autocast::dispatch("poisson_nll_loss", &[Some(input), Some(target)], |t| {
+        let (input, target) = (t.at(0), t.at(1));
+        {
             poisson_nll_loss(input, target, opts)
-        });
+        }
+    }) {
+        return r;
     }
     let PoissonNllLossOptions { log_input, full, eps, reduction } = *opts;
     let t = target.to_dtype(input.dtype())?;
@@ -962,20 +1013,13 @@ pub fn ctc_loss(
     target_lengths: &Tensor,
     opts: &CtcLossOptions,
 ) -> Result<Tensor> {
-    if pyrite_core::autocast::is_active() {
-        // Autocast's float32 list.
-        return pyrite_core::autocast::fp32_op(
-            &[Some(log_probs), Some(targets), Some(input_lengths), Some(target_lengths)],
-            |t| {
-                ctc_loss(
-                    t[0].as_ref().unwrap(),
-                    t[1].as_ref().unwrap(),
-                    t[2].as_ref().unwrap(),
-                    t[3].as_ref().unwrap(),
-                    opts,
-                )
-            },
-        );
+    // Autocast's float32 list.
+    if let Some(r) = pyrite_core::autocast::dispatch(
+        "ctc_loss",
+        &[Some(log_probs), Some(targets), Some(input_lengths), Some(target_lengths)],
+        |t| ctc_loss(t.at(0), t.at(1), t.at(2), t.at(3), opts),
+    ) {
+        return r;
     }
     let CtcLossOptions { blank, reduction, zero_infinity } = *opts;
     check_float("ctc_loss", log_probs)?;

@@ -204,10 +204,25 @@ impl Default for LayerNormOptions {
     }
 }
 
+/// Autocast for a norm of [`LayerNormOptions`]: `x`, the weight and the bias cast together.
+fn autocast_norm(
+    op: &'static str,
+    x: &Tensor,
+    opts: &LayerNormOptions,
+    run: impl FnOnce(&Tensor, &LayerNormOptions) -> Result<Tensor>,
+) -> Option<Result<Tensor>> {
+    pyrite_core::autocast::dispatch(op, &[Some(x), opts.weight.as_ref(), opts.bias.as_ref()], |t| {
+        run(t.at(0), &LayerNormOptions { weight: t.opt(1).cloned(), bias: t.opt(2).cloned(), ..opts.clone() })
+    })
+}
+
 /// `F.layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5)`: normalises over the
 /// last `normalized_shape.len()` dims.
 pub fn layer_norm(x: &Tensor, normalized_shape: &[usize], opts: &LayerNormOptions) -> Result<Tensor> {
     let _prof = pyrite_core::profiler_record::op("aten::layer_norm", &[x]);
+    if let Some(r) = autocast_norm("layer_norm", x, opts, |x, opts| layer_norm(x, normalized_shape, opts)) {
+        return r;
+    }
     let (weight, bias, eps) = (opts.weight.as_ref(), opts.bias.as_ref(), opts.eps);
     let dims = last_dims(x, normalized_shape)?;
     // one fused pass per row when no gradient is needed (f32, contiguous)
@@ -238,6 +253,11 @@ pub struct RmsNormOptions {
 /// `F.rms_norm(x, normalized_shape, weight=None, eps=None)`: `x / sqrt(mean(x^2) + eps) *
 /// weight` over the last dims; `eps = None` is the dtype's machine epsilon, as in PyTorch.
 pub fn rms_norm(x: &Tensor, normalized_shape: &[usize], opts: &RmsNormOptions) -> Result<Tensor> {
+    if let Some(r) = pyrite_core::autocast::dispatch("rms_norm", &[Some(x), opts.weight.as_ref()], |t| {
+        rms_norm(t.at(0), normalized_shape, &RmsNormOptions { weight: t.opt(1).cloned(), eps: opts.eps })
+    }) {
+        return r;
+    }
     let (weight, eps) = (opts.weight.as_ref(), opts.eps);
     let dims = last_dims(x, normalized_shape)?;
     let eps = eps.unwrap_or(match x.dtype() {
@@ -256,6 +276,9 @@ pub fn rms_norm(x: &Tensor, normalized_shape: &[usize], opts: &RmsNormOptions) -
 /// `F.group_norm(x, num_groups, weight=None, bias=None, eps=1e-5)`: normalises each group of
 /// channels of each sample.
 pub fn group_norm(x: &Tensor, num_groups: usize, opts: &LayerNormOptions) -> Result<Tensor> {
+    if let Some(r) = autocast_norm("group_norm", x, opts, |x, opts| group_norm(x, num_groups, opts)) {
+        return r;
+    }
     let (weight, bias, eps) = (opts.weight.as_ref(), opts.bias.as_ref(), opts.eps);
     if x.rank() < 2 {
         bail!(

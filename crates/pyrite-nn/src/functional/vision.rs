@@ -959,8 +959,8 @@ impl Axis {
             }
             let rel = x.sub_scalar(low)?;
             let neg = xd.sub_scalar(low)?.lt_scalar(0.0)?;
-            let sign = Tensor::full([1], 1.0, x.dtype())?
-                .where_(&neg.logical_not()?, &Tensor::full([1], -1.0, x.dtype())?)?;
+            let sign = Tensor::full_on([1], 1.0, x.dtype(), x.device())?
+                .where_(&neg.logical_not()?, &Tensor::full_on([1], -1.0, x.dtype(), x.device())?)?;
             let abs_in = rel.mul(&sign)?;
             let flips = abs_in.detach().div_scalar(twice_span)?.trunc()?;
             let extra = abs_in.sub(&flips.mul_scalar(twice_span)?)?;
@@ -977,8 +977,8 @@ impl Axis {
             let span = (th - tl) / 2.0;
             let rel = x.sub_scalar(min)?;
             let neg = xd.sub_scalar(min)?.lt_scalar(0.0)?;
-            let sign = Tensor::full([1], 1.0, x.dtype())?
-                .where_(&neg.logical_not()?, &Tensor::full([1], -1.0, x.dtype())?)?;
+            let sign = Tensor::full_on([1], 1.0, x.dtype(), x.device())?
+                .where_(&neg.logical_not()?, &Tensor::full_on([1], -1.0, x.dtype(), x.device())?)?;
             let a = rel.mul(&sign)?;
             let extra = a.fmod_scalar(span)?;
             let flips = a.detach().div_scalar(span)?.floor()?;
@@ -1003,7 +1003,7 @@ fn int_index(x: &Tensor, size: usize) -> Result<(Tensor, Tensor)> {
     let i = x.detach().to_dtype(DType::I64)?;
     let ok =
         i.ge_scalar(0)?.logical_and(&i.lt_scalar(size as i64)?)?.logical_and(&x.isnan()?.logical_not()?)?;
-    let i = i.where_(&ok, &Tensor::zeros([1], DType::I64)?)?;
+    let i = i.where_(&ok, &Tensor::zeros_on([1], DType::I64, i.device())?)?;
     Ok((i, ok))
 }
 
@@ -1035,9 +1035,12 @@ pub struct GridSampleOptions {
 /// # Ok::<(), pyrite::Error>(())
 /// ```
 pub fn grid_sample(input: &Tensor, grid: &Tensor, opts: &GridSampleOptions) -> Result<Tensor> {
-    if pyrite_core::autocast::is_active() {
-        // Autocast's float32 list (grid_sampler).
-        return pyrite_core::autocast::fp32_2(input, grid, |input, grid| grid_sample(input, grid, opts));
+    // Autocast's float32 list (grid_sampler).
+    if let Some(r) = pyrite_core::autocast::dispatch("grid_sampler", &[Some(input), Some(grid)], |t| {
+        let (input, grid) = (t.at(0), t.at(1));
+        grid_sample(input, grid, opts)
+    }) {
+        return r;
     }
     let GridSampleOptions { mode, padding_mode, align_corners } = *opts;
     let r = input.rank();
@@ -1103,7 +1106,7 @@ pub fn grid_sample(input: &Tensor, grid: &Tensor, opts: &GridSampleOptions) -> R
     let mut out_shape = vec![n, c];
     out_shape.extend_from_slice(&out_sp);
     if n == 0 || c == 0 || l == 0 {
-        return Tensor::zeros(out_shape, input.dtype());
+        return Tensor::zeros_on(out_shape, input.dtype(), input.device());
     }
     let flat_in = input.reshape([n, c, plane])?;
     let g = grid.reshape([n, l, sp])?;
@@ -1115,7 +1118,7 @@ pub fn grid_sample(input: &Tensor, grid: &Tensor, opts: &GridSampleOptions) -> R
     let coords: Vec<Tensor> =
         (0..sp).map(|k| axes[k].unnormalize(&g.select(2, k as isize)?)).collect::<Result<_>>()?;
     // the value at integer positions (one [N, L] index tensor per axis), zero out of bounds
-    let zero = Tensor::zeros([1], input.dtype())?;
+    let zero = Tensor::zeros_on([1], input.dtype(), input.device())?;
     let fetch = |idx: &[(Tensor, Tensor)]| -> Result<Tensor> {
         let mut lin = idx[0].0.clone();
         let mut ok = idx[0].1.clone();
