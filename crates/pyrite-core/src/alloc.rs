@@ -198,6 +198,10 @@ pub struct CpuBuffer {
     bytes: usize,
     cap: usize,
     class: usize,
+    /// Page-locked for fast copies to a GPU ([`crate::Tensor::pin_memory`]); unregistered
+    /// before the memory goes back to the cache.
+    #[cfg(feature = "cuda")]
+    pinned: Option<pyrite_cuda_runtime::memory::HostRegistration>,
 }
 
 // SAFETY: the buffer is plain memory owned by this value; access is synchronised by the
@@ -228,6 +232,32 @@ impl CpuBuffer {
         }
     }
 
+    /// Whether the buffer is page-locked ([`CpuBuffer::pin`]).
+    pub fn is_pinned(&self) -> bool {
+        #[cfg(feature = "cuda")]
+        return self.pinned.is_some();
+        #[cfg(not(feature = "cuda"))]
+        false
+    }
+
+    /// Page-locks the buffer for fast copies to a GPU (`cuMemHostRegister`); an error without
+    /// a CUDA device.
+    pub fn pin(&mut self) -> Result<()> {
+        #[cfg(feature = "cuda")]
+        {
+            if self.pinned.is_none() {
+                // SAFETY: the buffer's `cap` bytes live until `drop`, which unregisters first.
+                let r = unsafe {
+                    pyrite_cuda_runtime::memory::HostRegistration::new(self.ptr.as_ptr(), self.cap)
+                };
+                self.pinned = Some(r.map_err(|e| crate::Error::new(crate::ErrorKind::Device, e.message))?);
+            }
+            Ok(())
+        }
+        #[cfg(not(feature = "cuda"))]
+        bail!(Device, "Cannot access accelerator device when none is available.")
+    }
+
     /// Allocates `bytes` bytes (uninitialised), reusing a cached buffer when one fits.
     /// Fails (recoverably) when the system is out of memory.
     pub fn new(bytes: usize) -> Result<CpuBuffer> {
@@ -235,7 +265,14 @@ impl CpuBuffer {
             bail!(OutOfMemory, "CPU out of memory: tried to allocate {}", fmt_bytes(bytes as u64));
         }
         if bytes == 0 {
-            return Ok(CpuBuffer { ptr: NonNull::<u64>::dangling().cast(), bytes: 0, cap: 0, class: 0 });
+            return Ok(CpuBuffer {
+                ptr: NonNull::<u64>::dangling().cast(),
+                bytes: 0,
+                cap: 0,
+                class: 0,
+                #[cfg(feature = "cuda")]
+                pinned: None,
+            });
         }
         let (class, cap) = class_of(bytes);
         {
@@ -257,6 +294,8 @@ impl CpuBuffer {
                     bytes,
                     cap,
                     class,
+                    #[cfg(feature = "cuda")]
+                    pinned: None,
                 });
             }
         }
@@ -326,7 +365,14 @@ impl CpuBuffer {
             on_alloc_hooks(hooks, ptr as usize, cap, bytes);
         }
         // SAFETY: checked non-null above.
-        Ok(CpuBuffer { ptr: unsafe { NonNull::new_unchecked(ptr) }, bytes, cap, class })
+        Ok(CpuBuffer {
+            ptr: unsafe { NonNull::new_unchecked(ptr) },
+            bytes,
+            cap,
+            class,
+            #[cfg(feature = "cuda")]
+            pinned: None,
+        })
     }
 
     /// Requested size in bytes.
@@ -408,6 +454,8 @@ fn on_free_hooks(hooks: u8, addr: usize, cap: usize, bytes: usize) {
 
 impl Drop for CpuBuffer {
     fn drop(&mut self) {
+        #[cfg(feature = "cuda")]
+        drop(self.pinned.take());
         if self.cap == 0 {
             return;
         }

@@ -287,3 +287,43 @@ impl Drop for PinnedBuffer {
         }
     }
 }
+
+/// Host memory page-locked in place (`cuMemHostRegister`): how `Tensor::pin_memory` pins a
+/// buffer of the CPU allocator. Dropping it unregisters the memory, which must outlive it.
+pub struct HostRegistration {
+    ptr: usize,
+    /// Registered with the driver (else the emulated device, whose memory is all host memory).
+    driver: bool,
+}
+
+impl HostRegistration {
+    /// Page-locks the `bytes` bytes at `ptr` for every context (`CU_MEMHOSTREGISTER_PORTABLE`).
+    ///
+    /// # Safety
+    /// `ptr..ptr + bytes` is live host memory that outlives the registration.
+    pub unsafe fn new(ptr: *mut u8, bytes: usize) -> Result<HostRegistration> {
+        if crate::emulated() || bytes == 0 {
+            return Ok(HostRegistration { ptr: ptr as usize, driver: false });
+        }
+        let _ctx = context(crate::driver::current_device())?;
+        // SAFETY: the caller guarantees the range.
+        let r = unsafe {
+            cudarc::driver::sys::cuMemHostRegister_v2(
+                ptr as *mut std::ffi::c_void,
+                bytes,
+                cudarc::driver::sys::CU_MEMHOSTREGISTER_PORTABLE,
+            )
+        };
+        r.result().map_err(|e| driver_error("cuMemHostRegister", e))?;
+        Ok(HostRegistration { ptr: ptr as usize, driver: true })
+    }
+}
+
+impl Drop for HostRegistration {
+    fn drop(&mut self) {
+        if self.driver {
+            // SAFETY: registered in `new`, unregistered once.
+            let _ = unsafe { cudarc::driver::sys::cuMemHostUnregister(self.ptr as *mut std::ffi::c_void) };
+        }
+    }
+}

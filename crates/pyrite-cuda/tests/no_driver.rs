@@ -100,4 +100,7 @@ fn cuda_tensors_without_a_driver_are_errors_that_say_why() {
     let e = autocast(AutocastOptions { device_type: cuda, ..Default::default() }).unwrap_err();
     assert!(e.to_string().contains("User provided device_type of 'cuda', but CUDA is not available"), "{e}");
     assert!(autocast(AutocastOptions { device_type: cuda, enabled: false, ..Default::default() }).is_ok());
+    // Pinned memory is for copies to a GPU: PyTorch's error without one.
+    let e = Tensor::ones([2], DType::F32).unwrap().pin_memory().unwrap_err();
+    assert_eq!(e.to_string(), "Cannot access accelerator device when none is available.");
 }

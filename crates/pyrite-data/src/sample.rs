@@ -33,6 +33,20 @@ pub enum Sample {
 }
 
 impl Sample {
+    /// The same structure with every tensor replaced by `f` of it (PyTorch's tree maps over a
+    /// batch: `pin_memory`, moving a batch to a device, converting its dtype).
+    pub fn map_tensors(&self, f: &mut dyn FnMut(&Tensor) -> Result<Tensor>) -> Result<Sample> {
+        Ok(match self {
+            Sample::Tensor(t) => Sample::Tensor(f(t)?),
+            Sample::Tuple(v) => Sample::Tuple(v.iter().map(|x| x.map_tensors(f)).collect::<Result<_>>()?),
+            Sample::List(v) => Sample::List(v.iter().map(|x| x.map_tensors(f)).collect::<Result<_>>()?),
+            Sample::Map(m) => {
+                Sample::Map(m.iter().map(|(k, x)| Ok((k.clone(), x.map_tensors(f)?))).collect::<Result<_>>()?)
+            }
+            other => other.clone(),
+        })
+    }
+
     /// The variant's name as PyTorch users know it: `"Tensor"`, `"int"`, `"float"`, `"bool"`,
     /// `"str"`, `"tuple"`, `"list"` or `"dict"`.
     pub fn kind(&self) -> &'static str {

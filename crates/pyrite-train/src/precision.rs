@@ -25,7 +25,7 @@
 //! # Ok::<(), pyrite_core::Error>(())
 //! ```
 
-use pyrite_core::{autocast, bail, DType, Error, Result, Tensor};
+use pyrite_core::{autocast, bail, DType, Error, Result};
 use pyrite_data::Sample;
 
 /// `Trainer(precision=...)`.
@@ -138,20 +138,5 @@ impl std::fmt::Display for Precision {
 }
 
 fn convert_sample(s: &Sample, dtype: DType) -> Result<Sample> {
-    let tensor = |t: &Tensor| -> Result<Tensor> {
-        if t.dtype().is_floating_point() {
-            t.to_dtype(dtype)
-        } else {
-            Ok(t.clone())
-        }
-    };
-    Ok(match s {
-        Sample::Tensor(t) => Sample::Tensor(tensor(t)?),
-        Sample::Tuple(v) => Sample::Tuple(v.iter().map(|x| convert_sample(x, dtype)).collect::<Result<_>>()?),
-        Sample::List(v) => Sample::List(v.iter().map(|x| convert_sample(x, dtype)).collect::<Result<_>>()?),
-        Sample::Map(m) => Sample::Map(
-            m.iter().map(|(k, x)| Ok((k.clone(), convert_sample(x, dtype)?))).collect::<Result<_>>()?,
-        ),
-        other => other.clone(),
-    })
+    s.map_tensors(&mut |t| if t.dtype().is_floating_point() { t.to_dtype(dtype) } else { Ok(t.clone()) })
 }

@@ -246,3 +246,41 @@ fn grid_sample_on_the_device_gives_the_cpus_values_and_gradients() -> Result<()>
     }
     Ok(())
 }
+
+#[test]
+fn pinned_memory_is_a_page_locked_copy_and_the_loader_pins_its_batches() -> Result<()> {
+    use pyrite::data::{DataLoader, DataLoaderOptions, TensorDataset};
+    let Some(dev) = device() else { return Ok(()) };
+    let x = Tensor::randn([64, 3], DType::F32)?;
+    let p = x.pin_memory()?;
+    assert!(p.is_pinned() && !x.is_pinned());
+    assert_eq!(p.to_vec2::<f32>()?, x.to_vec2::<f32>()?);
+    assert_eq!(p.to_device(dev)?.to_device(Device::Cpu)?.to_vec2::<f32>()?, x.to_vec2::<f32>()?);
+    // Pinning a pinned tensor is the tensor itself; a view of one is pinned too.
+    assert!(p.pin_memory()?.is_same(&p) && p.narrow(0, 1, 2)?.is_pinned());
+    // The memory is unregistered before the allocator hands it out again.
+    drop(p);
+    assert!(!Tensor::zeros([64, 3], DType::F32)?.is_pinned());
+    let e = x.to_device(dev)?.pin_memory().unwrap_err();
+    assert!(
+        e.to_string().contains("cannot pin 'torch.cuda.FloatTensor' only dense CPU tensors can be pinned"),
+        "{e}"
+    );
+
+    let ds = std::sync::Arc::new(TensorDataset::new(vec![
+        x.clone(),
+        Tensor::arange(0.0, 64.0, 1.0, DType::I64)?,
+    ])?);
+    for (pin_memory, num_workers) in [(true, 0), (true, 2), (false, 2)] {
+        let opts = DataLoaderOptions { batch_size: Some(16), pin_memory, num_workers, ..Default::default() };
+        let mut n = 0;
+        for batch in DataLoader::new(ds.clone(), opts)?.iter()? {
+            let (xb, yb): (Tensor, Tensor) = batch?.try_into()?;
+            let what = format!("pin_memory={pin_memory}, {num_workers} workers");
+            assert_eq!((xb.is_pinned(), yb.is_pinned()), (pin_memory, pin_memory), "{what}");
+            n += 1;
+        }
+        assert_eq!(n, 4);
+    }
+    Ok(())
+}

@@ -123,6 +123,33 @@ impl Tensor {
         })
     }
 
+    /// `t.pin_memory()`: a copy of this CPU tensor in page-locked memory, whose copies to a
+    /// GPU run at full bandwidth (the DataLoader's `pin_memory`); the tensor itself when it is
+    /// pinned already. Needs a CUDA device, as in PyTorch.
+    pub fn pin_memory(&self) -> Result<Tensor> {
+        if self.device().is_cuda() {
+            crate::bail!(
+                Value,
+                "cannot pin 'torch.cuda.{}Tensor' only dense CPU tensors can be pinned",
+                self.dtype().type_name()
+            );
+        }
+        if !crate::device::cuda_is_available() {
+            crate::bail!(Device, "Cannot access accelerator device when none is available.");
+        }
+        if self.is_pinned() {
+            return Ok(self.clone());
+        }
+        let out = self.deep_clone()?;
+        out.storage().write().cpu_mut().pin()?;
+        Ok(out)
+    }
+
+    /// `t.is_pinned()`: whether this tensor's memory is page-locked ([`Tensor::pin_memory`]).
+    pub fn is_pinned(&self) -> bool {
+        !self.device().is_cuda() && self.storage().read().cpu().is_pinned()
+    }
+
     /// Copies `src` into this tensor in place, broadcasting and converting dtype
     /// (`t.copy_(src)`). Visible through every view of this tensor's storage.
     pub fn copy_(&self, src: &Tensor) -> Result<&Tensor> {
