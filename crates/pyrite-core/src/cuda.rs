@@ -621,6 +621,7 @@ mod imp {
                 let (start, len) = (c.storage_offset() * sz, c.numel() * sz);
                 let src = c.storage().read();
                 match &*y.storage().read() {
+                    Storage::Cuda(_) if len == 0 => {}
                     Storage::Cuda(b) => b
                         .copy_from_host(0, &src.cpu().as_slice::<u8>()[start..start + len], &stream)
                         .map_err(err)?,
