@@ -121,16 +121,9 @@ const BCE_BANNED: &str = "torch.nn.functional.binary_cross_entropy and torch.nn.
 /// The policy of op `op` (PyTorch's aten name) under `device`'s autocast; `None`: the op runs
 /// in its inputs' dtypes there.
 pub fn cast_policy(device: Device, op: &str) -> Option<CastPolicy> {
-    let lists: &[(&[&str], CastPolicy)] = match device {
-        Device::Cpu => &[(CPU_LOWER, CastPolicy::LowerPrecisionFp), (CPU_FP32, CastPolicy::Fp32)],
-        Device::Cuda(_) => &[
-            (CUDA_LOWER, CastPolicy::LowerPrecisionFp),
-            (CUDA_FP32, CastPolicy::Fp32),
-            (CUDA_FP32_SET_OPT_DTYPE, CastPolicy::Fp32SetOptDtype),
-            (CUDA_PROMOTE, CastPolicy::Promote),
-        ],
-    };
-    lists.iter().find(|(names, _)| names.contains(&op)).map(|&(_, p)| p)
+    const POLICIES: [CastPolicy; 4] =
+        [CastPolicy::LowerPrecisionFp, CastPolicy::Fp32, CastPolicy::Fp32SetOptDtype, CastPolicy::Promote];
+    POLICIES.into_iter().find(|&p| listed_ops(device, p).contains(&op))
 }
 
 /// The ops on `device`'s lists with `policy`, in list order.
