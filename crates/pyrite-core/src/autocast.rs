@@ -75,6 +75,12 @@ pub enum CastPolicy {
     Promote,
 }
 
+impl CastPolicy {
+    /// Every policy, in the order PyTorch declares them.
+    pub const ALL: [CastPolicy; 4] =
+        [CastPolicy::LowerPrecisionFp, CastPolicy::Fp32, CastPolicy::Fp32SetOptDtype, CastPolicy::Promote];
+}
+
 /// The CPU lists (PyTorch 2.15's `AutocastCPU` registrations), as far as Pyrite has the ops.
 #[rustfmt::skip]
 const CPU_LOWER: &[&str] = &[
@@ -121,9 +127,7 @@ const BCE_BANNED: &str = "torch.nn.functional.binary_cross_entropy and torch.nn.
 /// The policy of op `op` (PyTorch's aten name) under `device`'s autocast; `None`: the op runs
 /// in its inputs' dtypes there.
 pub fn cast_policy(device: Device, op: &str) -> Option<CastPolicy> {
-    const POLICIES: [CastPolicy; 4] =
-        [CastPolicy::LowerPrecisionFp, CastPolicy::Fp32, CastPolicy::Fp32SetOptDtype, CastPolicy::Promote];
-    POLICIES.into_iter().find(|&p| listed_ops(device, p).contains(&op))
+    CastPolicy::ALL.into_iter().find(|&p| listed_ops(device, p).contains(&op))
 }
 
 /// The ops on `device`'s lists with `policy`, in list order.

@@ -42,9 +42,6 @@ fn names(v: &serde_json::Value, key: &str) -> Vec<String> {
     v[key].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect()
 }
 
-const POLICIES: [CastPolicy; 4] =
-    [CastPolicy::LowerPrecisionFp, CastPolicy::Fp32, CastPolicy::Fp32SetOptDtype, CastPolicy::Promote];
-
 /// The JSON lists a Pyrite policy stands for.
 fn keys(p: CastPolicy) -> &'static [&'static str] {
     match p {
@@ -111,7 +108,7 @@ fn pyrites_cuda_lists_are_pytorchs() {
     let lists = pytorch_lists();
     assert_eq!(lists["torch"].as_str().unwrap().split('+').next(), Some("2.15.0"));
     let mut pytorch_all = Vec::new();
-    for p in POLICIES {
+    for p in CastPolicy::ALL {
         let theirs: Vec<String> = keys(p).iter().flat_map(|k| names(&lists, k)).collect();
         pytorch_all.extend(theirs.iter().cloned());
         for op in listed_ops(CUDA, p) {
@@ -269,7 +266,7 @@ fn every_op_on_the_cuda_lists_runs_in_its_policys_dtype() -> Result<()> {
     let (f32s, f16s) = (maker(DType::F32, 1), maker(DType::F16, 2));
     let _ac = cuda_region()?;
     assert_eq!(get_autocast_dtype(CUDA), DType::F16, "CUDA's default lower precision");
-    for p in POLICIES {
+    for p in CastPolicy::ALL {
         for &op in listed_ops(CUDA, p) {
             let check = |a: &dyn Fn(&[usize]) -> Result<Tensor>,
                          b: &dyn Fn(&[usize]) -> Result<Tensor>,
