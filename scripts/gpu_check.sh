@@ -23,7 +23,7 @@ cargo build --release -p pyrite --features cuda --example gpu_bench || exit 1
 echo "== tests on the GPU"
 status=0
 cargo test --release -p pyrite-cuda-runtime -p pyrite-cuda --test kernels_compile --test tensors --test no_driver 2>&1 | tail -n 40 || status=1
-cargo test --release -p pyrite --test cuda_training --test cuda_autocast 2>&1 | tail -n 20 || status=1
+cargo test --release -p pyrite --test cuda_training --test cuda_autocast --test cuda_trainer 2>&1 | tail -n 20 || status=1
 
 if [ "${1:-}" != "--no-bench" ]; then
   echo "== benchmark (cuda:0)"

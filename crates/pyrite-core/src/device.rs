@@ -78,6 +78,14 @@ pub fn cuda_is_available() -> bool {
     false
 }
 
+/// `torch.cuda.device_count()`: 0 without the `cuda` feature, a driver or a GPU.
+pub fn cuda_device_count() -> usize {
+    #[cfg(feature = "cuda")]
+    return pyrite_cuda_runtime::driver::device_count();
+    #[cfg(not(feature = "cuda"))]
+    0
+}
+
 impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -126,7 +126,7 @@ pub mod backends {
     }
 }
 
-pub use device::{cuda_is_available, Device};
+pub use device::{cuda_device_count, cuda_is_available, Device};
 pub use dtype::{get_default_dtype, promote_types, set_default_dtype, DType, Element, FloatElement, Scalar};
 pub use error::{Error, ErrorKind, ModuleFrame, Result};
 pub use ops::binary::{result_type, BinaryOp, RoundingMode};

@@ -24,10 +24,7 @@ pub fn is_available() -> bool {
 
 /// `torch.cuda.device_count()`: 0 without a driver or without the `cuda` feature.
 pub fn device_count() -> usize {
-    #[cfg(feature = "cuda")]
-    return rt::driver::device_count();
-    #[cfg(not(feature = "cuda"))]
-    0
+    pyrite_core::cuda_device_count()
 }
 
 /// Why CUDA is not available, or `None` when it is.

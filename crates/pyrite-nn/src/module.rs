@@ -787,7 +787,8 @@ pub trait Module: ModuleFields {
         })
     }
 
-    /// `to(device)`: CUDA gives the core's clear error until a CUDA backend exists.
+    /// `to(device)`: moves every parameter and buffer. Parameters are replaced by new tensors
+    /// (the old ones are left as they were): build optimizers after moving, as PyTorch advises.
     fn to_device(&mut self, device: Device) -> Result<()>
     where
         Self: Sized,
@@ -1083,8 +1084,6 @@ fn named_tensors(root: &dyn Module, params: bool, options: &NamedOptions) -> Vec
     out
 }
 
-/// Replaces every parameter and buffer `t` by `f(t)` when it returns `Some` (parameters stay
-/// leaves with their `requires_grad`).
 /// `module.to(dtype)` on a module behind `dyn`: converts every floating-point parameter and
 /// buffer of the subtree (as [`Module::to_dtype`]). Parameters are replaced by new tensors:
 /// build optimizers after converting.
@@ -1092,6 +1091,15 @@ pub fn convert_floating(m: &mut dyn Module, dtype: DType) -> Result<()> {
     convert(m, &mut |t| if t.dtype().is_floating_point() { t.to_dtype(dtype).map(Some) } else { Ok(None) })
 }
 
+/// `module.to(device)` on a `&mut dyn Module` (the trait's `to_device` needs a sized module):
+/// every parameter and buffer moves to `device`. Parameters are replaced by new tensors, as
+/// in [`Module::to_device`].
+pub fn move_to_device(m: &mut dyn Module, device: Device) -> Result<()> {
+    convert(m, &mut |t| if t.device() == device { Ok(None) } else { t.to_device(device).map(Some) })
+}
+
+/// Replaces every parameter and buffer `t` by `f(t)` when it returns `Some` (parameters stay
+/// leaves with their `requires_grad`).
 pub(crate) fn convert(
     m: &mut dyn Module,
     f: &mut dyn FnMut(&Tensor) -> Result<Option<Tensor>>,

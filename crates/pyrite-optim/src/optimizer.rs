@@ -520,13 +520,19 @@ impl OptimizerBase {
 
 /// A copy of a saved state value for `param`: tensors are copied into new storage and, except
 /// `step`, cast to the parameter's dtype (PyTorch's `_process_value_according_to_param_policy`).
+/// A loaded state entry as PyTorch's `_process_value_according_to_param_policy` makes it: a
+/// copy on the parameter's device, floating-point values in its dtype; `step` stays as saved.
 fn cast_state(key: &str, v: &StateValue, param: &Tensor) -> Result<StateValue> {
     let copy = |t: &Tensor| -> Result<Tensor> {
         let t = t.detach();
-        if key != "step" && t.dtype().is_floating_point() && t.dtype() != param.dtype() {
+        if key == "step" {
+            return t.deep_clone();
+        }
+        let t = if t.device() != param.device() { t.to_device(param.device())? } else { t.deep_clone()? };
+        if t.dtype().is_floating_point() && t.dtype() != param.dtype() {
             t.to_dtype(param.dtype())
         } else {
-            t.deep_clone()
+            Ok(t)
         }
     };
     Ok(match v {

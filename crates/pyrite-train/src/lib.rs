@@ -12,6 +12,7 @@
 //! tutorials (`epoch`, `model_state_dict`, `optimizer_state_dict`, ...), written atomically by
 //! [`pyrite_serialization::save`].
 
+pub mod accelerator;
 pub mod callback;
 pub mod callbacks;
 pub mod checkpoint;
@@ -28,6 +29,7 @@ pub mod strategy;
 pub mod trainer;
 pub mod tuner;
 
+pub use accelerator::Accelerator;
 pub use callback::Callback;
 pub use checkpoint::{CheckpointManager, CheckpointOptions, SavedCheckpoint};
 pub use early_stopping::{EarlyStopping, EarlyStoppingOptions};

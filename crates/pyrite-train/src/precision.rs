@@ -6,9 +6,12 @@
 //!   `predict_step` runs under [`pyrite_core::autocast`] with bf16 (Lightning's
 //!   `MixedPrecision`). Weights, gradients and the optimizer stay f32; products run in bf16
 //!   on the AVX512-BF16 kernel where the CPU has it.
-//! - `"16-mixed"` (`"16"`): fp16 autocast needs a GPU, so on the CPU Lightning warns and
-//!   trains in `"bf16-mixed"`; so does Pyrite (the `GradScaler` that fp16 would need stays in
-//!   [`pyrite_amp`]'s hands for a CUDA backend).
+//! - `"16-mixed"` (`"16"`): on a GPU ([`crate::accelerator`]), steps run under CUDA autocast
+//!   with f16 and the loss is scaled by a [`pyrite_amp::GradScaler`] (unscaled before the
+//!   `on_before_optimizer_step` hooks and gradient clipping; a step whose gradients overflow
+//!   is skipped), whose state checkpoints keep under `MixedPrecision`, as Lightning's
+//!   `MixedPrecision` plugin. fp16 autocast needs a GPU, so on the CPU Lightning warns and
+//!   trains in `"bf16-mixed"`; so does Pyrite.
 //! - `"bf16-true"` / `"16-true"`: the module's floating-point parameters and buffers are
 //!   converted to the type before the optimizers are built (Lightning's `HalfPrecision`), and
 //!   the floating-point tensors of every batch are converted on their way into a step. The
@@ -25,7 +28,7 @@
 //! # Ok::<(), pyrite_core::Error>(())
 //! ```
 
-use pyrite_core::{autocast, bail, DType, Error, Result};
+use pyrite_core::{autocast, bail, DType, Device, Error, Result};
 use pyrite_data::Sample;
 
 /// `Trainer(precision=...)`.
@@ -90,10 +93,12 @@ impl Precision {
         }
     }
 
-    /// The context a step runs in: an autocast region for a mixed precision.
-    pub(crate) fn forward_context(self) -> Result<Option<autocast::AutocastGuard>> {
+    /// The context a step runs in: an autocast region for a mixed precision, of the device's
+    /// type.
+    pub(crate) fn forward_context(self, device: Device) -> Result<Option<autocast::AutocastGuard>> {
         match self.autocast_dtype() {
             Some(dtype) => Ok(Some(autocast::autocast(autocast::AutocastOptions {
+                device_type: device,
                 dtype: Some(dtype),
                 ..Default::default()
             })?)),

@@ -14,6 +14,7 @@
 //! epoch's end). `fit` with a `ckpt_path` restores all of it and goes on from that point, so
 //! the resumed run equals the uninterrupted one bit for bit on CPU.
 
+use crate::accelerator::Accelerator;
 use crate::callback::Callback;
 use crate::callbacks::{ModelCheckpoint, ModelCheckpointOptions, ProgressBar, Timer, TimerOptions};
 use crate::loggers::{Logger, TensorBoardLogger, TensorBoardLoggerOptions};
@@ -21,7 +22,8 @@ use crate::module::{Flow, Interval, LightningModule, OptimizerConfig, Scheduler,
 use crate::oom::{Backward, MicroBatching, OomRecovery};
 use crate::precision::Precision;
 use crate::results::{check_loss, dict_of, infer_batch_size, Context, HookLevel, Metrics, Results, Stage};
-use pyrite_core::{autograd, bail, err, Error, Result, Tensor};
+use pyrite_amp::GradScaler;
+use pyrite_core::{autograd, bail, err, Device, Error, Result, Tensor};
 use pyrite_data::{DataLoader, DataLoaderOptions, DataLoaderState, Sample};
 use pyrite_nn::StateDict;
 use pyrite_optim::{Optimizer, OptimizerStateDict};
@@ -166,6 +168,9 @@ pub struct TrainerOptions {
     /// Lightning's `precision` (default `"32-true"`): `"bf16-mixed"` runs every step under
     /// bf16 autocast; see [`Precision`].
     pub precision: Precision,
+    /// Lightning's `accelerator` (default `"auto"`: a CUDA GPU when one is available, else the
+    /// CPU); see [`Accelerator`].
+    pub accelerator: Accelerator,
     /// How fit spreads over processes (Lightning's `strategy`: `Auto`, or `Strategy::ddp(n)`).
     pub strategy: crate::strategy::Strategy,
     pub callbacks: Vec<Box<dyn Callback>>,
@@ -203,6 +208,7 @@ impl Default for TrainerOptions {
             plot_curves: true,
             oom_recovery: None,
             precision: Precision::F32True,
+            accelerator: Accelerator::Auto,
             strategy: Default::default(),
             callbacks: vec![],
             logger: None,
@@ -324,6 +330,10 @@ pub struct Trainer {
     micro: Option<MicroBatching>,
     /// The `ddp` strategy's state, during and after `fit`.
     dist: Option<crate::strategy::Distributed>,
+    /// Where the module and the batches live (from `accelerator`).
+    device: Device,
+    /// `"16-mixed"` on a GPU: the loss scaler (Lightning's `MixedPrecision.scaler`).
+    scaler: Option<GradScaler>,
 }
 
 type Hook<'a> = dyn FnMut(&mut dyn Callback, &mut Trainer, &mut dyn LightningModule) -> Result<()> + 'a;
@@ -339,7 +349,23 @@ enum Which {
 impl Trainer {
     /// A Trainer; checks the options.
     pub fn new(mut options: TrainerOptions) -> Result<Trainer> {
-        options.precision = options.precision.on_cpu();
+        let device = match (&options.strategy, options.accelerator) {
+            // The ddp strategy reduces gradients over MPI, from host memory.
+            (crate::strategy::Strategy::Ddp(_), Accelerator::Auto) => Device::Cpu,
+            (crate::strategy::Strategy::Ddp(_), Accelerator::Cuda) => bail!(
+                Value,
+                "strategy ddp with accelerator cuda needs the NCCL backend, which Pyrite does not have yet: use accelerator cpu (its gradients are reduced over MPI)"
+            ),
+            (_, a) => a.device()?,
+        };
+        let scaler = if device.is_cuda() && options.precision == Precision::F16Mixed {
+            Some(GradScaler::new(Default::default())?)
+        } else {
+            None
+        };
+        if !device.is_cuda() {
+            options.precision = options.precision.on_cpu();
+        }
         for (name, l) in [
             ("limit_train_batches", options.limit_train_batches),
             ("limit_val_batches", options.limit_val_batches),
@@ -432,6 +458,8 @@ impl Trainer {
             skip_backward: false,
             micro: None,
             dist: None,
+            device,
+            scaler,
         };
         trainer.set_callbacks(callbacks);
         Ok(trainer)
@@ -480,6 +508,18 @@ impl Trainer {
     /// holds itself).
     pub fn settings(&self) -> &TrainerOptions {
         &self.settings
+    }
+
+    /// Where the module and the batches live during a run (Lightning's
+    /// `trainer.strategy.root_device`): the CPU, or the GPU the accelerator chose.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// The loss scaler of `"16-mixed"` on a GPU (Lightning's `trainer.precision_plugin.scaler`);
+    /// `None` otherwise.
+    pub fn scaler(&self) -> Option<&GradScaler> {
+        self.scaler.as_ref()
     }
 
     /// The epoch, counted from 0 (after `fit`: the number of epochs run).
@@ -733,15 +773,22 @@ impl Trainer {
         f: impl FnOnce(&mut dyn LightningModule, &Sample, &mut Context) -> Result<T>,
     ) -> Result<T> {
         let precision = self.settings.precision;
+        let moved = match self.device {
+            Device::Cpu => None,
+            d => Some(batch.map_tensors(&mut |t| t.to_device(d))?),
+        };
+        let batch = moved.as_ref().unwrap_or(batch);
         let converted = precision.convert_input(batch)?;
         let batch = converted.as_ref().unwrap_or(batch);
-        let _amp = precision.forward_context()?;
+        let _amp = precision.forward_context(self.device)?;
         self.with_ctx(module, HookLevel::Step, |m, ctx| f(m, batch, ctx))
     }
 
-    /// A `*-true` precision other than f32 converts the module's floating-point parameters
-    /// and buffers (once: a module already in the dtype is left as it is).
+    /// Moves the module's parameters and buffers to the accelerator's device, and converts
+    /// its floating-point ones for a `*-true` precision other than f32 (each once: a module
+    /// already there is left as it is).
     fn convert_module(&mut self, module: &mut dyn LightningModule) -> Result<()> {
+        self.move_module(module, self.device)?;
         let Some(dtype) = self.settings.precision.module_dtype() else { return Ok(()) };
         let params = module.module().parameters();
         if params.iter().all(|p| !p.dtype().is_floating_point() || p.dtype() == dtype) {
@@ -758,6 +805,35 @@ impl Trainer {
         pyrite_nn::module::convert_floating(m, dtype)
     }
 
+    /// Moves the module's parameters and buffers to `device` unless they are all there
+    /// (Lightning's `model_to_device`, and `teardown`'s move back to the CPU).
+    fn move_module(&mut self, module: &mut dyn LightningModule, device: Device) -> Result<()> {
+        let m = module.module();
+        if m.parameters().iter().chain(&m.buffers()).all(|t| t.device() == device) {
+            return Ok(());
+        }
+        let Some(m) = module.module_mut() else {
+            bail!(
+                Value,
+                "accelerator {} moves the module's parameters to {device}: implement LightningModule::module_mut to hand the Trainer the module, or move it there before calling the Trainer",
+                self.settings.accelerator
+            );
+        };
+        pyrite_nn::module::move_to_device(m, device)
+    }
+
+    /// The end of `fit`, `validate`, `test` and `predict` on a GPU: the module goes back to
+    /// the CPU (Lightning's `Strategy.teardown`), and an error of the run comes first.
+    fn teardown_module<T>(&mut self, module: &mut dyn LightningModule, result: Result<T>) -> Result<T> {
+        if !self.device.is_cuda() {
+            return result;
+        }
+        let moved = self.move_module(module, Device::Cpu);
+        let out = result?;
+        moved?;
+        Ok(out)
+    }
+
     // ----- fit -----
 
     /// Trains `module` on `train_dataloaders` (and validates on `val_dataloaders`), as
@@ -770,6 +846,7 @@ impl Trainer {
         options: FitOptions<'_>,
     ) -> Result<()> {
         let result = self.fit_inner(module, train_dataloaders, &options);
+        let result = self.teardown_module(module, result);
         if let Err(e) = &result {
             let e2 = Error::new(e.kind(), e.to_string());
             let _ = self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_exception(t, m, &e2));
@@ -1174,11 +1251,24 @@ impl Trainer {
                 self.backward(module, &scaled, None)?;
             }
             if should_step {
+                // With a loss scaler the hooks and the clipping see the true gradients, and
+                // the step is skipped when one is inf or NaN (Lightning's
+                // `MixedPrecision.optimizer_step`); the global step counts it either way.
+                if let Some(s) = self.scaler.as_mut() {
+                    s.unscale_(self.optim.as_ref().expect("configured").optimizer.as_ref())?;
+                }
                 self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_before_optimizer_step(t, m))?;
                 module
                     .on_before_optimizer_step(self.optim.as_ref().expect("configured").optimizer.as_ref())?;
                 self.clip_gradients(module)?;
-                self.optim.as_mut().expect("configured").optimizer.step()?;
+                let optimizer = &mut self.optim.as_mut().expect("configured").optimizer;
+                match self.scaler.as_mut() {
+                    Some(s) => {
+                        s.step(optimizer.as_mut())?;
+                        s.update()?;
+                    }
+                    None => optimizer.step()?,
+                }
                 self.ctx.global_step += 1;
             }
         }
@@ -1226,6 +1316,13 @@ impl Trainer {
         loss: &Tensor,
         bw: Option<&Backward<'_>>,
     ) -> Result<()> {
+        // "16-mixed" on a GPU: hooks and backward see the scaled loss (Lightning's
+        // `MixedPrecision.pre_backward`).
+        let scaled = match self.scaler.as_mut() {
+            Some(s) => Some(s.scale(loss)?),
+            None => None,
+        };
+        let loss = scaled.as_ref().unwrap_or(loss);
         self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_before_backward(t, m, loss))?;
         module.on_before_backward(loss)?;
         match bw {
@@ -1517,7 +1614,8 @@ impl Trainer {
         dataloaders: &DataLoader,
         options: EvalOptions,
     ) -> Result<BTreeMap<String, f64>> {
-        self.evaluate(module, dataloaders, options, Stage::Validate)
+        let r = self.evaluate(module, dataloaders, options, Stage::Validate);
+        self.teardown_module(module, r)
     }
 
     /// Runs one test epoch (`trainer.test`); returns the epoch metrics.
@@ -1527,7 +1625,8 @@ impl Trainer {
         dataloaders: &DataLoader,
         options: EvalOptions,
     ) -> Result<BTreeMap<String, f64>> {
-        self.evaluate(module, dataloaders, options, Stage::Test)
+        let r = self.evaluate(module, dataloaders, options, Stage::Test);
+        self.teardown_module(module, r)
     }
 
     fn evaluate(
@@ -1581,6 +1680,16 @@ impl Trainer {
         dataloaders: &DataLoader,
         options: EvalOptions,
     ) -> Result<Vec<Tensor>> {
+        let r = self.predict_inner(module, dataloaders, options);
+        self.teardown_module(module, r)
+    }
+
+    fn predict_inner(
+        &mut self,
+        module: &mut dyn LightningModule,
+        dataloaders: &DataLoader,
+        options: EvalOptions,
+    ) -> Result<Vec<Tensor>> {
         if let Some(p) = &options.ckpt_path {
             match self.resolve_ckpt_path(p)? {
                 Some(path) => {
@@ -1600,7 +1709,10 @@ impl Trainer {
         {
             let _g = autograd::no_grad();
             for (i, batch) in dataloaders.iter()?.take(n).enumerate() {
-                out.push(self.run_step(module, &batch?, |m, b, _| m.predict_step(b, i))?);
+                let y = self.run_step(module, &batch?, |m, b, _| m.predict_step(b, i))?;
+                // Predictions come back to the CPU, so that a long run does not fill the GPU
+                // (as Lightning's prediction loop).
+                out.push(y.to_device(Device::Cpu)?);
             }
         }
         self.call_callbacks(module, Which::All, &mut |c, t, m| c.on_predict_end(t, m))?;
@@ -1692,6 +1804,12 @@ impl Trainer {
             ("dataloader", self.train_loader_state.as_ref().map_or(Object::None, |s| s.to_object())),
             ("history", history),
         ]);
+        if let Some(sd) = self.scaler.as_ref().and_then(GradScaler::state_dict)
+            && let Object::Dict(d) = &mut ck
+        {
+            // Lightning keeps the precision plugin's state under its class name.
+            d.insert("MixedPrecision", sd.to_object());
+        }
         for c in self.callbacks.iter_mut().flatten() {
             c.on_save_checkpoint(&mut ck)?;
         }
@@ -1764,8 +1882,14 @@ impl Trainer {
         module: &mut dyn LightningModule,
         fit: bool,
     ) -> Result<(ResumePoint, Tensor, Option<DataLoaderState>)> {
-        let ck = pyrite_serialization::load(path)
-            .map_err(|e| err!(Io, "loading checkpoint {}: {e}", path.display()))?;
+        // Every storage is read onto the CPU and copied into the module and the optimizer
+        // where they are (Lightning's `map_location=lambda storage, loc: storage`): a
+        // checkpoint written on a GPU resumes on the CPU, and the other way round.
+        let ck = pyrite_serialization::load_with(
+            path,
+            pyrite_serialization::LoadOptions { map_location: Some(Device::Cpu), ..Default::default() },
+        )
+        .map_err(|e| err!(Io, "loading checkpoint {}: {e}", path.display()))?;
         let bad = |what: &str| {
             err!(Value, "checkpoint {} has no valid `{what}`: is it a Trainer checkpoint?", path.display())
         };
@@ -1799,6 +1923,10 @@ impl Trainer {
             cfg.lr_scheduler.as_mut(),
         ) {
             sc.scheduler.load_state_object(s)?;
+        }
+        if let (Some(s), Some(o)) = (self.scaler.as_mut(), ck.get("MixedPrecision")) {
+            let sd = pyrite_amp::GradScalerStateDict::from_object(o)?;
+            s.load_state_dict(sd.as_ref())?;
         }
         let loops = ck.get("loops").ok_or_else(|| bad("loops"))?;
         let int = |k: &str| loops.get(k).and_then(Object::as_int).ok_or_else(|| bad(&format!("loops.{k}")));

@@ -271,3 +271,36 @@ fn digits_accuracy_in_bf16_mixed_is_within_half_a_point_of_f32() -> Result<()> {
     assert!((acc[0] - acc[1]).abs() <= 0.5, "f32 {:.2}% vs bf16-mixed {:.2}%", acc[0], acc[1]);
     Ok(())
 }
+
+/// `accelerator`: "auto" takes a GPU when there is one and the CPU otherwise; "cuda" without
+/// one is Lightning's error, naming what is available; an unknown name lists the known ones.
+#[test]
+fn the_accelerator_is_the_cpu_without_a_gpu_and_cuda_says_why_not() -> Result<()> {
+    use pyrite::train::Accelerator;
+    let _serial = serial();
+    let auto = trainer("32", 1, "auto")?;
+    let cuda = Trainer::new(TrainerOptions { accelerator: Accelerator::Cuda, ..Default::default() });
+    if pyrite::cuda_is_available() {
+        assert_eq!(auto.device(), Device::Cuda(0));
+        assert_eq!(cuda?.device(), Device::Cuda(0));
+    } else {
+        assert_eq!(auto.device(), Device::Cpu);
+        let e = cuda.err().expect("no GPU: an error");
+        assert!(
+            e.to_string().starts_with(
+                "CUDAAccelerator can not run on your system since the accelerator is not available ("
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().ends_with("The following accelerator(s) is available and can be passed into `accelerator` argument of `Trainer`: ['cpu']."), "{e}");
+    }
+    let cpu = Trainer::new(TrainerOptions { accelerator: "cpu".parse()?, ..Default::default() })?;
+    assert_eq!(cpu.device(), Device::Cpu);
+    assert!(cpu.scaler().is_none());
+    let e = "mps".parse::<Accelerator>().unwrap_err();
+    assert!(
+        e.to_string().starts_with("You selected an invalid accelerator name: `accelerator=\"mps\"`."),
+        "{e}"
+    );
+    Ok(())
+}
