@@ -109,6 +109,10 @@ impl LightningModule for LitDigits {
         &self.net
     }
 
+    fn module_mut(&mut self) -> Option<&mut dyn Module> {
+        Some(&mut self.net)
+    }
+
     fn training_step(&mut self, batch: &Sample, _batch_idx: usize, ctx: &mut Context) -> Result<StepOutput> {
         let (x, y) = xy(batch)?;
         let loss = F::cross_entropy(&self.net.call(x)?, y, &Default::default())?;

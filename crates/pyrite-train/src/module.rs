@@ -243,6 +243,7 @@ pub enum Flow {
 ///
 /// impl LightningModule for Regression {
 ///     fn module(&self) -> &dyn Module { &self.net }
+///     fn module_mut(&mut self) -> Option<&mut dyn Module> { Some(&mut self.net) }
 ///     fn training_step(&mut self, batch: &Sample, _i: usize, ctx: &mut Context) -> pyrite::Result<StepOutput> {
 ///         let (x, y) = (batch.item(0)?.as_tensor()?, batch.item(1)?.as_tensor()?);
 ///         let loss = F::mse_loss(&self.net.call(x)?, y, Default::default())?;
@@ -263,9 +264,11 @@ pub trait LightningModule {
     /// (`self` when the struct is itself a module).
     fn module(&self) -> &dyn Module;
 
-    /// The same module, mutable: the Trainer converts its parameters for a `*-true`
-    /// precision (`"bf16-true"`, `"16-true"`, `"64-true"`), as Lightning's `module.to(dtype)`.
-    /// Default: `None` (those precisions then fail with a message saying so).
+    /// The same module, mutable: the Trainer moves its parameters to a GPU (the
+    /// `accelerator`, as Lightning's `module.to(device)`) and converts them for a `*-true`
+    /// precision (`"bf16-true"`, `"16-true"`, `"64-true"`, as `module.to(dtype)`). Default:
+    /// `None` (a GPU or those precisions then fail with a message saying so, unless the module
+    /// is already there).
     fn module_mut(&mut self) -> Option<&mut dyn Module> {
         None
     }
