@@ -183,6 +183,8 @@ fn fit_trainer(train_set: &Arc<dyn Dataset>, val_set: &Arc<dyn Dataset>, dir: &P
     })?;
     let csv = CSVLogger::new(dir, CSVLoggerOptions::default())?;
     let mut trainer = Trainer::new(TrainerOptions {
+        // the CPU workload, as its Lightning side (`accelerator="cpu"`)
+        accelerator: pyrite::train::Accelerator::Cpu,
         max_epochs: Some(EPOCHS),
         default_root_dir: dir.to_path_buf(),
         enable_progress_bar: false,
