@@ -63,6 +63,34 @@ pub enum EventKind {
     Op,
     /// A [`record_function`] range: PyTorch's `user_annotation`.
     UserAnnotation,
+    /// A CUDA launch call on the CPU (`cuLaunchKernel`, `cuMemcpyHtoDAsync`): PyTorch's
+    /// `cuda_runtime`. Made by the profiler from [`GpuEvent`]s, as are the three below.
+    CudaRuntime,
+    /// A kernel on a GPU (`kernel`).
+    Kernel,
+    /// A copy on a GPU (`gpu_memcpy`).
+    GpuMemcpy,
+    /// A fill on a GPU (`gpu_memset`).
+    GpuMemset,
+}
+
+impl EventKind {
+    /// The Chrome trace's `cat`.
+    pub fn category(self) -> &'static str {
+        match self {
+            EventKind::Op => "cpu_op",
+            EventKind::UserAnnotation => "user_annotation",
+            EventKind::CudaRuntime => "cuda_runtime",
+            EventKind::Kernel => "kernel",
+            EventKind::GpuMemcpy => "gpu_memcpy",
+            EventKind::GpuMemset => "gpu_memset",
+        }
+    }
+
+    /// Whether the event ran on a GPU (its times are device times).
+    pub fn on_device(self) -> bool {
+        matches!(self, EventKind::Kernel | EventKind::GpuMemcpy | EventKind::GpuMemset)
+    }
 }
 
 /// The role of an event in a forward-to-backward link.
@@ -124,6 +152,83 @@ pub struct RecordOptions {
     pub record_shapes: bool,
     /// Attribute tensor allocations and frees to the innermost open range.
     pub profile_memory: bool,
+    /// Record the GPUs' work too (`ProfilerActivity::CUDA`): read it with
+    /// [`take_gpu_events`] after [`stop`].
+    pub cuda: bool,
+}
+
+/// What ran on a GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GpuEventKind {
+    /// A kernel (cuBLAS calls included).
+    Kernel,
+    /// A copy to, from or within a device.
+    Memcpy,
+    /// A fill.
+    Memset,
+}
+
+/// One piece of work a GPU ran while recording, on the profiler clock (nanoseconds since
+/// [`time_base`]), with the launch call that queued it.
+#[derive(Clone, Debug)]
+pub struct GpuEvent {
+    pub kind: GpuEventKind,
+    /// The kernel's name, `cublasGemmStridedBatchedEx`, or `Memcpy HtoD (Pageable -> Device)`.
+    pub name: String,
+    pub device: usize,
+    pub stream: u64,
+    /// Ties the launch call to the work (PyTorch's `correlation`).
+    pub correlation: u64,
+    /// The OS thread of the launch call.
+    pub tid: u64,
+    /// The launch call (`cuLaunchKernel`, `cuMemcpyHtoDAsync`) and its CPU time.
+    pub api: &'static str,
+    pub api_start_ns: u64,
+    pub api_dur_ns: u64,
+    /// The device's time.
+    pub start_ns: u64,
+    pub dur_ns: u64,
+    /// A kernel's blocks and threads per block (0 when unknown, as for cuBLAS).
+    pub grid: u32,
+    pub block: u32,
+    /// Bytes a copy or fill moved.
+    pub bytes: u64,
+}
+
+/// The GPU work recorded by the last [`start`] with `cuda` (waits for it to finish); empty
+/// without a CUDA backend.
+pub fn take_gpu_events() -> Result<Vec<GpuEvent>> {
+    #[cfg(feature = "cuda")]
+    {
+        use pyrite_cuda_runtime::activity::{self, ActivityKind};
+        let ns = |i: Instant| i.saturating_duration_since(base()).as_nanos() as u64;
+        let acts = activity::stop().map_err(|e| crate::Error::new(crate::ErrorKind::Device, e.message))?;
+        Ok(acts
+            .into_iter()
+            .map(|a| GpuEvent {
+                kind: match a.kind {
+                    ActivityKind::Kernel => GpuEventKind::Kernel,
+                    ActivityKind::Memcpy => GpuEventKind::Memcpy,
+                    ActivityKind::Memset => GpuEventKind::Memset,
+                },
+                name: a.name,
+                device: a.device,
+                stream: a.stream,
+                correlation: a.correlation,
+                tid: a.tid,
+                api: a.api,
+                api_start_ns: ns(a.api_start),
+                api_dur_ns: a.api_end.saturating_duration_since(a.api_start).as_nanos() as u64,
+                start_ns: ns(a.start),
+                dur_ns: a.end.saturating_duration_since(a.start).as_nanos() as u64,
+                grid: a.grid,
+                block: a.block,
+                bytes: a.bytes,
+            })
+            .collect())
+    }
+    #[cfg(not(feature = "cuda"))]
+    Ok(Vec::new())
 }
 
 struct ThreadBuffer {
@@ -204,6 +309,10 @@ pub fn start(options: RecordOptions) -> Result<()> {
     }
     STATE.store(state, Ordering::SeqCst);
     crate::alloc::set_alloc_hook(crate::alloc::HOOK_PROFILER, options.profile_memory);
+    #[cfg(feature = "cuda")]
+    if options.cuda {
+        pyrite_cuda_runtime::activity::start();
+    }
     Ok(())
 }
 

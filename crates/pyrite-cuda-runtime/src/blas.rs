@@ -122,37 +122,47 @@ pub fn gemm(
         (&alpha32 as *const f32 as _, &beta32 as *const f32 as _)
     };
     let _ctx = context(device)?;
+    let launch = crate::activity::Launch {
+        kind: crate::activity::ActivityKind::Kernel,
+        name: "cublasGemmStridedBatchedEx",
+        api: "cublasGemmStridedBatchedEx",
+        grid: 0,
+        block: 0,
+        bytes: 0,
+    };
     // SAFETY: the pointers and strides describe live device matrices of `t` elements of the
     // stated shapes (checked above to be expressible to cuBLAS); alpha and beta are host
     // scalars of the compute type, read before the call returns.
-    unsafe {
-        cudarc::cublas::result::gemm_strided_batched_ex(
-            h,
-            op(tb),
-            op(ta),
-            n as i32,
-            m as i32,
-            k as i32,
-            pa,
-            b.ptr as *const _,
-            data,
-            ldb as i32,
-            b.strides[0],
-            a.ptr as *const _,
-            data,
-            lda as i32,
-            a.strides[0],
-            pb,
-            c.ptr as *mut _,
-            data,
-            c.strides[1] as i32,
-            c.strides[0],
-            batch as i32,
-            compute,
-            sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
-        )
-    }
-    .map_err(|e| blas_error("cublasGemmStridedBatchedEx", e))?;
+    crate::activity::record(launch, stream, || {
+        unsafe {
+            cudarc::cublas::result::gemm_strided_batched_ex(
+                h,
+                op(tb),
+                op(ta),
+                n as i32,
+                m as i32,
+                k as i32,
+                pa,
+                b.ptr as *const _,
+                data,
+                ldb as i32,
+                b.strides[0],
+                a.ptr as *const _,
+                data,
+                lda as i32,
+                a.strides[0],
+                pb,
+                c.ptr as *mut _,
+                data,
+                c.strides[1] as i32,
+                c.strides[0],
+                batch as i32,
+                compute,
+                sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(|e| blas_error("cublasGemmStridedBatchedEx", e))
+    })?;
     let _ = driver_error;
     Ok(true)
 }

@@ -9,12 +9,14 @@
 //! - [`memory`]: a caching allocator per device over `cuMemAlloc`, the [`memory::CudaBuffer`]
 //!   storages own, copies and pinned host memory.
 //! - [`stream`]: the current stream per device and thread, stream guards, events.
+//! - [`activity`]: each kernel's, copy's and cuBLAS call's device time, for the profiler.
 //! - [`kernels`]: the CUDA C sources of every kernel, generated per op and dtype, compiled with
 //!   NVRTC at first use and cached.
 //!
 //! This crate knows nothing of tensors: pyrite-core's `cuda` feature puts its storages here and
 //! launches its kernels with layouts it describes in plain numbers.
 
+pub mod activity;
 pub mod blas;
 pub mod caching_allocator;
 pub mod driver;

@@ -102,22 +102,32 @@ impl CudaBuffer {
         if src.is_empty() {
             return Ok(());
         }
-        if crate::emulated() {
-            // SAFETY: the range lies inside this buffer, which is host memory here.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    src.as_ptr(),
-                    (self.ptr() + offset as u64) as *mut u8,
-                    src.len(),
-                )
-            };
-            return Ok(());
-        }
-        let _ctx = context(self.device)?;
-        // SAFETY: the range lies inside this buffer; the driver copies pageable memory before
-        // returning.
-        unsafe { cu::memcpy_htod_async(self.ptr() + offset as u64, src, stream.cu_stream()) }
-            .map_err(|e| driver_error("cuMemcpyHtoDAsync", e))?;
+        let launch = crate::activity::Launch {
+            kind: crate::activity::ActivityKind::Memcpy,
+            name: "Memcpy HtoD (Pageable -> Device)",
+            api: "cuMemcpyHtoDAsync",
+            grid: 0,
+            block: 0,
+            bytes: src.len() as u64,
+        };
+        crate::activity::record(launch, stream, || {
+            if crate::emulated() {
+                // SAFETY: the range lies inside this buffer, which is host memory here.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        src.as_ptr(),
+                        (self.ptr() + offset as u64) as *mut u8,
+                        src.len(),
+                    )
+                };
+                return Ok(());
+            }
+            let _ctx = context(self.device)?;
+            // SAFETY: the range lies inside this buffer; the driver copies pageable memory before
+            // returning.
+            unsafe { cu::memcpy_htod_async(self.ptr() + offset as u64, src, stream.cu_stream()) }
+                .map_err(|e| driver_error("cuMemcpyHtoDAsync", e))
+        })?;
         stream.synchronize()
     }
 
@@ -128,21 +138,31 @@ impl CudaBuffer {
         if dst.is_empty() {
             return Ok(());
         }
-        if crate::emulated() {
-            // SAFETY: the range lies inside this buffer, which is host memory here.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    (self.ptr() + offset as u64) as *const u8,
-                    dst.as_mut_ptr(),
-                    dst.len(),
-                )
-            };
-            return Ok(());
-        }
-        let _ctx = context(self.device)?;
-        // SAFETY: the range lies inside this buffer; `dst` outlives the copy because we wait.
-        unsafe { cu::memcpy_dtoh_async(dst, self.ptr() + offset as u64, stream.cu_stream()) }
-            .map_err(|e| driver_error("cuMemcpyDtoHAsync", e))?;
+        let launch = crate::activity::Launch {
+            kind: crate::activity::ActivityKind::Memcpy,
+            name: "Memcpy DtoH (Device -> Pageable)",
+            api: "cuMemcpyDtoHAsync",
+            grid: 0,
+            block: 0,
+            bytes: dst.len() as u64,
+        };
+        crate::activity::record(launch, stream, || {
+            if crate::emulated() {
+                // SAFETY: the range lies inside this buffer, which is host memory here.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        (self.ptr() + offset as u64) as *const u8,
+                        dst.as_mut_ptr(),
+                        dst.len(),
+                    )
+                };
+                return Ok(());
+            }
+            let _ctx = context(self.device)?;
+            // SAFETY: the range lies inside this buffer; `dst` outlives the copy because we wait.
+            unsafe { cu::memcpy_dtoh_async(dst, self.ptr() + offset as u64, stream.cu_stream()) }
+                .map_err(|e| driver_error("cuMemcpyDtoHAsync", e))
+        })?;
         stream.synchronize()
     }
 
@@ -160,29 +180,39 @@ impl CudaBuffer {
         if bytes == 0 {
             return Ok(());
         }
-        if crate::emulated() {
-            // SAFETY: both ranges lie inside live host buffers.
+        let launch = crate::activity::Launch {
+            kind: crate::activity::ActivityKind::Memcpy,
+            name: "Memcpy DtoD (Device -> Device)",
+            api: "cuMemcpyDtoDAsync",
+            grid: 0,
+            block: 0,
+            bytes: bytes as u64,
+        };
+        crate::activity::record(launch, stream, || {
+            if crate::emulated() {
+                // SAFETY: both ranges lie inside live host buffers.
+                unsafe {
+                    std::ptr::copy(
+                        (src.ptr() + src_offset as u64) as *const u8,
+                        (self.ptr() + offset as u64) as *mut u8,
+                        bytes,
+                    )
+                };
+                return Ok(());
+            }
+            let _ctx = context(self.device)?;
+            // SAFETY: both ranges lie inside live buffers; the copy is stream-ordered with the
+            // kernels that use them. Across devices, unified addressing makes the copy a peer copy.
             unsafe {
-                std::ptr::copy(
-                    (src.ptr() + src_offset as u64) as *const u8,
-                    (self.ptr() + offset as u64) as *mut u8,
+                cu::memcpy_dtod_async(
+                    self.ptr() + offset as u64,
+                    src.ptr() + src_offset as u64,
                     bytes,
+                    stream.cu_stream(),
                 )
-            };
-            return Ok(());
-        }
-        let _ctx = context(self.device)?;
-        // SAFETY: both ranges lie inside live buffers; the copy is stream-ordered with the
-        // kernels that use them. Across devices, unified addressing makes the copy a peer copy.
-        unsafe {
-            cu::memcpy_dtod_async(
-                self.ptr() + offset as u64,
-                src.ptr() + src_offset as u64,
-                bytes,
-                stream.cu_stream(),
-            )
-        }
-        .map_err(|e| driver_error("cuMemcpyDtoDAsync", e))
+            }
+            .map_err(|e| driver_error("cuMemcpyDtoDAsync", e))
+        })
     }
 
     /// Queues a fill of every byte with `value` (zeros: `torch.zeros`).
@@ -190,15 +220,25 @@ impl CudaBuffer {
         if self.bytes == 0 {
             return Ok(());
         }
-        if crate::emulated() {
-            // SAFETY: the whole range belongs to this host buffer.
-            unsafe { std::ptr::write_bytes(self.ptr() as *mut u8, value, self.bytes) };
-            return Ok(());
-        }
-        let _ctx = context(self.device)?;
-        // SAFETY: the whole range belongs to this buffer.
-        unsafe { cu::memset_d8_async(self.ptr(), value, self.bytes, stream.cu_stream()) }
-            .map_err(|e| driver_error("cuMemsetD8Async", e))
+        let launch = crate::activity::Launch {
+            kind: crate::activity::ActivityKind::Memset,
+            name: "Memset (Device)",
+            api: "cuMemsetD8Async",
+            grid: 0,
+            block: 0,
+            bytes: self.bytes as u64,
+        };
+        crate::activity::record(launch, stream, || {
+            if crate::emulated() {
+                // SAFETY: the whole range belongs to this host buffer.
+                unsafe { std::ptr::write_bytes(self.ptr() as *mut u8, value, self.bytes) };
+                return Ok(());
+            }
+            let _ctx = context(self.device)?;
+            // SAFETY: the whole range belongs to this buffer.
+            unsafe { cu::memset_d8_async(self.ptr(), value, self.bytes, stream.cu_stream()) }
+                .map_err(|e| driver_error("cuMemsetD8Async", e))
+        })
     }
 
     fn check_range(&self, what: &str, offset: usize, len: usize) -> Result<()> {

@@ -1,7 +1,7 @@
 //! The recorded events of one trace, their averages per name (`key_averages`) and PyTorch's
 //! table of them.
 
-use pyrite_core::profiler_record::{Event, EventKind, Flow, ThreadInfo};
+use pyrite_core::profiler_record::{Event, EventKind, Flow, GpuEvent, GpuEventKind, ThreadInfo};
 use std::collections::HashMap;
 
 /// One recorded range (PyTorch's `FunctionEvent`). Times are in nanoseconds; `start_ns`
@@ -34,18 +34,44 @@ pub struct FunctionEvent {
     pub self_cpu_memory_usage: i64,
     /// A forward/backward link (the autograd node's sequence number).
     pub flow: Option<Flow>,
+    /// With `ProfilerActivity::CUDA`: the GPU time of the work this range launched, with and
+    /// without the ranges inside it (PyTorch's `device_time_total`, `self_device_time_total`);
+    /// for a kernel, copy or fill, its own duration.
+    pub device_time_total_ns: u64,
+    pub self_device_time_total_ns: u64,
+    /// For GPU work (`kind.on_device()`): the device and stream it ran on (`tid` is the
+    /// stream's id then).
+    pub device: Option<usize>,
+    /// For GPU work and its launch call: the id that ties them (`correlation`).
+    pub correlation: Option<u64>,
+    /// A kernel's grid and block size, a copy's bytes.
+    pub grid: u32,
+    pub block: u32,
+    pub bytes: u64,
 }
 
 impl FunctionEvent {
     /// End of the range, in the same clock as `start_ns`.
     pub fn end_ns(&self) -> u64 {
-        self.start_ns + self.cpu_time_total_ns
+        self.start_ns + self.duration_ns()
+    }
+
+    /// How long it ran: CPU time, or device time for GPU work.
+    pub fn duration_ns(&self) -> u64 {
+        if self.kind.on_device() {
+            self.device_time_total_ns
+        } else {
+            self.cpu_time_total_ns
+        }
     }
 }
 
 /// Turns raw events into [`FunctionEvent`]s sorted by thread, start time and depth, with self
-/// times, depths and total memory filled in.
-pub(crate) fn build(raw: Vec<Event>) -> Vec<FunctionEvent> {
+/// times, depths and total memory filled in; GPU work becomes a launch call inside the op that
+/// launched it (the innermost range open on the launching thread at the call) and a device
+/// event, whose time counts for that op and the ranges around it.
+pub(crate) fn build(raw: Vec<Event>, gpu: Vec<GpuEvent>) -> Vec<FunctionEvent> {
+    let device_events = device_events(&raw, gpu);
     let mut events: Vec<FunctionEvent> = raw
         .into_iter()
         .map(|e| FunctionEvent {
@@ -63,14 +89,23 @@ pub(crate) fn build(raw: Vec<Event>) -> Vec<FunctionEvent> {
             cpu_memory_usage: e.self_memory,
             self_cpu_memory_usage: e.self_memory,
             flow: e.flow,
+            device_time_total_ns: 0,
+            self_device_time_total_ns: 0,
+            device: None,
+            correlation: None,
+            grid: 0,
+            block: 0,
+            bytes: 0,
         })
+        .chain(device_events)
         .collect();
     // Parents start no later than their children and last at least as long.
     events.sort_by(|a, b| {
-        (a.tid, a.start_ns, std::cmp::Reverse(a.cpu_time_total_ns), a.id).cmp(&(
+        (a.device, a.tid, a.start_ns, std::cmp::Reverse(a.duration_ns()), a.id).cmp(&(
+            b.device,
             b.tid,
             b.start_ns,
-            std::cmp::Reverse(b.cpu_time_total_ns),
+            std::cmp::Reverse(b.duration_ns()),
             b.id,
         ))
     });
@@ -92,7 +127,99 @@ pub(crate) fn build(raw: Vec<Event>) -> Vec<FunctionEvent> {
             parent.cpu_memory_usage += m;
         }
     }
+    // Each piece of GPU work counts for the op that launched it (the launch call's parent)
+    // and every range around that op.
+    let launcher: HashMap<u64, Option<u64>> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::CudaRuntime)
+        .filter_map(|e| e.correlation.map(|c| (c, e.parent)))
+        .collect();
+    let work: Vec<(u64, u64)> = events
+        .iter()
+        .filter(|e| e.kind.on_device())
+        .filter_map(|e| e.correlation.map(|c| (c, e.device_time_total_ns)))
+        .collect();
+    for (c, dur) in work {
+        let mut at = launcher.get(&c).copied().flatten().and_then(|p| index.get(&p).copied());
+        if let Some(i) = at {
+            events[i].self_device_time_total_ns += dur;
+        }
+        while let Some(i) = at {
+            events[i].device_time_total_ns += dur;
+            at = events[i].parent.and_then(|p| index.get(&p).copied());
+        }
+    }
     events
+}
+
+/// Ids for the events made from GPU work, apart from the recorder's.
+const DEVICE_IDS: u64 = 1 << 62;
+
+/// The launch calls and the device events of `gpu`, the calls inside the op that made them.
+fn device_events(raw: &[Event], gpu: Vec<GpuEvent>) -> Vec<FunctionEvent> {
+    let mut out = Vec::with_capacity(2 * gpu.len());
+    let blank = |name: String, kind: EventKind, id: u64| FunctionEvent {
+        name,
+        kind,
+        id,
+        parent: None,
+        depth: 0,
+        tid: 0,
+        start_ns: 0,
+        cpu_time_total_ns: 0,
+        self_cpu_time_total_ns: 0,
+        input_shapes: Vec::new(),
+        input_types: Vec::new(),
+        cpu_memory_usage: 0,
+        self_cpu_memory_usage: 0,
+        flow: None,
+        device_time_total_ns: 0,
+        self_device_time_total_ns: 0,
+        device: None,
+        correlation: None,
+        grid: 0,
+        block: 0,
+        bytes: 0,
+    };
+    for (n, g) in gpu.into_iter().enumerate() {
+        // The innermost range open on the thread when the call was made.
+        let parent = raw
+            .iter()
+            .filter(|e| {
+                e.tid == g.tid && e.start_ns <= g.api_start_ns && g.api_start_ns < e.start_ns + e.dur_ns
+            })
+            .max_by_key(|e| (e.start_ns, std::cmp::Reverse(e.dur_ns)))
+            .map(|e| e.id);
+        let call = FunctionEvent {
+            parent,
+            tid: g.tid,
+            start_ns: g.api_start_ns,
+            cpu_time_total_ns: g.api_dur_ns,
+            self_cpu_time_total_ns: g.api_dur_ns,
+            correlation: Some(g.correlation),
+            ..blank(g.api.to_string(), EventKind::CudaRuntime, DEVICE_IDS + 2 * n as u64)
+        };
+        let kind = match g.kind {
+            GpuEventKind::Kernel => EventKind::Kernel,
+            GpuEventKind::Memcpy => EventKind::GpuMemcpy,
+            GpuEventKind::Memset => EventKind::GpuMemset,
+        };
+        let work = FunctionEvent {
+            tid: g.stream,
+            start_ns: g.start_ns,
+            device_time_total_ns: g.dur_ns,
+            self_device_time_total_ns: g.dur_ns,
+            device: Some(g.device),
+            correlation: Some(g.correlation),
+            grid: g.grid,
+            block: g.block,
+            bytes: g.bytes,
+            ..blank(g.name, kind, DEVICE_IDS + 2 * n as u64 + 1)
+        };
+        out.push(call);
+        out.push(work);
+    }
+    out
 }
 
 /// Names of threads by tid, as PyTorch's trace writes them (`thread 12 (python3)`).
@@ -117,10 +244,22 @@ pub struct FunctionEventAvg {
     pub self_cpu_time_total_ns: u64,
     pub cpu_memory_usage: i64,
     pub self_cpu_memory_usage: i64,
+    /// GPU time (see [`FunctionEvent::device_time_total_ns`]).
+    pub device_time_total_ns: u64,
+    pub self_device_time_total_ns: u64,
     pub kind: EventKind,
 }
 
 impl FunctionEventAvg {
+    /// `CUDA time avg`: `device_time_total / count`.
+    pub fn device_time_ns(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.device_time_total_ns as f64 / self.count as f64
+        }
+    }
+
     /// `CPU time avg`: `cpu_time_total / count`.
     pub fn cpu_time_ns(&self) -> f64 {
         if self.count == 0 {
@@ -144,7 +283,10 @@ pub struct EventList {
 #[derive(Clone, Debug)]
 pub struct TableOptions {
     /// `cpu_time_total`, `self_cpu_time_total`, `cpu_time` (the average), `count`,
-    /// `cpu_memory_usage`, `self_cpu_memory_usage`; `None` keeps the order of appearance.
+    /// `cpu_memory_usage`, `self_cpu_memory_usage`, and with GPU activity
+    /// `device_time_total`, `self_device_time_total`, `device_time` (or their older names
+    /// `cuda_time_total`, `self_cuda_time_total`, `cuda_time`); `None` keeps the order of
+    /// appearance.
     pub sort_by: Option<String>,
     /// At most this many rows.
     pub row_limit: usize,
@@ -187,6 +329,8 @@ pub(crate) fn key_averages(
                 self_cpu_time_total_ns: 0,
                 cpu_memory_usage: 0,
                 self_cpu_memory_usage: 0,
+                device_time_total_ns: 0,
+                self_device_time_total_ns: 0,
                 kind: e.kind,
             });
             out.len() - 1
@@ -197,6 +341,8 @@ pub(crate) fn key_averages(
         a.self_cpu_time_total_ns += e.self_cpu_time_total_ns;
         a.cpu_memory_usage += e.cpu_memory_usage;
         a.self_cpu_memory_usage += e.self_cpu_memory_usage;
+        a.device_time_total_ns += e.device_time_total_ns;
+        a.self_device_time_total_ns += e.self_device_time_total_ns;
     }
     EventList { events: out, profile_memory }
 }
@@ -248,6 +394,9 @@ impl EventList {
             "count" => |e| e.count as f64,
             "cpu_memory_usage" => |e| e.cpu_memory_usage as f64,
             "self_cpu_memory_usage" => |e| e.self_cpu_memory_usage as f64,
+            "device_time_total" | "cuda_time_total" => |e| e.device_time_total_ns as f64,
+            "self_device_time_total" | "self_cuda_time_total" => |e| e.self_device_time_total_ns as f64,
+            "device_time" | "cuda_time" => |e| e.device_time_ns(),
             _ => return None,
         };
         let mut v = self.events.clone();
@@ -276,7 +425,7 @@ impl EventList {
             Some(k) => self.sorted_by(k).ok_or_else(|| {
                 pyrite_core::err!(
                     Value,
-                    "table: unknown sort_by key '{k}' (expected cpu_time_total, self_cpu_time_total, cpu_time, count, cpu_memory_usage or self_cpu_memory_usage)"
+                    "table: unknown sort_by key '{k}' (expected cpu_time_total, self_cpu_time_total, cpu_time, count, cpu_memory_usage, self_cpu_memory_usage, device_time_total, self_device_time_total or device_time)"
                 )
             })?,
         };
@@ -285,7 +434,18 @@ impl EventList {
             .min(options.max_name_column_width);
         let shapes_w = (events.iter().map(|e| format!("{:?}", e.input_shapes).len()).max().unwrap_or(0) + 4)
             .min(options.max_shapes_column_width);
+        // As PyTorch: the CUDA columns when some GPU time was recorded, and the total of the
+        // GPU work's own times (not the ops', which would count each kernel twice).
+        let has_device = events.iter().any(|e| e.self_device_time_total_ns > 0);
+        let total_self_device: f64 = events
+            .iter()
+            .filter(|e| e.kind.on_device())
+            .map(|e| e.self_device_time_total_ns as f64 / 1e3)
+            .sum();
         let mut headers = vec!["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"];
+        if has_device {
+            headers.extend(["Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"]);
+        }
         if self.profile_memory {
             headers.extend(["CPU Mem", "Self CPU Mem"]);
         }
@@ -334,6 +494,13 @@ impl EventList {
                 format_time(total_us),
                 format_time(e.cpu_time_ns() / 1e3),
             ];
+            if has_device {
+                let self_us = e.self_device_time_total_ns as f64 / 1e3;
+                cells.push(format_time(self_us));
+                cells.push(format_share(self_us, total_self_device));
+                cells.push(format_time(e.device_time_total_ns as f64 / 1e3));
+                cells.push(format_time(e.device_time_ns() / 1e3));
+            }
             if self.profile_memory {
                 cells.push(format_memory(e.cpu_memory_usage));
                 cells.push(format_memory(e.self_cpu_memory_usage));
@@ -351,6 +518,9 @@ impl EventList {
         }
         push(&sep);
         out.push_str(&format!("Self CPU time total: {}\n", format_time(total_self)));
+        if has_device {
+            out.push_str(&format!("Self CUDA time total: {}\n", format_time(total_self_device)));
+        }
         Ok(out)
     }
 }

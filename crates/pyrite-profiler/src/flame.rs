@@ -32,7 +32,9 @@ fn colour(e: &FunctionEvent) -> String {
 }
 
 pub(crate) fn flame_svg(p: &Profile) -> String {
-    let events = &p.events;
+    // The threads' ranges (GPU work has no thread).
+    let events: Vec<&FunctionEvent> = p.events.iter().filter(|e| !e.kind.on_device()).collect();
+    let events = &events;
     let t0 = events.iter().map(|e| e.start_ns).min().unwrap_or(0);
     let t1 = events.iter().map(|e| e.end_ns()).max().unwrap_or(0);
     let span = (t1.saturating_sub(t0)).max(1) as f64;

@@ -59,7 +59,10 @@ use std::path::{Path, PathBuf};
 pub enum ProfilerActivity {
     /// Ops and ranges run on the CPU.
     CPU,
-    /// GPU kernels: not recorded by Pyrite's profiler ([`profile`] fails with it).
+    /// What the GPUs ran: each kernel (cuBLAS calls included), copy and fill with its device
+    /// time, the launch call that queued it (`cuLaunchKernel`) inside the op that made the
+    /// call, and the op's `Self CUDA` / `CUDA total` times. Without a GPU, a warning and CPU
+    /// activity only (as PyTorch's profiler).
     CUDA,
 }
 
@@ -69,7 +72,7 @@ pub type TraceHandler = Box<dyn FnMut(&Profile) -> Result<()>>;
 
 /// The options of [`profile`], with PyTorch's defaults.
 pub struct ProfileOptions {
-    /// What to record; PyTorch's default without a GPU: CPU.
+    /// What to record; PyTorch's default: CPU, and CUDA when a GPU is available.
     pub activities: Vec<ProfilerActivity>,
     /// Record each op's input shapes and dtypes (`Input Dims` in the trace, the shapes column
     /// of `key_averages(true)`).
@@ -85,7 +88,11 @@ pub struct ProfileOptions {
 impl Default for ProfileOptions {
     fn default() -> Self {
         ProfileOptions {
-            activities: vec![ProfilerActivity::CPU],
+            activities: if pyrite_core::cuda_is_available() {
+                vec![ProfilerActivity::CPU, ProfilerActivity::CUDA]
+            } else {
+                vec![ProfilerActivity::CPU]
+            },
             record_shapes: false,
             profile_memory: false,
             schedule: None,
@@ -121,6 +128,7 @@ pub struct Profile {
 impl Profile {
     fn collect(
         raw: Vec<rec::Event>,
+        gpu: Vec<rec::GpuEvent>,
         threads: Vec<ThreadInfo>,
         step_num: u64,
         options: &RecordOptions,
@@ -128,7 +136,7 @@ impl Profile {
         let since_base = rec::time_base().elapsed();
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         Profile {
-            events: events::build(raw),
+            events: events::build(raw, gpu),
             threads,
             step_num,
             record_shapes: options.record_shapes,
@@ -213,10 +221,12 @@ pub struct Profiler {
 }
 
 /// `torch.profiler.profile(...)`: starts profiling. Fails when another profiler is
-/// recording, or for activities Pyrite cannot record.
+/// recording.
 pub fn profile(options: ProfileOptions) -> Result<Profiler> {
-    if options.activities.contains(&ProfilerActivity::CUDA) {
-        bail!(NotImplemented, "profile: Pyrite's profiler records CPU activity only (ProfilerActivity::CPU)");
+    let mut cuda = options.activities.contains(&ProfilerActivity::CUDA);
+    if cuda && !pyrite_core::cuda_is_available() {
+        eprintln!("warning: profile: ProfilerActivity::CUDA was asked for, but CUDA is not available: recording CPU activity only");
+        cuda = false;
     }
     let record_steps = options.schedule.is_some();
     let schedule = options.schedule.unwrap_or_else(|| Schedule::from_fn(|_| ProfilerAction::Record));
@@ -225,6 +235,7 @@ pub fn profile(options: ProfileOptions) -> Result<Profiler> {
         record: RecordOptions {
             record_shapes: options.record_shapes,
             profile_memory: options.profile_memory,
+            cuda,
         },
         schedule,
         record_steps,
@@ -282,7 +293,8 @@ impl Profiler {
                     if self.recording {
                         self.recording = false;
                         let (raw, threads) = rec::stop_with_threads();
-                        self.last = Some(Profile::collect(raw, threads, self.step_num, &self.record));
+                        let gpu = if self.record.cuda { rec::take_gpu_events()? } else { Vec::new() };
+                        self.last = Some(Profile::collect(raw, gpu, threads, self.step_num, &self.record));
                     }
                 }
                 Do::Ready => {

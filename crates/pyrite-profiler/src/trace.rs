@@ -3,7 +3,7 @@
 
 use crate::events::thread_label;
 use crate::Profile;
-use pyrite_core::profiler_record::{EventKind, Flow};
+use pyrite_core::profiler_record::Flow;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 
@@ -22,6 +22,20 @@ pub(crate) fn chrome_trace(p: &Profile) -> Value {
                    "args": {"name": "pyrite"}}));
     ev.push(json!({"ph": "M", "name": "process_labels", "ts": us(t0), "pid": pid, "tid": 0,
                    "args": {"labels": "CPU"}}));
+    let mut devices: Vec<(usize, u64)> =
+        p.events.iter().filter_map(|e| e.device.map(|d| (d, e.tid))).collect();
+    devices.sort_unstable();
+    devices.dedup();
+    for (i, &(d, stream)) in devices.iter().enumerate() {
+        if i == 0 || devices[i - 1].0 != d {
+            ev.push(json!({"ph": "M", "name": "process_name", "ts": us(t0), "pid": d, "tid": 0,
+                           "args": {"name": format!("GPU {d}")}}));
+            ev.push(json!({"ph": "M", "name": "process_labels", "ts": us(t0), "pid": d, "tid": 0,
+                           "args": {"labels": format!("GPU {d}")}}));
+        }
+        ev.push(json!({"ph": "M", "name": "thread_name", "ts": us(t0), "pid": d, "tid": stream,
+                       "args": {"name": format!("stream {stream}")}}));
+    }
     for t in &p.threads {
         ev.push(json!({"ph": "M", "name": "thread_name", "ts": us(t0), "pid": pid, "tid": t.tid,
                        "args": {"name": thread_label(t)}}));
@@ -52,12 +66,36 @@ pub(crate) fn chrome_trace(p: &Profile) -> Value {
             args.insert("Input Dims".into(), json!(e.input_shapes));
             args.insert("Input type".into(), json!(e.input_types));
         }
-        let cat = match e.kind {
-            EventKind::Op => "cpu_op",
-            EventKind::UserAnnotation => "user_annotation",
+        if let Some(c) = e.correlation {
+            args.insert("correlation".into(), json!(c));
+        }
+        let on = match e.device {
+            Some(d) => {
+                args.insert("device".into(), json!(d));
+                args.insert("stream".into(), json!(e.tid));
+                if e.grid > 0 {
+                    args.insert("grid".into(), json!([e.grid, 1, 1]));
+                    args.insert("block".into(), json!([e.block, 1, 1]));
+                }
+                if e.bytes > 0 {
+                    args.insert("bytes".into(), json!(e.bytes));
+                }
+                d as u64
+            }
+            None => pid as u64,
         };
-        ev.push(json!({"ph": "X", "cat": cat, "name": e.name, "pid": pid, "tid": e.tid,
-                       "ts": us(e.start_ns), "dur": us(e.cpu_time_total_ns), "args": args}));
+        ev.push(json!({"ph": "X", "cat": e.kind.category(), "name": e.name, "pid": on, "tid": e.tid,
+                       "ts": us(e.start_ns), "dur": us(e.duration_ns()), "args": args}));
+        // The launch call points at the work it queued (PyTorch's "ac2g" arrows).
+        if let Some(c) = e.correlation {
+            if e.device.is_some() {
+                ev.push(json!({"ph": "f", "id": c, "pid": on, "tid": e.tid, "ts": us(e.start_ns),
+                               "cat": "ac2g", "name": "ac2g", "bp": "e"}));
+            } else {
+                ev.push(json!({"ph": "s", "id": c, "pid": on, "tid": e.tid, "ts": us(e.start_ns),
+                               "cat": "ac2g", "name": "ac2g"}));
+            }
+        }
         match e.flow {
             Some(Flow::Forward(s)) if backward.contains_key(&s) && forward[&s] == i => {
                 ev.push(json!({"ph": "s", "id": s, "pid": pid, "tid": e.tid, "ts": us(e.start_ns),

@@ -36,6 +36,8 @@ fn the_table_prints_pytorchs_rows_as_pytorch_does() {
                 self_cpu_time_total_ns: row["self_cpu_time_total_ns"].as_u64().unwrap(),
                 cpu_memory_usage: row["cpu_memory_usage"].as_i64().unwrap(),
                 self_cpu_memory_usage: row["self_cpu_memory_usage"].as_i64().unwrap(),
+                device_time_total_ns: 0,
+                self_device_time_total_ns: 0,
                 kind: EventKind::Op,
             })
             .collect();

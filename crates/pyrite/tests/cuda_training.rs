@@ -284,3 +284,73 @@ fn pinned_memory_is_a_page_locked_copy_and_the_loader_pins_its_batches() -> Resu
     }
     Ok(())
 }
+
+/// `profile` with `ProfilerActivity::CUDA`: each kernel and copy is recorded with its device
+/// time, tied by its correlation id to the launch call, which sits inside the op that made
+/// it; the op's `Self CUDA` time is its kernels' time; the table gets PyTorch's CUDA columns
+/// and the Chrome trace the GPU's events and `ac2g` arrows.
+#[test]
+fn the_profiler_records_each_kernel_with_its_launch_inside_the_op_that_made_it() -> Result<()> {
+    use pyrite::profiler::{profile, EventKind, ProfileOptions, ProfilerActivity, TableOptions};
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(dev) = device() else { return Ok(()) };
+    let x = Tensor::randn([64, 64], DType::F32)?;
+    let on_device = x.to_device(dev)?;
+    on_device.add(&on_device)?.relu()?; // the kernels are compiled before profiling
+    let mut prof = profile(ProfileOptions {
+        activities: vec![ProfilerActivity::CPU, ProfilerActivity::CUDA],
+        ..Default::default()
+    })?;
+    let y = x.to_device(dev)?.add(&on_device)?.relu()?.to_device(Device::Cpu)?;
+    prof.stop()?;
+    assert_eq!(y.dims(), [64, 64]);
+    let events = prof.events();
+    let launch_of = |e: &pyrite::profiler::FunctionEvent| {
+        events
+            .iter()
+            .find(|c| c.kind == EventKind::CudaRuntime && c.correlation == e.correlation)
+            .expect("every piece of GPU work has its launch call")
+    };
+    let kernels: Vec<_> = events.iter().filter(|e| e.kind == EventKind::Kernel).collect();
+    assert_eq!(kernels.len(), 2, "add and relu: {:?}", kernels.iter().map(|k| &k.name).collect::<Vec<_>>());
+    for k in &kernels {
+        assert_eq!((k.device, k.cpu_time_total_ns), (Some(0), 0));
+        assert!(k.device_time_total_ns > 0 && k.grid > 0 && k.block > 0, "{k:?}");
+        let call = launch_of(k);
+        assert_eq!(call.name, "cuLaunchKernel");
+        let op = events.iter().find(|e| Some(e.id) == call.parent).expect("the call is inside an op");
+        assert!(op.name == "aten::add" || op.name == "aten::relu", "{}", op.name);
+        assert_eq!(op.self_device_time_total_ns, k.device_time_total_ns, "{} ran one kernel", op.name);
+    }
+    let copies: Vec<_> = events.iter().filter(|e| e.kind == EventKind::GpuMemcpy).collect();
+    assert_eq!(copies.len(), 2, "one copy there, one back: {copies:?}");
+    assert!(copies[0].name.starts_with("Memcpy HtoD") && copies[1].name.starts_with("Memcpy DtoH"));
+    for c in &copies {
+        assert_eq!(c.bytes, 64 * 64 * 4);
+        assert!(launch_of(c).name.starts_with("cuMemcpy"));
+    }
+
+    let table = prof
+        .key_averages(false)
+        .table(&TableOptions { sort_by: Some("self_cuda_time_total".into()), ..Default::default() })?;
+    for column in ["Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"] {
+        assert!(table.contains(column), "{table}");
+    }
+    // The total is the GPU work's own time (each kernel once, not again in its op).
+    let gpu_us: f64 =
+        events.iter().filter(|e| e.kind.on_device()).map(|e| e.device_time_total_ns as f64 / 1e3).sum();
+    let footer = format!("Self CUDA time total: {}", pyrite::profiler::format_time(gpu_us));
+    assert_eq!(table.trim_end().lines().last().unwrap(), footer, "{table}");
+
+    let trace: serde_json::Value =
+        serde_json::from_str(&prof.profile().expect("a trace").chrome_trace()).expect("JSON");
+    let of = |cat: &str, ph: &str| {
+        trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == cat && e["ph"] == ph).count()
+    };
+    assert_eq!(of("kernel", "X"), 2);
+    assert_eq!(of("gpu_memcpy", "X"), 2);
+    assert_eq!(of("cuda_runtime", "X"), 4);
+    assert_eq!((of("ac2g", "s"), of("ac2g", "f")), (4, 4));
+    Ok(())
+}

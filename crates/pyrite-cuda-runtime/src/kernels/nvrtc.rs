@@ -43,6 +43,7 @@ pub fn compile_ptx(source: &str, arch: &str) -> Result<String> {
 #[derive(Clone)]
 pub struct CompiledKernel {
     function: Loaded,
+    name: Arc<str>,
 }
 
 #[derive(Clone)]
@@ -60,6 +61,23 @@ impl CompiledKernel {
     /// address in it must be valid for what the kernel reads and writes until the stream
     /// reaches the kernel.
     pub unsafe fn launch<P: Copy>(&self, grid: u32, block: u32, stream: &Stream, params: &P) -> Result<()> {
+        let launch = crate::activity::Launch {
+            kind: crate::activity::ActivityKind::Kernel,
+            name: &self.name,
+            api: "cuLaunchKernel",
+            grid,
+            block,
+            bytes: 0,
+        };
+        // SAFETY: the caller's guarantees, passed on.
+        crate::activity::record(launch, stream, || unsafe { self.launch_now(grid, block, stream, params) })
+    }
+
+    /// [`CompiledKernel::launch`] without the profiler's bracketing.
+    ///
+    /// # Safety
+    /// As for [`CompiledKernel::launch`].
+    unsafe fn launch_now<P: Copy>(&self, grid: u32, block: u32, stream: &Stream, params: &P) -> Result<()> {
         let function = match &self.function {
             Loaded::Cuda(f) => f,
             // SAFETY: as for the GPU; the addresses are host memory on the emulated device.
@@ -111,7 +129,8 @@ impl KernelCache {
         }
         if crate::emulated() {
             let lib = crate::emulator::kernel(spec, name)?;
-            let k = CompiledKernel { function: Loaded::Emulated(lib, name.to_string()) };
+            let k =
+                CompiledKernel { function: Loaded::Emulated(lib, name.to_string()), name: Arc::from(name) };
             self.loaded.lock().unwrap().insert((device, name.to_string()), k.clone());
             return Ok(k);
         }
@@ -123,7 +142,10 @@ impl KernelCache {
         let module = ctx.load_module(Ptx::from_src(ptx)).map_err(|e| driver_error("cuModuleLoadData", e))?;
         let function =
             module.load_function(&spec.name).map_err(|e| driver_error("cuModuleGetFunction", e))?;
-        let k = CompiledKernel { function: Loaded::Cuda(Arc::new(function)) };
+        let k = CompiledKernel {
+            function: Loaded::Cuda(Arc::new(function)),
+            name: Arc::from(spec.name.as_str()),
+        };
         self.loaded.lock().unwrap().insert((device, spec.name), k.clone());
         Ok(k)
     }
