@@ -326,7 +326,7 @@ impl CpuBuffer {
                 );
                 drop(g);
                 if crate::memory_history::is_recording() {
-                    crate::memory_history::on_oom(cap as u64);
+                    crate::memory_history::on_oom(Device::Cpu, cap as u64);
                 }
                 return Err(crate::Error::new(crate::ErrorKind::OutOfMemory, msg));
             }
@@ -434,7 +434,7 @@ pub(crate) fn set_alloc_hook(bit: u8, on: bool) {
 #[inline(never)]
 fn on_alloc_hooks(hooks: u8, addr: usize, cap: usize, bytes: usize) {
     if hooks & HOOK_HISTORY != 0 && crate::memory_history::is_recording() {
-        crate::memory_history::on_alloc(addr, cap as u64);
+        crate::memory_history::on_alloc(Device::Cpu, addr, cap as u64);
     }
     if hooks & HOOK_PROFILER != 0 {
         crate::profiler_record::on_memory(bytes as i64);
@@ -445,7 +445,7 @@ fn on_alloc_hooks(hooks: u8, addr: usize, cap: usize, bytes: usize) {
 #[inline(never)]
 fn on_free_hooks(hooks: u8, addr: usize, cap: usize, bytes: usize) {
     if hooks & HOOK_HISTORY != 0 && crate::memory_history::is_recording() {
-        crate::memory_history::on_free(addr, cap as u64);
+        crate::memory_history::on_free(Device::Cpu, addr, cap as u64);
     }
     if hooks & HOOK_PROFILER != 0 {
         crate::profiler_record::on_memory(-(bytes as i64));

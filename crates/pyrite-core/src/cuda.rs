@@ -223,7 +223,6 @@ mod imp {
         binary_expr, coalesce, grid_for, reduce, unary_expr, CType, Elementwise, EwParams, KernelCache,
         ReduceOp, ReduceParams, Softmax, SoftmaxParams, BLOCK, MAX_DIMS,
     };
-    use rt::memory::CudaBuffer;
     use std::sync::Arc;
 
     /// A runtime error as pyrite-core's.
@@ -268,7 +267,7 @@ mod imp {
     pub(crate) fn empty(shape: &Shape, dtype: DType, device: usize) -> Result<Tensor> {
         let n = shape.checked_numel().and_then(|n| n.checked_mul(dtype.size_in_bytes()));
         let Some(bytes) = n else { bail!(Value, "a tensor of shape {shape} is too large") };
-        let buf = CudaBuffer::new(device, bytes).map_err(err)?;
+        let buf = crate::storage::CudaStorage::new(device, bytes).map_err(err)?;
         let cell = Arc::new(StorageCell::new_for(Storage::Cuda(buf), dtype));
         Ok(Tensor::from_parts(
             cell,
@@ -1384,7 +1383,7 @@ mod imp {
 
     /// A storage on `cuda:device` holding a copy of `bytes`.
     pub(crate) fn storage_from_bytes(bytes: &[u8], device: usize) -> Result<crate::UntypedStorage> {
-        let buf = CudaBuffer::new(device, bytes.len()).map_err(err)?;
+        let buf = crate::storage::CudaStorage::new(device, bytes.len()).map_err(err)?;
         let stream = rt::stream::current_stream(device).map_err(err)?;
         buf.copy_from_host(0, bytes, &stream).map_err(err)?;
         Ok(crate::UntypedStorage(Arc::new(StorageCell::new(Storage::Cuda(buf)))))

@@ -148,7 +148,7 @@ pub mod memory {
         set_cache_limit, set_memory_limit, set_per_process_memory_fraction,
     };
     pub use crate::memory_history::{
-        dump_snapshot, memory_snapshot, record_memory_history, scope, Action, Block, Category,
-        HistoryOptions, MemorySnapshot, ScopeGuard, TraceEntry,
+        dump_snapshot, dump_snapshot_of, memory_snapshot, memory_snapshot_of, record_memory_history, scope,
+        Action, Block, Category, HistoryOptions, MemorySnapshot, ScopeGuard, TraceEntry,
     };
 }

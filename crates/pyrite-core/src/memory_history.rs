@@ -1,7 +1,8 @@
 //! Memory history: where the memory went (`torch.cuda.memory._record_memory_history`,
 //! `_snapshot`, `_dump_snapshot`).
 //!
-//! While recording, the allocator reports every tensor allocation and free with its size and
+//! While recording, the allocators (the CPU's, and each GPU's caching allocator through
+//! `storage::CudaStorage`) report every tensor allocation and free with its device, size and
 //! time; each allocation carries what was known when it was made — the op that made it, the
 //! module it ran in (`features.3.conv`) — and a [`Category`] that says what the memory is
 //! for: parameters, gradients, optimizer state, activations saved for backward, or
@@ -39,7 +40,7 @@
 //! # Ok::<(), pyrite_core::Error>(())
 //! ```
 
-use crate::{bail, Result, Tensor};
+use crate::{bail, Device, Result, Tensor};
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -120,6 +121,8 @@ impl Action {
 #[derive(Clone, Debug)]
 pub struct TraceEntry {
     pub action: Action,
+    /// Where the memory is (the CPU, or a GPU).
+    pub device: Device,
     /// The buffer's address (0 for an `Oom`).
     pub addr: usize,
     /// The buffer's size in bytes (what `memory_allocated` counts), or the failed request.
@@ -142,6 +145,7 @@ pub struct TraceEntry {
 /// A live allocation.
 #[derive(Clone, Debug)]
 pub struct Block {
+    pub device: Device,
     pub addr: usize,
     pub size: u64,
     pub category: Category,
@@ -152,9 +156,11 @@ pub struct Block {
     pub time_us: u64,
 }
 
-/// What [`memory_snapshot`] returns: the trace and the live allocations.
+/// What [`memory_snapshot`] returns: the trace and the live allocations of one device.
 #[derive(Clone, Debug, Default)]
 pub struct MemorySnapshot {
+    /// The device whose memory this is.
+    pub device: Device,
     /// The trace, oldest first (the last `max_entries` entries).
     pub trace: Vec<TraceEntry>,
     /// Bytes per category (in [`Category::ALL`]'s order) before the first entry of `trace`:
@@ -202,9 +208,10 @@ struct History {
     trace: VecDeque<TraceEntry>,
     /// Sequence number of `trace[0]`.
     first_seq: u64,
-    baseline: [i64; 6],
+    /// Per device: bytes per category before the first entry of `trace`.
+    baseline: HashMap<Device, [i64; 6]>,
     dropped: u64,
-    live: HashMap<usize, Live>,
+    live: HashMap<(Device, usize), Live>,
 }
 
 static RECORDING: AtomicBool = AtomicBool::new(false);
@@ -235,7 +242,8 @@ pub fn is_recording() -> bool {
 }
 
 /// `torch.cuda.memory._record_memory_history`: starts or stops recording every allocation and
-/// free of tensor memory on the CPU (see the module docs for what each entry says).
+/// free of tensor memory, on the CPU and on every GPU (see the module docs for what each entry
+/// says; [`memory_snapshot_of`] reads one device's).
 pub fn record_memory_history(options: HistoryOptions) -> Result<()> {
     if options.max_entries == 0 {
         bail!(Value, "record_memory_history: max_entries must be positive");
@@ -253,8 +261,14 @@ pub fn record_memory_history(options: HistoryOptions) -> Result<()> {
         }
         return Ok(());
     }
-    let mut baseline = [0i64; 6];
-    baseline[Category::Unknown.index()] = crate::alloc::memory_allocated(crate::Device::Cpu)? as i64;
+    let mut baseline = HashMap::new();
+    let devices = std::iter::once(Device::Cpu).chain((0..crate::cuda_device_count()).map(Device::Cuda));
+    for d in devices {
+        let mut b = [0i64; 6];
+        // A GPU nothing ran on yet has nothing allocated (and is not woken up to say so).
+        b[Category::Unknown.index()] = crate::alloc::memory_allocated(d).unwrap_or(0) as i64;
+        baseline.insert(d, b);
+    }
     *h = Some(History {
         start: Instant::now(),
         max_entries: options.max_entries,
@@ -269,18 +283,28 @@ pub fn record_memory_history(options: HistoryOptions) -> Result<()> {
     Ok(())
 }
 
-/// `torch.cuda.memory._snapshot()`: the trace recorded so far and the live allocations.
+/// The trace recorded so far and the live allocations of the CPU's memory (see
+/// [`memory_snapshot_of`] for a GPU's).
 pub fn memory_snapshot() -> Result<MemorySnapshot> {
-    let allocated_bytes = crate::alloc::memory_allocated(crate::Device::Cpu)?;
-    let reserved_bytes = crate::alloc::memory_reserved(crate::Device::Cpu)?;
+    memory_snapshot_of(Device::Cpu)
+}
+
+/// `torch.cuda.memory._snapshot(device)`: the trace recorded so far and the live allocations
+/// of `device`'s memory (recording covers every device at once).
+pub fn memory_snapshot_of(device: Device) -> Result<MemorySnapshot> {
+    device.check_available()?;
+    let allocated_bytes = crate::alloc::memory_allocated(device)?;
+    let reserved_bytes = crate::alloc::memory_reserved(device)?;
     let h = history();
     let Some(h) = h.as_ref() else {
-        return Ok(MemorySnapshot { allocated_bytes, reserved_bytes, ..Default::default() });
+        return Ok(MemorySnapshot { device, allocated_bytes, reserved_bytes, ..Default::default() });
     };
     let mut blocks: Vec<Block> = h
         .live
         .iter()
-        .map(|(&addr, l)| Block {
+        .filter(|((d, _), _)| *d == device)
+        .map(|(&(device, addr), l)| Block {
+            device,
             addr,
             size: l.size,
             category: l.category,
@@ -292,8 +316,9 @@ pub fn memory_snapshot() -> Result<MemorySnapshot> {
         .collect();
     blocks.sort_by_key(|b| (b.time_us, b.addr));
     Ok(MemorySnapshot {
-        trace: h.trace.iter().cloned().collect(),
-        baseline: h.baseline.map(|b| b.max(0) as u64),
+        device,
+        trace: h.trace.iter().filter(|e| e.device == device).cloned().collect(),
+        baseline: h.baseline.get(&device).copied().unwrap_or_default().map(|b| b.max(0) as u64),
         blocks,
         dropped_entries: h.dropped,
         allocated_bytes,
@@ -301,12 +326,18 @@ pub fn memory_snapshot() -> Result<MemorySnapshot> {
     })
 }
 
-/// `torch.cuda.memory._dump_snapshot(path)`: writes [`memory_snapshot`] as JSON to `path` and
-/// a self-contained page showing it (see [`MemorySnapshot::to_html`]) beside it, with the
-/// extension `.html`. Returns the page's path. Both are written whole or not at all.
+/// `torch.cuda.memory._dump_snapshot(path)` for the CPU's memory: writes [`memory_snapshot`]
+/// as JSON to `path` and a self-contained page showing it (see [`MemorySnapshot::to_html`])
+/// beside it, with the extension `.html`. Returns the page's path. Both are written whole or
+/// not at all.
 pub fn dump_snapshot(path: impl AsRef<std::path::Path>) -> Result<std::path::PathBuf> {
+    dump_snapshot_of(path, Device::Cpu)
+}
+
+/// [`dump_snapshot`] of `device`'s memory (a GPU's: `torch.cuda.memory._dump_snapshot`).
+pub fn dump_snapshot_of(path: impl AsRef<std::path::Path>, device: Device) -> Result<std::path::PathBuf> {
     let path = path.as_ref();
-    let snap = memory_snapshot()?;
+    let snap = memory_snapshot_of(device)?;
     let html = path.with_extension("html");
     if html == path {
         bail!(
@@ -405,7 +436,7 @@ impl History {
             let e = self.trace.pop_front().unwrap();
             self.first_seq += 1;
             self.dropped += 1;
-            apply(&mut self.baseline, &e);
+            apply(self.baseline.entry(e.device).or_default(), &e);
         }
     }
 
@@ -428,10 +459,10 @@ pub(crate) fn apply(totals: &mut [i64; 6], e: &TraceEntry) {
     }
 }
 
-/// Called by the allocator after it hands out `size` bytes at `addr`.
+/// Called by the allocators after they hand out `size` bytes at `addr` on `device`.
 #[cold]
 #[inline(never)]
-pub(crate) fn on_alloc(addr: usize, size: u64) {
+pub(crate) fn on_alloc(device: Device, addr: usize, size: u64) {
     let (op, module) = SCOPES.with(|s| {
         let s = s.borrow();
         (s.ops.last().cloned().unwrap_or_else(empty), s.modules.last().cloned().unwrap_or_else(empty))
@@ -445,7 +476,7 @@ pub(crate) fn on_alloc(addr: usize, size: u64) {
     let seq = h.next_seq();
     let name = empty();
     h.live.insert(
-        addr,
+        (device, addr),
         Live {
             size,
             category: Category::Temporary,
@@ -458,6 +489,7 @@ pub(crate) fn on_alloc(addr: usize, size: u64) {
     );
     h.push(TraceEntry {
         action: Action::Alloc,
+        device,
         addr,
         size,
         time_us,
@@ -469,19 +501,20 @@ pub(crate) fn on_alloc(addr: usize, size: u64) {
     });
 }
 
-/// Called by the allocator before it takes back the `size` bytes at `addr`.
+/// Called by the allocators before they take back the `size` bytes at `addr` on `device`.
 #[cold]
 #[inline(never)]
-pub(crate) fn on_free(addr: usize, size: u64) {
+pub(crate) fn on_free(device: Device, addr: usize, size: u64) {
     let mut g = history();
     let Some(h) = g.as_mut() else { return };
     if !is_recording() {
         return;
     }
     let time_us = h.now();
-    let e = match h.live.remove(&addr) {
+    let e = match h.live.remove(&(device, addr)) {
         Some(l) => TraceEntry {
             action: Action::Free,
+            device,
             addr,
             size: l.size,
             time_us,
@@ -493,6 +526,7 @@ pub(crate) fn on_free(addr: usize, size: u64) {
         },
         None => TraceEntry {
             action: Action::Free,
+            device,
             addr,
             size,
             time_us,
@@ -506,10 +540,10 @@ pub(crate) fn on_free(addr: usize, size: u64) {
     h.push(e);
 }
 
-/// Called by the allocator when an allocation of `size` bytes fails.
+/// Called by the allocators when an allocation of `size` bytes on `device` fails.
 #[cold]
 #[inline(never)]
-pub(crate) fn on_oom(size: u64) {
+pub(crate) fn on_oom(device: Device, size: u64) {
     let module = current_module();
     let mut g = history();
     let Some(h) = g.as_mut() else { return };
@@ -517,6 +551,7 @@ pub(crate) fn on_oom(size: u64) {
     let op = SCOPES.with(|s| s.borrow().ops.last().cloned()).unwrap_or_else(empty);
     h.push(TraceEntry {
         action: Action::Oom,
+        device,
         addr: 0,
         size,
         time_us,
@@ -528,13 +563,20 @@ pub(crate) fn on_oom(size: u64) {
     });
 }
 
-/// The address and capacity of a tensor's buffer, or `None` when its storage is locked for
-/// writing right now (then nothing is tagged) or empty.
-fn buffer_of(t: &Tensor) -> Option<(usize, u64)> {
+/// The device, address and capacity of a tensor's buffer, or `None` when its storage is
+/// locked for writing right now (then nothing is tagged) or empty.
+fn buffer_of(t: &Tensor) -> Option<((Device, usize), u64)> {
     let cell = t.storage();
     let s = cell.try_read()?;
-    let b = s.cpu();
-    (b.capacity() > 0).then(|| (b.as_ptr() as usize, b.capacity() as u64))
+    match &*s {
+        crate::storage::Storage::Cpu(b) => {
+            (b.capacity() > 0).then(|| ((Device::Cpu, b.as_ptr() as usize), b.capacity() as u64))
+        }
+        #[cfg(feature = "cuda")]
+        crate::storage::Storage::Cuda(b) => {
+            (b.capacity() > 0).then(|| ((Device::Cuda(b.device()), b.ptr() as usize), b.capacity() as u64))
+        }
+    }
 }
 
 /// Whether tagging a buffer of category `have` as `want` changes it: parameters, gradients
@@ -554,11 +596,12 @@ pub fn tag(t: &Tensor, category: Category, name: &str) {
     if !is_recording() {
         return;
     }
-    let Some((addr, cap)) = buffer_of(t) else { return };
+    let Some((key, cap)) = buffer_of(t) else { return };
+    let (device, addr) = key;
     let mut g = history();
     let Some(h) = g.as_mut() else { return };
     let time_us = h.now();
-    let (previous, size, op, module) = match h.live.get_mut(&addr) {
+    let (previous, size, op, module) = match h.live.get_mut(&key) {
         Some(l) => {
             // An empty name keeps the one the memory has.
             if !overrides(l.category, category)
@@ -577,12 +620,23 @@ pub fn tag(t: &Tensor, category: Category, name: &str) {
             let name: Arc<str> = Arc::from(name);
             let seq = h.next_seq();
             h.live
-                .insert(addr, Live { size: cap, category, op: empty(), module: empty(), name, time_us, seq });
+                .insert(key, Live { size: cap, category, op: empty(), module: empty(), name, time_us, seq });
             (Category::Unknown, cap, empty(), empty())
         }
     };
-    let name = h.live[&addr].name.clone();
-    h.push(TraceEntry { action: Action::Tag, addr, size, time_us, category, previous, op, module, name });
+    let name = h.live[&key].name.clone();
+    h.push(TraceEntry {
+        action: Action::Tag,
+        device,
+        addr,
+        size,
+        time_us,
+        category,
+        previous,
+        op,
+        module,
+        name,
+    });
 }
 
 /// Names the op that made `t` (the autograd recorder calls this with the forward op's name)
@@ -591,10 +645,10 @@ pub(crate) fn name_op(t: &Tensor, op: &str) {
     if !is_recording() {
         return;
     }
-    let Some((addr, _)) = buffer_of(t) else { return };
+    let Some((key, _)) = buffer_of(t) else { return };
     let mut g = history();
     let Some(h) = g.as_mut() else { return };
-    let Some(l) = h.live.get_mut(&addr) else { return };
+    let Some(l) = h.live.get_mut(&key) else { return };
     // The first op to claim a fresh buffer made it; a view recorded later shares the buffer
     // and does not rename it, nor does an op inside a named scope.
     if !l.op.is_empty() {
@@ -605,7 +659,7 @@ pub(crate) fn name_op(t: &Tensor, op: &str) {
     let seq = l.seq;
     if seq >= h.first_seq
         && let Some(e) = h.trace.get_mut((seq - h.first_seq) as usize)
-        && e.addr == addr
+        && (e.device, e.addr) == key
         && e.action == Action::Alloc
     {
         e.op = op;
@@ -618,9 +672,9 @@ pub fn name_of(t: &Tensor) -> Arc<str> {
     if !is_recording() {
         return empty();
     }
-    let Some((addr, _)) = buffer_of(t) else { return empty() };
+    let Some((key, _)) = buffer_of(t) else { return empty() };
     let g = history();
-    g.as_ref().and_then(|h| h.live.get(&addr)).map(|l| l.name.clone()).unwrap_or_else(empty)
+    g.as_ref().and_then(|h| h.live.get(&key)).map(|l| l.name.clone()).unwrap_or_else(empty)
 }
 
 /// The forward op a backward node stands for: `MulBackward0` -> `Mul`.

@@ -79,7 +79,7 @@ impl MemorySnapshot {
     /// and Pyrite's `baseline` bytes per category and allocator figures.
     pub fn to_json(&self) -> String {
         let mut s = String::with_capacity(256 + self.trace.len() * 160);
-        s.push_str("{\"device\": \"cpu\", \"allocated_bytes\": ");
+        let _ = write!(s, "{{\"device\": \"{}\", \"allocated_bytes\": ", self.device);
         let _ = write!(s, "{}, \"reserved_bytes\": {}, ", self.allocated_bytes, self.reserved_bytes);
         let _ = write!(s, "\"dropped_entries\": {}, \"baseline\": ", self.dropped_entries);
         categories_json(&mut s, &self.baseline);
@@ -178,6 +178,7 @@ impl MemorySnapshot {
 
 fn block(e: &TraceEntry) -> Block {
     Block {
+        device: e.device,
         addr: e.addr,
         size: e.size,
         category: e.category,
@@ -270,6 +271,7 @@ mod tests {
         let e: Arc<str> = Arc::from("");
         TraceEntry {
             action,
+            device: crate::Device::Cpu,
             addr,
             size,
             time_us: addr as u64,

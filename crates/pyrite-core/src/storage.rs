@@ -1,7 +1,7 @@
 //! Storage: the memory a tensor's elements live in, shared by every view of it.
 //!
-//! [`Storage`] is an enum over devices so that a CUDA buffer can join later; each variant owns
-//! untyped bytes (the dtype lives on the tensor, as in PyTorch). A [`StorageCell`] wraps it
+//! [`Storage`] is an enum over devices (the CPU's buffers, and a GPU's with the `cuda`
+//! feature); each variant owns untyped bytes (the dtype lives on the tensor, as in PyTorch). A [`StorageCell`] wraps it
 //! with a lock (in-place ops write, everything else reads) and the version counter that
 //! autograd uses to detect in-place modification of saved tensors.
 
@@ -16,7 +16,55 @@ pub enum Storage {
     Cpu(CpuBuffer),
     /// Device memory from the CUDA caching allocator.
     #[cfg(feature = "cuda")]
-    Cuda(pyrite_cuda_runtime::memory::CudaBuffer),
+    Cuda(CudaStorage),
+}
+
+/// A GPU storage's memory: the runtime's buffer, whose allocation and free memory history
+/// records (as the CPU allocator's hooks do for host buffers).
+#[cfg(feature = "cuda")]
+pub struct CudaStorage(pyrite_cuda_runtime::memory::CudaBuffer);
+
+#[cfg(feature = "cuda")]
+impl CudaStorage {
+    /// `bytes` of uninitialized memory on `cuda:device` from its caching allocator.
+    pub(crate) fn new(device: usize, bytes: usize) -> pyrite_cuda_runtime::Result<CudaStorage> {
+        use crate::memory_history as history;
+        match pyrite_cuda_runtime::memory::CudaBuffer::new(device, bytes) {
+            Ok(b) => {
+                if history::is_recording() && b.capacity() > 0 {
+                    history::on_alloc(Device::Cuda(device), b.ptr() as usize, b.capacity() as u64);
+                }
+                Ok(CudaStorage(b))
+            }
+            Err(e) => {
+                if history::is_recording() && e.kind == pyrite_cuda_runtime::ErrorKind::OutOfMemory {
+                    history::on_oom(Device::Cuda(device), bytes as u64);
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl std::ops::Deref for CudaStorage {
+    type Target = pyrite_cuda_runtime::memory::CudaBuffer;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl Drop for CudaStorage {
+    fn drop(&mut self) {
+        if crate::memory_history::is_recording() && self.0.capacity() > 0 {
+            crate::memory_history::on_free(
+                Device::Cuda(self.0.device()),
+                self.0.ptr() as usize,
+                self.0.capacity() as u64,
+            );
+        }
+    }
 }
 
 impl Storage {

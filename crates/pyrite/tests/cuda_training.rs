@@ -65,10 +65,15 @@ fn train(device: Device, adam: bool, steps: usize, conv: bool) -> Result<(Vec<f3
     Ok((losses, weights))
 }
 
-fn check(adam: bool, conv: bool) -> Result<()> {
-    // The runs draw from the global generator: the tests take turns.
+/// The runs draw from the global generator, and the profiler and memory history are global:
+/// those tests take turns.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn check(adam: bool, conv: bool) -> Result<()> {
+    let _serial = serial();
     let Some(dev) = device() else { return Ok(()) };
     pyrite::manual_seed(7);
     let (l_cpu, w_cpu) = train(Device::Cpu, adam, 4, conv)?;
@@ -292,8 +297,7 @@ fn pinned_memory_is_a_page_locked_copy_and_the_loader_pins_its_batches() -> Resu
 #[test]
 fn the_profiler_records_each_kernel_with_its_launch_inside_the_op_that_made_it() -> Result<()> {
     use pyrite::profiler::{profile, EventKind, ProfileOptions, ProfilerActivity, TableOptions};
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = serial();
     let Some(dev) = device() else { return Ok(()) };
     let x = Tensor::randn([64, 64], DType::F32)?;
     let on_device = x.to_device(dev)?;
@@ -352,5 +356,54 @@ fn the_profiler_records_each_kernel_with_its_launch_inside_the_op_that_made_it()
     assert_eq!(of("gpu_memcpy", "X"), 2);
     assert_eq!(of("cuda_runtime", "X"), 4);
     assert_eq!((of("ac2g", "s"), of("ac2g", "f")), (4, 4));
+    Ok(())
+}
+
+/// Memory history covers a GPU's memory too: a training step on the device leaves its
+/// parameters, gradients and optimizer state tagged and named in that device's snapshot,
+/// its activations in the trace, and the CPU's snapshot holds none of it.
+#[test]
+fn memory_history_records_the_gpus_memory_by_category() -> Result<()> {
+    use pyrite::memory::{self, Category, HistoryOptions};
+    let _serial = serial();
+    let Some(dev) = device() else { return Ok(()) };
+    let mut model = mlp()?;
+    model.to_device(dev)?;
+    let names: Vec<String> = model.named_parameters().into_iter().map(|(n, _)| n).collect();
+    memory::record_memory_history(HistoryOptions::default())?;
+    let run = (|| -> Result<_> {
+        let x = Tensor::randn([16, 20], DType::F32)?.to_device(dev)?;
+        let y = Tensor::randint(0, 5, [16], DType::I64)?.to_device(dev)?;
+        let mut opt = Adam::new(model.parameters(), AdamOptions { lr: 1e-2, ..Default::default() })?;
+        let loss = F::cross_entropy(&model.call(&x)?, &y, &Default::default())?;
+        loss.backward()?;
+        opt.step()?;
+        Ok((memory::memory_snapshot_of(dev)?, memory::memory_snapshot()?))
+    })();
+    memory::record_memory_history(HistoryOptions { enabled: false, ..Default::default() })?;
+    let (gpu, cpu) = run?;
+    assert_eq!((gpu.device, cpu.device), (dev, Device::Cpu));
+    assert!(gpu.trace.iter().all(|e| e.device == dev) && cpu.trace.iter().all(|e| e.device == Device::Cpu));
+    let live = |category: Category, name: &str| {
+        gpu.blocks.iter().any(|b| b.device == dev && b.category == category && &*b.name == name)
+    };
+    for n in &names {
+        assert!(live(Category::Parameter, n), "{n} on the GPU: {:?}", gpu.blocks);
+        assert!(live(Category::Gradient, &format!("{n}.grad")), "{n}.grad");
+        assert!(live(Category::OptimizerState, &format!("{n}: exp_avg")), "{n}: exp_avg");
+        assert!(!cpu.blocks.iter().any(|b| &*b.name == n.as_str()), "{n} is not CPU memory");
+    }
+    assert!(gpu.trace.iter().any(|e| e.category == Category::Activation), "activations saved for backward");
+    // The device allocator's allocations and frees are in the trace, each free of a block
+    // the trace saw allocated with the same size.
+    let allocs: Vec<_> = gpu.trace.iter().filter(|e| e.action == memory::Action::Alloc).collect();
+    let frees: Vec<_> = gpu.trace.iter().filter(|e| e.action == memory::Action::Free).collect();
+    assert!(allocs.len() >= 10 && !frees.is_empty(), "{} allocs, {} frees", allocs.len(), frees.len());
+    for f in &frees {
+        assert!(allocs.iter().any(|a| a.addr == f.addr && a.size == f.size), "{f:?}");
+    }
+    assert!(gpu.to_json().starts_with("{\"device\": \"cuda:0\", "));
+    let live_bytes: u64 = gpu.blocks.iter().map(|b| b.size).sum();
+    assert!(live_bytes > 0 && live_bytes <= gpu.allocated_bytes, "{live_bytes} of {}", gpu.allocated_bytes);
     Ok(())
 }
