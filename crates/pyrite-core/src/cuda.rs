@@ -117,7 +117,7 @@ mod imp {
     pub(crate) fn convert(_: &Tensor, _: DType, _: Out<'_>) -> Result<Tensor> {
         Err(off())
     }
-    pub(crate) fn to_device(_: &Tensor, _: Device) -> Result<Tensor> {
+    pub(crate) fn to_device(_: &Tensor, _: Device, _: bool) -> Result<Tensor> {
         Err(off())
     }
     pub(crate) fn reduce(_: &Tensor, _: &[bool], _: bool, _: Reduction) -> Result<(Tensor, Option<Tensor>)> {
@@ -608,7 +608,11 @@ mod imp {
     }
 
     /// `t.to(device)`: copies between host and device memory (contiguous on the way).
-    pub(crate) fn to_device(t: &Tensor, device: Device) -> Result<Tensor> {
+    /// `t.to(device, non_blocking)`. With `non_blocking`, a copy from pinned memory to a GPU
+    /// is queued on the current stream and returns at once, the source's storage held until
+    /// the copy is done; every other copy (from pageable memory, or to the CPU) completes
+    /// before it returns.
+    pub(crate) fn to_device(t: &Tensor, device: Device, non_blocking: bool) -> Result<Tensor> {
         match (t.device(), device) {
             (Device::Cpu, Device::Cuda(i)) => {
                 let c = t.contiguous()?;
@@ -619,11 +623,17 @@ mod imp {
                 let sz = c.dtype().size_in_bytes();
                 let (start, len) = (c.storage_offset() * sz, c.numel() * sz);
                 let src = c.storage().read();
+                let bytes = &src.cpu().as_slice::<u8>()[start..start + len];
                 match &*y.storage().read() {
                     Storage::Cuda(_) if len == 0 => {}
-                    Storage::Cuda(b) => b
-                        .copy_from_host(0, &src.cpu().as_slice::<u8>()[start..start + len], &stream)
-                        .map_err(err)?,
+                    Storage::Cuda(b) if non_blocking && src.cpu().is_pinned() => {
+                        let hold: Box<dyn std::any::Any + Send> = Box::new(c.storage().clone());
+                        // SAFETY: the bytes are page-locked and belong to the storage `hold`
+                        // keeps alive until the stream has copied them.
+                        unsafe { b.copy_from_host_async(0, bytes.as_ptr(), len, &stream, hold) }
+                            .map_err(err)?
+                    }
+                    Storage::Cuda(b) => b.copy_from_host(0, bytes, &stream).map_err(err)?,
                     Storage::Cpu(_) => unreachable!(),
                 }
                 Ok(y)
@@ -641,7 +651,9 @@ mod imp {
                 }
                 Tensor::from_raw_bytes(&bytes, c.shape().clone(), c.dtype())
             }
-            (Device::Cuda(_), Device::Cuda(_)) => to_device(&to_device(t, Device::Cpu)?, device),
+            (Device::Cuda(_), Device::Cuda(_)) => {
+                to_device(&to_device(t, Device::Cpu, false)?, device, false)
+            }
             (Device::Cpu, Device::Cpu) => Ok(t.clone()),
         }
     }

@@ -130,6 +130,7 @@ pub use device::{cuda_device_count, cuda_is_available, Device};
 pub use dtype::{get_default_dtype, promote_types, set_default_dtype, DType, Element, FloatElement, Scalar};
 pub use error::{Error, ErrorKind, ModuleFrame, Result};
 pub use ops::binary::{result_type, BinaryOp, RoundingMode};
+pub use ops::cast::ToOptions;
 pub use ops::einsum::einsum;
 pub use random::{
     default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state, Generator,

@@ -138,7 +138,7 @@ impl Tensor {
     pub fn to_raw_bytes(&self) -> Result<Vec<u8>> {
         self.0.device.check_available()?;
         if self.0.device.is_cuda() {
-            return crate::cuda::to_device(self, Device::Cpu)?.to_raw_bytes();
+            return crate::cuda::to_device(self, Device::Cpu, false)?.to_raw_bytes();
         }
         let t = self.contiguous()?;
         if t.numel() == 0 {
@@ -267,7 +267,7 @@ impl Tensor {
         self.check_dtype::<T>("to_vec")?;
         self.0.device.check_available()?;
         if self.0.device.is_cuda() {
-            return crate::cuda::to_device(self, Device::Cpu)?.to_vec();
+            return crate::cuda::to_device(self, Device::Cpu, false)?.to_vec();
         }
         Ok(self.gather_elements())
     }
@@ -307,7 +307,7 @@ impl Tensor {
         }
         self.0.device.check_available()?;
         if self.0.device.is_cuda() {
-            return crate::cuda::to_device(self, Device::Cpu)?.item();
+            return crate::cuda::to_device(self, Device::Cpu, false)?.item();
         }
         let g = self.0.storage.read();
         let off = self.0.layout.offset;

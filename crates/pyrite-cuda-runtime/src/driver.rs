@@ -222,7 +222,9 @@ pub fn synchronize(device: usize) -> Result<()> {
     if crate::emulated() {
         return check_device(device);
     }
-    context(device)?.synchronize().map_err(|e| driver_error("cuCtxSynchronize", e))
+    context(device)?.synchronize().map_err(|e| driver_error("cuCtxSynchronize", e))?;
+    crate::memory::release_finished_holds();
+    Ok(())
 }
 
 /// Whether NVRTC (the run-time CUDA C compiler, `libnvrtc.so.12`) can be opened: kernels are

@@ -36,6 +36,30 @@ impl RawMemory for DeviceMemory {
     }
 }
 
+/// The owners of host memory that queued asynchronous copies still read, each with the event
+/// after its copy.
+static HOLDS: std::sync::Mutex<Vec<(crate::stream::Event, Box<dyn std::any::Any + Send>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Lets go of the host memory of the asynchronous copies that are done (called at each new
+/// one and by [`crate::driver::synchronize`]).
+pub fn release_finished_holds() {
+    let done: Vec<_> = {
+        let mut holds = HOLDS.lock().unwrap_or_else(|e| e.into_inner());
+        let (done, pending) =
+            std::mem::take(&mut *holds).into_iter().partition(|(e, _)| e.query().unwrap_or(true));
+        *holds = pending;
+        done
+    };
+    // Dropped outside the lock: an owner's drop may free memory, which may come back here.
+    drop(done);
+}
+
+/// How many asynchronous copies may still be reading host memory.
+pub fn pending_host_copies() -> usize {
+    HOLDS.lock().unwrap_or_else(|e| e.into_inner()).len()
+}
+
 /// The caching allocator of `device`, made on first use.
 pub fn allocator(device: usize) -> Result<&'static CachingAllocator> {
     crate::driver::check_device(device)?;
@@ -129,6 +153,64 @@ impl CudaBuffer {
                 .map_err(|e| driver_error("cuMemcpyHtoDAsync", e))
         })?;
         stream.synchronize()
+    }
+
+    /// Queues a copy of the `len` bytes at `src` into bytes `offset..` on `stream` and returns
+    /// at once (`non_blocking=True` from pinned memory: the copy overlaps with what the host
+    /// does next). `hold`, the owner of the host memory, is kept until the stream has done the
+    /// copy ([`release_finished_holds`]); the emulated device copies at once.
+    ///
+    /// # Safety
+    /// `src..src + len` must be page-locked host memory that stays valid while `hold` lives;
+    /// writes to it before the copy is done race with the copy (as in PyTorch).
+    pub unsafe fn copy_from_host_async(
+        &self,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+        stream: &Stream,
+        hold: Box<dyn std::any::Any + Send>,
+    ) -> Result<()> {
+        self.check_range("copy_from_host_async", offset, len)?;
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: the caller guarantees `len` readable bytes at `src` while `hold` lives.
+        let bytes = unsafe { std::slice::from_raw_parts(src, len) };
+        let launch = crate::activity::Launch {
+            kind: crate::activity::ActivityKind::Memcpy,
+            name: "Memcpy HtoD (Pinned -> Device)",
+            api: "cuMemcpyHtoDAsync",
+            grid: 0,
+            block: 0,
+            bytes: len as u64,
+        };
+        crate::activity::record(launch, stream, || {
+            if crate::emulated() {
+                // SAFETY: the range lies inside this buffer, which is host memory here.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        bytes.as_ptr(),
+                        (self.ptr() + offset as u64) as *mut u8,
+                        len,
+                    )
+                };
+                return Ok(());
+            }
+            let _ctx = context(self.device)?;
+            // SAFETY: the range lies inside this buffer; the host memory is page-locked and
+            // outlives the copy (held below until the stream passes it).
+            unsafe { cu::memcpy_htod_async(self.ptr() + offset as u64, bytes, stream.cu_stream()) }
+                .map_err(|e| driver_error("cuMemcpyHtoDAsync", e))
+        })?;
+        if crate::emulated() {
+            return Ok(());
+        }
+        let done = crate::stream::Event::new(self.device, false)?;
+        done.record(stream)?;
+        release_finished_holds();
+        HOLDS.lock().unwrap_or_else(|e| e.into_inner()).push((done, hold));
+        Ok(())
     }
 
     /// Copies bytes `offset..offset + dst.len()` into `dst`, waiting for the work queued on

@@ -775,7 +775,11 @@ impl Trainer {
         let precision = self.settings.precision;
         let moved = match self.device {
             Device::Cpu => None,
-            d => Some(batch.map_tensors(&mut |t| t.to_device(d))?),
+            // Non-blocking, as Lightning's `batch_to_device`: a pinned batch's copy overlaps
+            // with what the host does next.
+            d => Some(batch.map_tensors(&mut |t| {
+                t.to(pyrite_core::ToOptions { device: Some(d), non_blocking: true, ..Default::default() })
+            })?),
         };
         let batch = moved.as_ref().unwrap_or(batch);
         let converted = precision.convert_input(batch)?;

@@ -65,8 +65,8 @@ fn train(device: Device, adam: bool, steps: usize, conv: bool) -> Result<(Vec<f3
     Ok((losses, weights))
 }
 
-/// The runs draw from the global generator, and the profiler and memory history are global:
-/// those tests take turns.
+/// The tests on the device take turns: the runs draw from the global generator, and the
+/// profiler and memory history see the work of every thread.
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
@@ -109,6 +109,7 @@ fn a_cnn_with_batch_norm_and_pooling_trains_on_cuda_as_on_the_cpu() -> Result<()
 
 #[test]
 fn cuda_tensors_save_with_their_location_and_load_back_or_mapped() -> Result<()> {
+    let _serial = serial();
     let Some(dev) = device() else { return Ok(()) };
     let t = Tensor::arange(0.0, 6.0, 1.0, DType::F32)?.reshape([2, 3])?.to_device(dev)?;
     let dir = std::env::temp_dir().join(format!("pyrite-cuda-save-{}", std::process::id()));
@@ -169,6 +170,7 @@ fn the_optimizers_cuda_updates_compile_to_ptx() {
 
 #[test]
 fn every_option_of_the_device_updates_matches_the_cpu() -> Result<()> {
+    let _serial = serial();
     let Some(dev) = device() else { return Ok(()) };
     type Make = fn(Tensor) -> Result<Box<dyn Optimizer>>;
     let configs: &[(&str, Make)] = &[
@@ -225,6 +227,7 @@ fn every_option_of_the_device_updates_matches_the_cpu() -> Result<()> {
 
 #[test]
 fn grid_sample_on_the_device_gives_the_cpus_values_and_gradients() -> Result<()> {
+    let _serial = serial();
     let Some(dev) = device() else { return Ok(()) };
     let g = pyrite::Generator::new(5);
     let x = Tensor::randn_with([2, 3, 5, 6], DType::F64, Some(&g))?;
@@ -255,6 +258,7 @@ fn grid_sample_on_the_device_gives_the_cpus_values_and_gradients() -> Result<()>
 #[test]
 fn pinned_memory_is_a_page_locked_copy_and_the_loader_pins_its_batches() -> Result<()> {
     use pyrite::data::{DataLoader, DataLoaderOptions, TensorDataset};
+    let _serial = serial();
     let Some(dev) = device() else { return Ok(()) };
     let x = Tensor::randn([64, 3], DType::F32)?;
     let p = x.pin_memory()?;
@@ -405,5 +409,37 @@ fn memory_history_records_the_gpus_memory_by_category() -> Result<()> {
     assert!(gpu.to_json().starts_with("{\"device\": \"cuda:0\", "));
     let live_bytes: u64 = gpu.blocks.iter().map(|b| b.size).sum();
     assert!(live_bytes > 0 && live_bytes <= gpu.allocated_bytes, "{live_bytes} of {}", gpu.allocated_bytes);
+    Ok(())
+}
+
+/// `to(ToOptions { non_blocking: true, .. })`: from pinned memory the copy is queued and the
+/// call returns, the source's memory kept until the copy is done (the source tensor may be
+/// dropped at once); from pageable memory, and back to the CPU, it completes before it
+/// returns. Values are the same every way, and a dtype change rides along.
+#[test]
+fn non_blocking_copies_from_pinned_memory_keep_their_source_until_done() -> Result<()> {
+    use pyrite::ToOptions;
+    let _serial = serial();
+    let Some(dev) = device() else { return Ok(()) };
+    let x = Tensor::randn([256, 33], DType::F32)?;
+    let want = x.to_vec::<f32>()?;
+    let pinned = x.pin_memory()?;
+    let to_gpu = ToOptions { device: Some(dev), non_blocking: true, ..Default::default() };
+    let on_device = pinned.to(to_gpu)?;
+    drop(pinned); // the copy may still be reading it: its memory is held, not freed
+    let from_pageable = x.to(to_gpu)?;
+    let back =
+        on_device.to(ToOptions { device: Some(Device::Cpu), non_blocking: true, ..Default::default() })?;
+    assert_eq!(back.device(), Device::Cpu);
+    assert_eq!(back.to_vec::<f32>()?, want, "a CPU tensor is complete when it is returned");
+    assert_eq!(from_pageable.to_vec::<f32>()?, want);
+    pyrite_cuda_runtime::driver::synchronize(0).expect("synchronize");
+    assert_eq!(pyrite_cuda_runtime::memory::pending_host_copies(), 0, "synchronize releases the holds");
+    let as_f64 = x.to(ToOptions { dtype: Some(DType::F64), ..to_gpu })?;
+    assert_eq!((as_f64.device(), as_f64.dtype()), (dev, DType::F64));
+    assert_eq!(as_f64.to_vec::<f64>()?, want.iter().map(|&v| v as f64).collect::<Vec<_>>());
+    // Nothing to do gives the tensor itself, unless `copy`.
+    assert!(on_device.to(ToOptions { device: Some(dev), ..Default::default() })?.same_storage(&on_device));
+    assert!(!on_device.to(ToOptions { copy: true, ..Default::default() })?.same_storage(&on_device));
     Ok(())
 }

@@ -86,6 +86,39 @@ impl Tensor {
     /// (contiguous), differentiable. CUDA devices need the `cuda` feature, a driver and a GPU;
     /// otherwise the error says which is missing.
     pub fn to_device(&self, device: Device) -> Result<Tensor> {
+        self.to_device_with(device, false)
+    }
+
+    /// `t.to(device=..., dtype=..., non_blocking=..., copy=...)`: the dtype conversion and the
+    /// move in one call; `self` when nothing changes, unless `copy`.
+    ///
+    /// `non_blocking`: a copy from pinned memory ([`Tensor::pin_memory`]) to a GPU is queued
+    /// on the current stream and returns at once, so the host goes on while it runs (the
+    /// source's memory is kept until the copy is done). Unlike PyTorch, a copy to the CPU
+    /// always completes before it returns: a CPU tensor is never handed out half-written.
+    ///
+    /// ```
+    /// use pyrite_core::{DType, Device, Tensor, ToOptions};
+    /// let t = Tensor::new([1.5f32, 2.5])?;
+    /// let y = t.to(ToOptions { dtype: Some(DType::F64), device: Some(Device::Cpu), ..Default::default() })?;
+    /// assert_eq!(y.to_vec::<f64>()?, vec![1.5, 2.5]);
+    /// let same = t.to(ToOptions::default())?; // nothing to do: the same tensor
+    /// let copied = t.to(ToOptions { copy: true, ..Default::default() })?; // a new one
+    /// assert!(same.same_storage(&t) && !copied.same_storage(&t));
+    /// # Ok::<(), pyrite_core::Error>(())
+    /// ```
+    pub fn to(&self, options: ToOptions) -> Result<Tensor> {
+        let dtype = options.dtype.unwrap_or(self.dtype());
+        let device = options.device.unwrap_or(self.device());
+        let mut y = self.to_device_with(device, options.non_blocking)?;
+        y = y.to_dtype(dtype)?;
+        if options.copy && y.same_storage(self) {
+            y = y.deep_clone()?;
+        }
+        Ok(y)
+    }
+
+    fn to_device_with(&self, device: Device, non_blocking: bool) -> Result<Tensor> {
         device.check_available()?;
         if device == self.device() {
             return Ok(self.clone());
@@ -93,7 +126,7 @@ impl Tensor {
         let from = self.device();
         let y = {
             let _g = crate::autograd::record::paused(needs_grad(&[self]));
-            crate::cuda::to_device(self, device)?
+            crate::cuda::to_device(self, device, non_blocking)?
         };
         if !needs_grad(&[self]) {
             return Ok(y);
@@ -211,4 +244,18 @@ mod tests {
             }
         }
     }
+}
+
+/// The options of [`Tensor::to`] (`t.to(device, dtype, non_blocking, copy)`), with PyTorch's
+/// defaults: nothing changes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ToOptions {
+    /// The device to move to (`None`: where it is).
+    pub device: Option<Device>,
+    /// The dtype to convert to (`None`: its own).
+    pub dtype: Option<DType>,
+    /// Return before a copy from pinned memory to a GPU is done (see [`Tensor::to`]).
+    pub non_blocking: bool,
+    /// A new tensor even when nothing changes.
+    pub copy: bool,
 }
