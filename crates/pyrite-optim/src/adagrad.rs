@@ -1,7 +1,8 @@
 //! `torch.optim.Adagrad`: per-element learning rates from the sum of squared gradients.
 
-use crate::foreach::{Batch, GradDecay, Real};
+use crate::foreach::{Batch, DeviceStep, GradDecay, Real};
 use crate::optimizer::{bump_step, state_tensor_or, Optimizer, OptimizerBase, ParamGroup, StateValue};
+use pyrite_core::ops::foreach::DeviceKernel;
 use pyrite_core::{bail, Result, Tensor};
 
 /// Adagrad's options, with PyTorch's defaults.
@@ -96,13 +97,31 @@ fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     }
 }
 
+/// [`kernel`] for CUDA tensors: the same arithmetic in the same order (`t0` the parameter,
+/// `t1` the sum of squares, `tg` the gradient).
+pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
+    name: "adagrad",
+    body: r#"
+      T g = tg[i], p = t0[i];
+      if (c[0] != 0) g = -g;
+      if (c[1] != 0) g = g + (T)c[1] * p;
+      const T s = t1[i] + (T)1 * g * g;
+      t1[i] = s;
+      const T std = sqrt{f}(s) + (T)c[2];
+      t0[i] = p + (T)(-c[3]) * g / std;"#,
+};
+
+fn device_coefs(c: &Coef) -> Vec<f64> {
+    vec![c.maximize as u8 as f64, c.weight_decay, c.eps, c.clr]
+}
+
 impl Optimizer for Adagrad {
     crate::base_accessors!();
 
     fn update(&mut self) -> Result<()> {
         for (group, states) in self.base.groups_and_state() {
             let init = group.f64("initial_accumulator_value")?;
-            let mut batch = Batch::new(3, 2);
+            let mut batch = Batch::new(3, 2).on_cuda(DeviceStep { kernel: DEVICE, coefs: device_coefs });
             for (p, st) in group.params.iter().zip(states.iter_mut()) {
                 let Some(g) = p.grad() else { continue };
                 let (s, _) = state_tensor_or(st, "sum", || p.full_like(init))?;

@@ -100,7 +100,12 @@ pub fn lerp<T: Real>(a: T, b: T, w: f64) -> T {
 /// The optimizers' CUDA updates and the group sizes (arities) each runs with: what the
 /// compile test builds.
 pub fn device_kernels() -> Vec<(DeviceKernel<'static>, &'static [usize])> {
-    vec![(crate::adam::DEVICE, &[4, 5]), (crate::sgd::DEVICE, &[2, 3])]
+    vec![
+        (crate::adam::DEVICE, &[4, 5]),
+        (crate::sgd::DEVICE, &[2, 3]),
+        (crate::rmsprop::DEVICE, &[3, 4, 5]),
+        (crate::adagrad::DEVICE, &[3]),
+    ]
 }
 
 /// An optimizer's update for CUDA tensors: the per-element C code (beside the CPU kernel it

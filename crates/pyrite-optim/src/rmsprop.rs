@@ -1,8 +1,9 @@
 //! `torch.optim.RMSprop`: gradients scaled by a running root mean square, optionally
 //! centered and with momentum.
 
-use crate::foreach::{lerp, Batch, GradDecay, Real};
+use crate::foreach::{lerp, Batch, DeviceStep, GradDecay, Real};
 use crate::optimizer::{bump_step, state_tensor_or, Optimizer, OptimizerBase, ParamGroup};
+use pyrite_core::ops::foreach::DeviceKernel;
 use pyrite_core::{bail, Result, Tensor};
 
 /// RMSprop's options, with PyTorch's defaults.
@@ -109,6 +110,43 @@ fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     }
 }
 
+/// [`kernel`] for CUDA tensors: the same arithmetic in the same order (`t0` the parameter,
+/// `t1` the square average, then the momentum buffer and the gradient average when present,
+/// read through `row` since their slots depend on which are; `tg` the gradient).
+pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
+    name: "rmsprop",
+    body: r#"
+      T g = tg[i], p = t0[i];
+      if (c[0] != 0) g = -g;
+      if (c[1] != 0) g = g + (T)c[1] * p;
+      const T s = t1[i] * (T)c[2] + (T)(1.0 - c[2]) * g * g;
+      t1[i] = s;
+      T avg;
+      if (c[6] != 0) {
+        T* ga = (T*)row[c[5] > 0 ? 3 : 2];
+        const double w = 1.0 - c[2];
+        const T a = (w < 0 ? -w : w) < 0.5 ? ga[i] + (T)w * (g - ga[i]) : g - (g - ga[i]) * (T)(1.0 - w);
+        ga[i] = a;
+        avg = sqrt{f}(s + (T)(-1.0) * a * a);
+      } else {
+        avg = sqrt{f}(s);
+      }
+      avg = avg + (T)c[3];
+      if (c[5] > 0) {
+        T* b = (T*)row[2];
+        const T bv = b[i] * (T)c[5] + g / avg;
+        b[i] = bv;
+        t0[i] = p + (T)(-c[4]) * bv;
+      } else {
+        t0[i] = p + (T)(-c[4]) * g / avg;
+      }"#,
+};
+
+fn device_coefs(c: &Coef) -> Vec<f64> {
+    let b = |v: bool| v as u8 as f64;
+    vec![b(c.maximize), c.weight_decay, c.alpha, c.eps, c.lr, c.momentum, b(c.centered)]
+}
+
 impl Optimizer for RMSprop {
     crate::base_accessors!();
 
@@ -117,7 +155,8 @@ impl Optimizer for RMSprop {
             let momentum = group.f64("momentum")?;
             let centered = group.bool("centered")?;
             let arity = 3 + usize::from(momentum > 0.0) + usize::from(centered);
-            let mut batch = Batch::new(arity, arity - 1);
+            let mut batch =
+                Batch::new(arity, arity - 1).on_cuda(DeviceStep { kernel: DEVICE, coefs: device_coefs });
             for (p, st) in group.params.iter().zip(states.iter_mut()) {
                 let Some(g) = p.grad() else { continue };
                 let mut ts = vec![p.clone(), state_tensor_or(st, "square_avg", || p.zeros_like())?.0];

@@ -8,7 +8,9 @@ use pyrite::nn::functional as F;
 use pyrite::nn::{
     BatchNorm2d, Conv2d, ConvOptions, Flatten, Linear, MaxPool2d, Module, PoolOptions, ReLU, Sequential,
 };
-use pyrite::optim::{Adam, AdamOptions, Optimizer, SGDOptions, SGD};
+use pyrite::optim::{
+    Adagrad, AdagradOptions, Adam, AdamOptions, Optimizer, RMSprop, RMSpropOptions, SGDOptions, SGD,
+};
 use pyrite::{DType, Device, Result, Tensor};
 
 fn device() -> Option<Device> {
@@ -202,6 +204,35 @@ fn every_option_of_the_device_updates_matches_the_cpu() -> Result<()> {
             Ok(Box::new(SGD::new(vec![p], o)?))
         }),
         ("plain sgd", |p| Ok(Box::new(SGD::new(vec![p], SGDOptions { lr: 0.1, ..Default::default() })?))),
+        ("rmsprop centered with momentum, decay, maximize", |p| {
+            let o = RMSpropOptions {
+                lr: 0.01,
+                momentum: 0.9,
+                centered: true,
+                weight_decay: 0.1,
+                maximize: true,
+                ..Default::default()
+            };
+            Ok(Box::new(RMSprop::new(vec![p], o)?))
+        }),
+        ("rmsprop centered", |p| {
+            Ok(Box::new(RMSprop::new(vec![p], RMSpropOptions { centered: true, ..Default::default() })?))
+        }),
+        ("rmsprop with momentum", |p| {
+            Ok(Box::new(RMSprop::new(vec![p], RMSpropOptions { momentum: 0.5, ..Default::default() })?))
+        }),
+        ("plain rmsprop", |p| Ok(Box::new(RMSprop::new(vec![p], RMSpropOptions::default())?))),
+        ("adagrad with lr decay, decay, maximize", |p| {
+            let o = AdagradOptions {
+                lr: 0.1,
+                lr_decay: 0.01,
+                weight_decay: 0.1,
+                initial_accumulator_value: 0.5,
+                maximize: true,
+                ..Default::default()
+            };
+            Ok(Box::new(Adagrad::new(vec![p], o)?))
+        }),
     ];
     let g = pyrite::Generator::new(3);
     let p0 = Tensor::randn_with([7, 3], DType::F64, Some(&g))?;
@@ -211,10 +242,32 @@ fn every_option_of_the_device_updates_matches_the_cpu() -> Result<()> {
         for d in [Device::Cpu, dev] {
             let p = p0.deep_clone()?.to_device(d)?.requires_grad_(true)?;
             let mut opt = make(p.clone())?;
-            for _ in 0..3 {
+            for k in 0..3 {
                 opt.zero_grad()?;
                 p.mul(&w.to_device(d)?)?.square()?.sum()?.backward()?;
-                opt.step()?;
+                if d.is_cuda() && k == 0 {
+                    // The step runs as one device kernel, not on host copies.
+                    use pyrite::profiler::{profile, EventKind, ProfileOptions, ProfilerActivity};
+                    let mut prof = profile(ProfileOptions {
+                        activities: vec![ProfilerActivity::CPU, ProfilerActivity::CUDA],
+                        ..Default::default()
+                    })?;
+                    opt.step()?;
+                    prof.stop()?;
+                    let kernels: Vec<&str> = prof
+                        .events()
+                        .iter()
+                        .filter(|e| e.kind == EventKind::Kernel && e.name.starts_with("foreach_"))
+                        .map(|e| e.name.as_str())
+                        .collect();
+                    assert_eq!(kernels.len(), 1, "{name}: {kernels:?}");
+                    assert!(
+                        !prof.events().iter().any(|e| e.name.starts_with("Memcpy DtoH")),
+                        "{name}: no host copies"
+                    );
+                } else {
+                    opt.step()?;
+                }
             }
             out.push(p.to_device(Device::Cpu)?);
         }
