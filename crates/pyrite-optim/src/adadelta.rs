@@ -1,7 +1,8 @@
 //! `torch.optim.Adadelta`: steps scaled by the ratio of running RMS of updates and gradients.
 
-use crate::foreach::{Batch, GradDecay, Real};
+use crate::foreach::{Batch, DeviceStep, GradDecay, Real};
 use crate::optimizer::{bump_step, state_tensor_or, Optimizer, OptimizerBase, ParamGroup};
+use pyrite_core::ops::foreach::DeviceKernel;
 use pyrite_core::{bail, Result, Tensor};
 
 /// Adadelta's options, with PyTorch's defaults.
@@ -60,6 +61,27 @@ struct Coef {
     maximize: bool,
 }
 
+/// [`kernel`] for CUDA tensors: the same arithmetic in the same order (`t0` the parameter,
+/// `t1` the square average, `t2` the accumulated update, `tg` the gradient).
+pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
+    name: "adadelta",
+    body: r#"
+      T g = tg[i], p = t0[i];
+      if (c[0] != 0) g = -g;
+      if (c[1] != 0) g = g + (T)c[1] * p;
+      const T rho = (T)c[2], one_m_rho = (T)(1.0 - c[2]), eps = (T)c[3];
+      const T s = t1[i] * rho + one_m_rho * g * g;
+      t1[i] = s;
+      const T std = sqrt{f}(s + eps);
+      const T delta = sqrt{f}(t2[i] + eps) / std * g;
+      t2[i] = t2[i] * rho + one_m_rho * delta * delta;
+      t0[i] = p + (T)(-c[4]) * delta;"#,
+};
+
+fn device_coefs(c: &Coef) -> Vec<f64> {
+    vec![c.maximize as u8 as f64, c.weight_decay, c.rho, c.eps, c.lr]
+}
+
 fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     let g = r[0];
     let [p, s, a] = w else { unreachable!() };
@@ -80,7 +102,7 @@ impl Optimizer for Adadelta {
 
     fn update(&mut self) -> Result<()> {
         for (group, states) in self.base.groups_and_state() {
-            let mut batch = Batch::new(4, 3);
+            let mut batch = Batch::new(4, 3).on_cuda(DeviceStep { kernel: DEVICE, coefs: device_coefs });
             for (p, st) in group.params.iter().zip(states.iter_mut()) {
                 let Some(g) = p.grad() else { continue };
                 let (s, _) = state_tensor_or(st, "square_avg", || p.zeros_like())?;

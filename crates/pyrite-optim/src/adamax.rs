@@ -1,8 +1,9 @@
 //! `torch.optim.Adamax`: Adam with the infinity norm in place of the second moment.
 
 use crate::adam::check_adam_like;
-use crate::foreach::{lerp, Batch, GradDecay, Real};
+use crate::foreach::{lerp, Batch, DeviceStep, GradDecay, Real};
 use crate::optimizer::{bump_step, state_tensor_or, Optimizer, OptimizerBase, ParamGroup};
+use pyrite_core::ops::foreach::DeviceKernel;
 use pyrite_core::{Result, Tensor};
 
 /// Adamax's options, with PyTorch's defaults.
@@ -51,6 +52,27 @@ struct Coef {
     clr: f64,
 }
 
+/// [`kernel`] for CUDA tensors: the same arithmetic in the same order (`t0` the parameter,
+/// `t1` the first moment, `t2` the infinity norm, `tg` the gradient).
+pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
+    name: "adamax",
+    body: r#"
+      T g = tg[i], p = t0[i];
+      if (c[0] != 0) g = -g;
+      if (c[1] != 0) g = g + (T)c[1] * p;
+      const double w = 1.0 - c[2];
+      const T m = (w < 0 ? -w : w) < 0.5 ? t1[i] + (T)w * (g - t1[i]) : g - (g - t1[i]) * (T)(1.0 - w);
+      t1[i] = m;
+      const T a = t2[i] * (T)c[3], b = (g < 0 ? -g : g) + (T)c[4];
+      const T u = (a != a || b != b) ? (T)bits_f32(0x7fc00000u) : (a > b ? a : b);
+      t2[i] = u;
+      t0[i] = p + (T)(-c[5]) * m / u;"#,
+};
+
+fn device_coefs(c: &Coef) -> Vec<f64> {
+    vec![c.maximize as u8 as f64, c.weight_decay, c.beta1, c.beta2, c.eps, c.clr]
+}
+
 fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     let g = r[0];
     let [p, m, u] = w else { unreachable!() };
@@ -70,7 +92,7 @@ impl Optimizer for Adamax {
     fn update(&mut self) -> Result<()> {
         for (group, states) in self.base.groups_and_state() {
             let (beta1, beta2) = group.pair("betas")?;
-            let mut batch = Batch::new(4, 3);
+            let mut batch = Batch::new(4, 3).on_cuda(DeviceStep { kernel: DEVICE, coefs: device_coefs });
             for (p, st) in group.params.iter().zip(states.iter_mut()) {
                 let Some(g) = p.grad() else { continue };
                 let (m, _) = state_tensor_or(st, "exp_avg", || p.zeros_like())?;

@@ -105,6 +105,10 @@ pub fn device_kernels() -> Vec<(DeviceKernel<'static>, &'static [usize])> {
         (crate::sgd::DEVICE, &[2, 3]),
         (crate::rmsprop::DEVICE, &[3, 4, 5]),
         (crate::adagrad::DEVICE, &[3]),
+        (crate::adadelta::DEVICE, &[4]),
+        (crate::adamax::DEVICE, &[4]),
+        (crate::nadam::DEVICE, &[4]),
+        (crate::radam::DEVICE, &[4]),
     ]
 }
 

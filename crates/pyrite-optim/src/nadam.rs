@@ -1,10 +1,11 @@
 //! `torch.optim.NAdam`: Adam with Nesterov momentum and a momentum schedule.
 
 use crate::adam::check_adam_like;
-use crate::foreach::{adam_moments, scalar_mul_round, Batch, GradDecay, Real};
+use crate::foreach::{adam_moments, scalar_mul_round, Batch, DeviceStep, GradDecay, Real};
 use crate::optimizer::{
     bump_step, state_f64, state_tensor_or, Optimizer, OptimizerBase, ParamGroup, StateValue,
 };
+use pyrite_core::ops::foreach::DeviceKernel;
 use pyrite_core::{bail, Result, Tensor};
 
 /// NAdam's options, with PyTorch's defaults.
@@ -70,6 +71,44 @@ struct Coef {
     avg_coef: f64,
 }
 
+/// [`kernel`] for CUDA tensors: the same arithmetic in the same order (`t0` the parameter,
+/// `t1`, `t2` the moments, `tg` the gradient).
+pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
+    name: "nadam",
+    body: r#"
+      T g = tg[i], p = t0[i];
+      if (c[0] != 0) g = -g;
+      if (c[1] != 0) {
+        if (c[2] != 0) p = p * (T)(1.0 - c[3] * c[1]);
+        else g = g + (T)c[1] * p;
+      }
+      const double w = 1.0 - c[4];
+      const T m = (w < 0 ? -w : w) < 0.5 ? t1[i] + (T)w * (g - t1[i]) : g - (g - t1[i]) * (T)(1.0 - w);
+      const T v = t2[i] * (T)c[5] + (T)(1.0 - c[5]) * g * g;
+      t1[i] = m;
+      t2[i] = v;
+      const T denom = sqrt{f}(v / (T)c[7]) + (T)c[6];
+      p = p + (T)c[8] * g / denom;
+      t0[i] = p + (T)c[9] * m / denom;"#,
+};
+
+fn device_coefs(c: &Coef) -> Vec<f64> {
+    let d = &c.decay;
+    let b = |v: bool| v as u8 as f64;
+    vec![
+        b(d.maximize),
+        d.weight_decay,
+        b(d.decoupled),
+        d.lr,
+        c.beta1,
+        c.beta2,
+        c.eps,
+        c.bc2,
+        c.grad_coef,
+        c.avg_coef,
+    ]
+}
+
 fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     let g = r[0];
     let [p, m, v] = w else { unreachable!() };
@@ -90,7 +129,7 @@ impl Optimizer for NAdam {
         for (group, states) in self.base.groups_and_state() {
             let (beta1, beta2) = group.pair("betas")?;
             let momentum_decay = group.f64("momentum_decay")?;
-            let mut batch = Batch::new(4, 3);
+            let mut batch = Batch::new(4, 3).on_cuda(DeviceStep { kernel: DEVICE, coefs: device_coefs });
             for (p, st) in group.params.iter().zip(states.iter_mut()) {
                 let Some(g) = p.grad() else { continue };
                 if !st.contains_key("mu_product") {

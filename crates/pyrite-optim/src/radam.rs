@@ -1,8 +1,9 @@
 //! `torch.optim.RAdam`: Adam with the variance of the adaptive learning rate rectified.
 
 use crate::adam::check_adam_like;
-use crate::foreach::{adam_moments, Batch, GradDecay, Real};
+use crate::foreach::{adam_moments, Batch, DeviceStep, GradDecay, Real};
 use crate::optimizer::{bump_step, state_tensor_or, Optimizer, OptimizerBase, ParamGroup};
+use pyrite_core::ops::foreach::DeviceKernel;
 use pyrite_core::{Result, Tensor};
 
 /// RAdam's options, with PyTorch's defaults.
@@ -63,6 +64,52 @@ struct Coef {
     rect: Option<f64>,
 }
 
+/// [`kernel`] for CUDA tensors: the same arithmetic in the same order (`t0` the parameter,
+/// `t1`, `t2` the moments, `tg` the gradient).
+pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
+    name: "radam",
+    body: r#"
+      T g = tg[i], p = t0[i];
+      if (c[0] != 0) g = -g;
+      if (c[1] != 0) {
+        if (c[2] != 0) p = p * (T)(1.0 - c[3] * c[1]);
+        else g = g + (T)c[1] * p;
+      }
+      const double w = 1.0 - c[4];
+      const T m = (w < 0 ? -w : w) < 0.5 ? t1[i] + (T)w * (g - t1[i]) : g - (g - t1[i]) * (T)(1.0 - w);
+      const T v = t2[i] * (T)c[5] + (T)(1.0 - c[5]) * g * g;
+      t1[i] = m;
+      t2[i] = v;
+      const T corrected = m / (T)c[7];
+      T delta;
+      if (c[10] != 0) {
+        const T adaptive = ((T)1 / (sqrt{f}(v) + (T)c[6])) * (T)c[9];
+        delta = corrected * (T)c[8] * adaptive * (T)c[11];
+      } else {
+        delta = corrected * (T)c[8];
+      }
+      t0[i] = p + (T)(-1.0) * delta;"#,
+};
+
+fn device_coefs(c: &Coef) -> Vec<f64> {
+    let d = &c.decay;
+    let b = |v: bool| v as u8 as f64;
+    vec![
+        b(d.maximize),
+        d.weight_decay,
+        b(d.decoupled),
+        d.lr,
+        c.beta1,
+        c.beta2,
+        c.eps,
+        c.bc1,
+        c.lr,
+        c.bc2_sqrt,
+        b(c.rect.is_some()),
+        c.rect.unwrap_or(0.0),
+    ]
+}
+
 fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     let g = r[0];
     let [p, m, v] = w else { unreachable!() };
@@ -89,7 +136,7 @@ impl Optimizer for RAdam {
     fn update(&mut self) -> Result<()> {
         for (group, states) in self.base.groups_and_state() {
             let (beta1, beta2) = group.pair("betas")?;
-            let mut batch = Batch::new(4, 3);
+            let mut batch = Batch::new(4, 3).on_cuda(DeviceStep { kernel: DEVICE, coefs: device_coefs });
             for (p, st) in group.params.iter().zip(states.iter_mut()) {
                 let Some(g) = p.grad() else { continue };
                 let (m, _) = state_tensor_or(st, "exp_avg", || p.zeros_like())?;

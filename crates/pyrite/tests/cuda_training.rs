@@ -9,7 +9,8 @@ use pyrite::nn::{
     BatchNorm2d, Conv2d, ConvOptions, Flatten, Linear, MaxPool2d, Module, PoolOptions, ReLU, Sequential,
 };
 use pyrite::optim::{
-    Adagrad, AdagradOptions, Adam, AdamOptions, Optimizer, RMSprop, RMSpropOptions, SGDOptions, SGD,
+    Adadelta, AdadeltaOptions, Adagrad, AdagradOptions, Adam, AdamOptions, Adamax, AdamaxOptions, NAdam,
+    NAdamOptions, Optimizer, RAdam, RAdamOptions, RMSprop, RMSpropOptions, SGDOptions, SGD,
 };
 use pyrite::{DType, Device, Result, Tensor};
 
@@ -233,6 +234,35 @@ fn every_option_of_the_device_updates_matches_the_cpu() -> Result<()> {
             };
             Ok(Box::new(Adagrad::new(vec![p], o)?))
         }),
+        ("adadelta with decay, maximize", |p| {
+            let o = AdadeltaOptions { lr: 0.5, weight_decay: 0.1, maximize: true, ..Default::default() };
+            Ok(Box::new(Adadelta::new(vec![p], o)?))
+        }),
+        ("adamax with decay", |p| {
+            Ok(Box::new(Adamax::new(
+                vec![p],
+                AdamaxOptions { lr: 0.1, weight_decay: 0.1, ..Default::default() },
+            )?))
+        }),
+        ("nadam with decoupled decay", |p| {
+            let o = NAdamOptions {
+                lr: 0.1,
+                weight_decay: 0.1,
+                decoupled_weight_decay: true,
+                ..Default::default()
+            };
+            Ok(Box::new(NAdam::new(vec![p], o)?))
+        }),
+        ("nadam with L2 decay, maximize", |p| {
+            let o = NAdamOptions { lr: 0.1, weight_decay: 0.1, maximize: true, ..Default::default() };
+            Ok(Box::new(NAdam::new(vec![p], o)?))
+        }),
+        ("radam (rectified from step 6)", |p| {
+            Ok(Box::new(RAdam::new(
+                vec![p],
+                RAdamOptions { lr: 0.1, weight_decay: 0.1, ..Default::default() },
+            )?))
+        }),
     ];
     let g = pyrite::Generator::new(3);
     let p0 = Tensor::randn_with([7, 3], DType::F64, Some(&g))?;
@@ -242,7 +272,8 @@ fn every_option_of_the_device_updates_matches_the_cpu() -> Result<()> {
         for d in [Device::Cpu, dev] {
             let p = p0.deep_clone()?.to_device(d)?.requires_grad_(true)?;
             let mut opt = make(p.clone())?;
-            for k in 0..3 {
+            // Seven steps: RAdam rectifies from the sixth.
+            for k in 0..7 {
                 opt.zero_grad()?;
                 p.mul(&w.to_device(d)?)?.square()?.sum()?.backward()?;
                 if d.is_cuda() && k == 0 {
