@@ -1,9 +1,10 @@
 //! `torch.optim.ASGD`: averaged stochastic gradient descent.
 
-use crate::foreach::{scalar_round, Batch, GradDecay, Real};
+use crate::foreach::{scalar_round, Batch, DeviceStep, GradDecay, Real};
 use crate::optimizer::{
     bump_step, state_f64, state_tensor_or, Optimizer, OptimizerBase, ParamGroup, StateValue,
 };
+use pyrite_core::ops::foreach::DeviceKernel;
 use pyrite_core::{bail, Result, Tensor};
 
 /// ASGD's options, with PyTorch's defaults.
@@ -58,6 +59,25 @@ struct Coef {
     maximize: bool,
 }
 
+/// [`kernel`] for CUDA tensors: the same arithmetic in the same order (`t0` the parameter,
+/// `t1` the average, `tg` the gradient).
+pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
+    name: "asgd",
+    body: r#"
+      T g = tg[i], p = t0[i];
+      if (c[0] != 0) g = -g;
+      if (c[1] != 0) g = g + (T)c[1] * p;
+      p = p * (T)(1.0 - c[2] * c[3]);
+      p = p + (T)(-c[3]) * g;
+      t0[i] = p;
+      if (c[4] != 1.0) t1[i] = t1[i] + (p - t1[i]) * (T)c[4];
+      else t1[i] = p;"#,
+};
+
+fn device_coefs(c: &Coef) -> Vec<f64> {
+    vec![c.maximize as u8 as f64, c.weight_decay, c.lambd, c.eta, c.mu]
+}
+
 fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     let g = r[0];
     let [p, ax] = w else { unreachable!() };
@@ -82,7 +102,7 @@ impl Optimizer for ASGD {
         for (group, states) in self.base.groups_and_state() {
             let (lr, lambd, alpha, t0) =
                 (group.lr, group.f64("lambd")?, group.f64("alpha")?, group.f64("t0")?);
-            let mut batch = Batch::new(3, 2);
+            let mut batch = Batch::new(3, 2).on_cuda(DeviceStep { kernel: DEVICE, coefs: device_coefs });
             for (p, st) in group.params.iter().zip(states.iter_mut()) {
                 let Some(g) = p.grad() else { continue };
                 if !st.contains_key("eta") {

@@ -109,6 +109,8 @@ pub fn device_kernels() -> Vec<(DeviceKernel<'static>, &'static [usize])> {
         (crate::adamax::DEVICE, &[4]),
         (crate::nadam::DEVICE, &[4]),
         (crate::radam::DEVICE, &[4]),
+        (crate::asgd::DEVICE, &[3]),
+        (crate::rprop::DEVICE, &[4]),
     ]
 }
 

@@ -1,8 +1,9 @@
 //! `torch.optim.Rprop`: resilient backpropagation, per-element step sizes driven by the
 //! sign of successive gradients.
 
-use crate::foreach::{Batch, Real};
+use crate::foreach::{Batch, DeviceStep, Real};
 use crate::optimizer::{bump_step, state_tensor_or, Optimizer, OptimizerBase, ParamGroup};
+use pyrite_core::ops::foreach::DeviceKernel;
 use pyrite_core::{bail, Result, Tensor};
 
 /// Rprop's options, with PyTorch's defaults.
@@ -55,6 +56,35 @@ struct Coef {
     maximize: bool,
 }
 
+/// [`kernel`] for CUDA tensors: the same arithmetic in the same order (`t0` the parameter,
+/// `t1` the previous gradient, `t2` the step sizes, `tg` the gradient); the clamp propagates
+/// NaN as `torch.clamp_` does.
+pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
+    name: "rprop",
+    body: r#"
+      T g = tg[i];
+      if (c[0] != 0) g = -g;
+      const T prod = g * t1[i];
+      const T s = prod > 0 ? (T)1 : (prod < 0 ? (T)-1 : prod * (T)0);
+      T factor = (T)1;
+      bool flipped = false;
+      if (s > 0) factor = (T)c[2];
+      else if (s < 0) { factor = (T)c[1]; flipped = true; }
+      const T nan = (T)bits_f32(0x7fc00000u), lo = (T)c[3], hi = (T)c[4];
+      T size = t2[i] * factor;
+      size = (size != size || lo != lo) ? nan : (size > lo ? size : lo);
+      size = (size != size || hi != hi) ? nan : (size < hi ? size : hi);
+      t2[i] = size;
+      if (flipped) g = (T)0;
+      const T sg = g > 0 ? (T)1 : (g < 0 ? (T)-1 : g * (T)0);
+      t0[i] = t0[i] + (T)(-1.0) * sg * size;
+      t1[i] = g;"#,
+};
+
+fn device_coefs(c: &Coef) -> Vec<f64> {
+    vec![c.maximize as u8 as f64, c.etas.0, c.etas.1, c.step_sizes.0, c.step_sizes.1]
+}
+
 fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     let g = r[0];
     let [p, prev, size] = w else { unreachable!() };
@@ -86,7 +116,7 @@ impl Optimizer for Rprop {
     fn update(&mut self) -> Result<()> {
         for (group, states) in self.base.groups_and_state() {
             let lr = group.lr;
-            let mut batch = Batch::new(4, 3);
+            let mut batch = Batch::new(4, 3).on_cuda(DeviceStep { kernel: DEVICE, coefs: device_coefs });
             for (p, st) in group.params.iter().zip(states.iter_mut()) {
                 let Some(g) = p.grad() else { continue };
                 let (prev, _) = state_tensor_or(st, "prev", || p.zeros_like())?;

@@ -9,8 +9,9 @@ use pyrite::nn::{
     BatchNorm2d, Conv2d, ConvOptions, Flatten, Linear, MaxPool2d, Module, PoolOptions, ReLU, Sequential,
 };
 use pyrite::optim::{
-    Adadelta, AdadeltaOptions, Adagrad, AdagradOptions, Adam, AdamOptions, Adamax, AdamaxOptions, NAdam,
-    NAdamOptions, Optimizer, RAdam, RAdamOptions, RMSprop, RMSpropOptions, SGDOptions, SGD,
+    ASGDOptions, Adadelta, AdadeltaOptions, Adagrad, AdagradOptions, Adam, AdamOptions, Adamax,
+    AdamaxOptions, NAdam, NAdamOptions, Optimizer, RAdam, RAdamOptions, RMSprop, RMSpropOptions, Rprop,
+    RpropOptions, SGDOptions, ASGD, SGD,
 };
 use pyrite::{DType, Device, Result, Tensor};
 
@@ -257,6 +258,11 @@ fn every_option_of_the_device_updates_matches_the_cpu() -> Result<()> {
             let o = NAdamOptions { lr: 0.1, weight_decay: 0.1, maximize: true, ..Default::default() };
             Ok(Box::new(NAdam::new(vec![p], o)?))
         }),
+        ("asgd with decay, maximize", |p| {
+            let o = ASGDOptions { lr: 0.1, weight_decay: 0.1, t0: 2.0, maximize: true, ..Default::default() };
+            Ok(Box::new(ASGD::new(vec![p], o)?))
+        }),
+        ("rprop", |p| Ok(Box::new(Rprop::new(vec![p], RpropOptions { lr: 0.1, ..Default::default() })?))),
         ("radam (rectified from step 6)", |p| {
             Ok(Box::new(RAdam::new(
                 vec![p],
