@@ -104,7 +104,7 @@ const CPU_FP32: &[&str] = &[
 const CUDA_LOWER: &[&str] = &[
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
     "prelu", "addmm", "matmul", "einsum", "mm", "mv", "linear", "baddbmm", "bmm",
-    "scaled_dot_product_attention",
+    "scaled_dot_product_attention", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
 ];
 #[rustfmt::skip]
 const CUDA_FP32: &[&str] = &[
@@ -113,13 +113,16 @@ const CUDA_FP32: &[&str] = &[
     "group_norm", "cosine_similarity", "poisson_nll_loss", "cosine_embedding_loss", "nll_loss",
     "hinge_embedding_loss", "kl_div", "l1_loss", "smooth_l1_loss", "huber_loss", "mse_loss",
     "margin_ranking_loss", "multilabel_margin_loss", "soft_margin_loss", "triplet_margin_loss",
-    "multi_margin_loss", "binary_cross_entropy_with_logits", "logsumexp",
+    "multi_margin_loss", "binary_cross_entropy_with_logits", "logsumexp", "upsample_nearest1d",
+    "_upsample_nearest_exact1d", "upsample_nearest2d", "_upsample_nearest_exact2d",
+    "upsample_nearest3d", "_upsample_nearest_exact3d", "upsample_linear1d", "upsample_bilinear2d",
+    "upsample_trilinear3d", "upsample_bicubic2d",
 ];
 /// With `norm`, PyTorch's one `fp32_append_dtype` op (the same arithmetic).
 #[rustfmt::skip]
 const CUDA_FP32_SET_OPT_DTYPE: &[&str] =
     &["prod", "softmax", "log_softmax", "cumprod", "cumsum", "sum", "norm"];
-const CUDA_PROMOTE: &[&str] = &["atan2", "dot", "grid_sampler", "scatter_add"];
+const CUDA_PROMOTE: &[&str] = &["atan2", "bilinear", "dot", "grid_sampler", "index_put", "scatter_add"];
 
 /// PyTorch's message for the op its CUDA autocast refuses.
 const BCE_BANNED: &str = "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\nMany models use a sigmoid layer right before the binary cross entropy layer.\nIn this case, combine the two layers using torch.nn.functional.binary_cross_entropy_with_logits\nor torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\nsafe to autocast.";

@@ -281,6 +281,50 @@ fn indexing_matches_the_cpu_values_and_gradients() -> Result<()> {
         Ok(w.grad().unwrap())
     };
     assert_close(&grads(dev)?, &grads(Device::Cpu)?, 1e-5, "gradients");
+    // index_put: two index tensors, a broadcast value, repeated positions accumulated, a
+    // non-contiguous destination, and a boolean mask; the gradient of the values too.
+    let (r, c) = (Tensor::new([0i64, 2, 2, 3])?, Tensor::new([1i64, 4, 4, 0])?);
+    let vals = randn(&[4], 33);
+    for accumulate in [false, true] {
+        let idx = [Some(r.clone()), Some(c.clone())];
+        let idx_d = [Some(r.to_device(dev)?), Some(c.to_device(dev)?)];
+        let v = if accumulate { vals.clone() } else { Tensor::new([1f32, 2., 2., 3.])? };
+        let got = dx.index_put(&idx_d, &v.to_device(dev)?, accumulate)?;
+        assert_close(&got, &x.index_put(&idx, &v, accumulate)?, 1e-6, &format!("index_put {accumulate}"));
+    }
+    let both = [Some(r.to_device(dev)?), Some(c.to_device(dev)?)];
+    assert_close(
+        &dx.index_tensor(&both)?,
+        &x.index_tensor(&[Some(r.clone()), Some(c.clone())])?,
+        0.0,
+        "x[r, c]",
+    );
+    let xt = x.transpose(0, 1)?; // [6, 4], not contiguous
+    let (rt, ct) = (Tensor::new([5i64, 1])?, Tensor::new([3i64, 0])?);
+    assert_close(
+        &xt.to_device(dev)?.index_tensor(&[Some(rt.clone()), Some(ct.clone())])?,
+        &xt.index_tensor(&[Some(rt), Some(ct)])?,
+        0.0,
+        "x.t()[r, c]",
+    );
+    let rows_idx = [Some(Tensor::new([5i64, 0])?)];
+    let row = Tensor::new([7f32, 8., 9., 10.])?;
+    let got = xt.to_device(dev)?.index_put(
+        &[Some(Tensor::new([5i64, 0])?.to_device(dev)?)],
+        &row.to_device(dev)?,
+        false,
+    )?;
+    assert_close(&got, &xt.index_put(&rows_idx, &row, false)?, 0.0, "index_put into a transposed view");
+    let mask = x.gt_scalar(0.5)?;
+    let got = dx.index_put(&[Some(mask.to_device(dev)?)], &Tensor::new(-1f32)?.to_device(dev)?, false)?;
+    assert_close(&got, &x.index_put(&[Some(mask)], &Tensor::new(-1f32)?, false)?, 0.0, "index_put by mask");
+    let vgrad = |d: Device| -> Result<Tensor> {
+        let v = vals.to_device(d)?.requires_grad_(true)?;
+        let idx = [Some(r.to_device(d)?), Some(c.to_device(d)?)];
+        x.to_device(d)?.index_put(&idx, &v, true)?.square()?.sum()?.backward()?;
+        Ok(v.grad().unwrap())
+    };
+    assert_close(&vgrad(dev)?, &vgrad(Device::Cpu)?, 1e-5, "index_put: the values' gradient");
     Ok(())
 }
 

@@ -62,15 +62,10 @@ const NOT_ROUTED: &[(&str, &str)] = &[
     ("addmv", "no Pyrite op"),
     ("addr", "no Pyrite op"),
     ("linalg_vecdot", "no Pyrite op"),
-    ("addbmm", "not routed through autocast yet"),
     ("chain_matmul", "no Pyrite op"),
     ("linalg_multi_dot", "no Pyrite op"),
     ("_thnn_fused_lstm_cell", "aten internal"),
     ("_thnn_fused_gru_cell", "aten internal"),
-    ("lstm_cell", "not routed through autocast yet (the RNN modules compose their cells)"),
-    ("gru_cell", "not routed through autocast yet"),
-    ("rnn_tanh_cell", "not routed through autocast yet"),
-    ("rnn_relu_cell", "not routed through autocast yet"),
     ("_scaled_dot_product_flash_attention", "aten internal"),
     ("native_layer_norm", "aten internal (layer_norm routes it)"),
     ("frobenius_norm", "no Pyrite op (norm routes the 2-norm)"),
@@ -78,28 +73,17 @@ const NOT_ROUTED: &[(&str, &str)] = &[
     ("nll_loss2d", "aten internal (nll_loss routes it)"),
     ("dist", "no Pyrite op"),
     ("pdist", "no Pyrite op"),
-    ("cdist", "not routed through autocast yet"),
     ("renorm", "no Pyrite op"),
-    ("upsample_nearest1d", "not routed through autocast yet (F::interpolate)"),
-    ("_upsample_nearest_exact1d", "not routed through autocast yet"),
-    ("upsample_nearest2d", "not routed through autocast yet"),
-    ("_upsample_nearest_exact2d", "not routed through autocast yet"),
-    ("upsample_nearest3d", "not routed through autocast yet"),
-    ("_upsample_nearest_exact3d", "not routed through autocast yet"),
-    ("upsample_linear1d", "not routed through autocast yet"),
-    ("upsample_bilinear2d", "not routed through autocast yet"),
-    ("_upsample_bilinear2d_aa", "not routed through autocast yet"),
-    ("upsample_trilinear3d", "not routed through autocast yet"),
-    ("upsample_bicubic2d", "not routed through autocast yet"),
-    ("_upsample_bicubic2d_aa", "not routed through autocast yet"),
+    ("cdist", "no Pyrite op"),
+    ("addbmm", "no Pyrite op (matmul and baddbmm route the products)"),
+    ("_upsample_bilinear2d_aa", "no Pyrite op (interpolate has no antialias)"),
+    ("_upsample_bicubic2d_aa", "no Pyrite op (interpolate has no antialias)"),
     ("linalg_vector_norm", "aten internal (norm routes it)"),
     ("linalg_matrix_norm", "no Pyrite op"),
     ("addcdiv", "no Pyrite op"),
     ("addcmul", "no Pyrite op"),
-    ("bilinear", "not routed through autocast yet"),
     ("cross", "no Pyrite op"),
     ("vdot", "no Pyrite op"),
-    ("index_put", "not routed through autocast yet"),
     ("tensordot", "no Pyrite op"),
 ];
 
@@ -248,6 +232,67 @@ fn run(
             F::grid_sample(&a(&[1, 1, 4, 4])?, &grid, &Default::default())?
         }
         "scatter_add" => a(&[5])?.scatter_add(0, &Tensor::new([0i64, 2, 0])?.to_device(CUDA)?, &b(&[3])?)?,
+        "upsample_nearest1d" | "_upsample_nearest_exact1d" | "upsample_linear1d" => {
+            let mode = match name {
+                "upsample_nearest1d" => F::InterpolateMode::Nearest,
+                "upsample_linear1d" => F::InterpolateMode::Linear,
+                _ => F::InterpolateMode::NearestExact,
+            };
+            F::interpolate(
+                &a(&[1, 2, 5])?,
+                &F::InterpolateOptions { size: Some(vec![7]), mode, ..Default::default() },
+            )?
+        }
+        "upsample_nearest2d" | "_upsample_nearest_exact2d" | "upsample_bilinear2d" | "upsample_bicubic2d" => {
+            let mode = match name {
+                "upsample_nearest2d" => F::InterpolateMode::Nearest,
+                "upsample_bilinear2d" => F::InterpolateMode::Bilinear,
+                "upsample_bicubic2d" => F::InterpolateMode::Bicubic,
+                _ => F::InterpolateMode::NearestExact,
+            };
+            let o = F::InterpolateOptions { size: Some(vec![5, 6]), mode, ..Default::default() };
+            F::interpolate(&a(&[1, 2, 3, 4])?, &o)?
+        }
+        "upsample_nearest3d" | "_upsample_nearest_exact3d" | "upsample_trilinear3d" => {
+            let mode = match name {
+                "upsample_nearest3d" => F::InterpolateMode::Nearest,
+                "upsample_trilinear3d" => F::InterpolateMode::Trilinear,
+                _ => F::InterpolateMode::NearestExact,
+            };
+            let o = F::InterpolateOptions { size: Some(vec![3, 4, 5]), mode, ..Default::default() };
+            F::interpolate(&a(&[1, 1, 2, 3, 3])?, &o)?
+        }
+        "bilinear" => F::bilinear(&a(&[4, 3])?, &b(&[4, 5])?, &b(&[2, 3, 5])?, Some(&b(&[2])?))?,
+        "index_put" => {
+            let idx = Tensor::new([0i64, 2])?.to_device(CUDA)?;
+            a(&[5])?.index_put(&[Some(idx)], &b(&[2])?, false)?
+        }
+        "rnn_tanh_cell" => {
+            F::rnn_tanh_cell(&a(&[4, 3])?, &b(&[4, 5])?, &b(&[5, 3])?, &b(&[5, 5])?, Some(&b(&[5])?), None)?
+        }
+        "rnn_relu_cell" => {
+            F::rnn_relu_cell(&a(&[4, 3])?, &b(&[4, 5])?, &b(&[5, 3])?, &b(&[5, 5])?, None, Some(&b(&[5])?))?
+        }
+        "gru_cell" => F::gru_cell(
+            &a(&[4, 3])?,
+            &b(&[4, 5])?,
+            &b(&[15, 3])?,
+            &b(&[15, 5])?,
+            Some(&b(&[15])?),
+            Some(&b(&[15])?),
+        )?,
+        "lstm_cell" => {
+            let (h, c) = F::lstm_cell(
+                &a(&[4, 3])?,
+                (&b(&[4, 5])?, &b(&[4, 5])?),
+                &b(&[20, 3])?,
+                &b(&[20, 5])?,
+                None,
+                None,
+            )?;
+            assert_eq!(c.dtype(), h.dtype(), "lstm_cell: h and c in one dtype");
+            h
+        }
         _ => panic!("{name}: on Pyrite's CUDA lists but has no runner here"),
     })
 }

@@ -681,6 +681,23 @@ impl Tensor {
         }
         let lo = Layout::contiguous(shape.clone());
         let nb: usize = adv.bshape.iter().product();
+        if self.device().is_cuda() {
+            // On a GPU: the positions planned on the host, then one index_select of the
+            // flattened tensor.
+            if !self.is_contiguous() {
+                return self.contiguous()?.index_tensor_impl(indices);
+            }
+            let off = self.storage_offset();
+            let mut pos = vec![0i64; shape.numel()];
+            adv.walk(&lo, 0, nb, |so, oo, len, ss, os| {
+                for i in 0..len {
+                    pos[oo + i * os] = (so + i * ss - off) as i64;
+                }
+            });
+            let n = pos.len();
+            let pos = Tensor::from_slice(&pos, n)?.to_device(self.device())?;
+            return self.reshape([self.numel()])?.index_select(0, &pos)?.reshape(&shape);
+        }
         let per = (shape.numel() / nb.max(1)).max(1);
         dispatch_all!(self.dtype(), T => {
             let g = adv.src.storage().read();
@@ -1382,6 +1399,9 @@ impl Tensor {
             }
         };
         let shape = adv.result_shape();
+        if self.device().is_cuda() {
+            return self.index_put_cuda(&adv, &shape, values, accumulate);
+        }
         let vl = match values.layout().expand(shape.dims(), "index_put_") {
             Ok(l) => l,
             Err(_) => bail!(
@@ -1408,8 +1428,59 @@ impl Tensor {
         Ok(())
     }
 
+    /// [`Tensor::index_put_`] on a GPU: the positions are planned on the host (the index
+    /// values are read there anyway, to check them), then the values, broadcast to the
+    /// indexing result, are written with one scatter (`scatter_add_` to accumulate) into the
+    /// flattened tensor.
+    fn index_put_cuda(&self, adv: &AdvIndex, shape: &Shape, values: &Tensor, accumulate: bool) -> Result<()> {
+        if !self.is_contiguous() {
+            let c = self.contiguous()?;
+            c.index_put_cuda(adv, shape, values, accumulate)?;
+            self.copy_(&c)?;
+            return Ok(());
+        }
+        let values = match values.expand(shape.dims().to_vec()) {
+            Ok(v) => v.contiguous()?.reshape([shape.numel()])?,
+            Err(_) => bail!(
+                Shape,
+                "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
+                values.shape(),
+                shape
+            ),
+        };
+        let flat_layout = crate::layout::Layout::contiguous(shape.clone());
+        let (mut to, mut from) = (Vec::new(), Vec::new());
+        let nb: usize = adv.bshape.iter().product();
+        let off = self.storage_offset();
+        adv.walk(&flat_layout, 0, nb, |so, vo, len, ss, vs| {
+            for i in 0..len {
+                to.push((so + i * ss - off) as i64);
+                from.push((vo + i * vs) as i64);
+            }
+        });
+        let device = self.device();
+        let n = to.len();
+        let to = Tensor::from_slice(&to, n)?.to_device(device)?;
+        let from = Tensor::from_slice(&from, n)?.to_device(device)?;
+        let picked = values.index_select(0, &from)?;
+        let flat = self.reshape([self.numel()])?;
+        let _g = crate::autograd::no_grad();
+        if accumulate {
+            flat.scatter_add_(0, &to, &picked)?;
+        } else {
+            flat.scatter_(0, &to, &picked)?;
+        }
+        Ok(())
+    }
+
     /// Out-of-place [`Tensor::index_put_`] (`torch.index_put`).
     pub fn index_put(&self, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+        // Autocast's promote list (CUDA).
+        if let Some(r) = crate::autocast::dispatch("index_put", &[Some(self), Some(values)], |t| {
+            t.at(0).index_put(indices, t.at(1), accumulate)
+        }) {
+            return r;
+        }
         let rec = needs_grad(&[self, values]);
         let out = self.clone_then(rec, |o| o.index_put_(indices, values, accumulate).map(drop))?;
         if !rec {

@@ -45,6 +45,14 @@ pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tens
 
 /// `F.bilinear(x1, x2, weight, bias)`: `y[.., o] = x1 W[o] x2 + b[o]`, weight `[out, in1, in2]`.
 pub fn bilinear(x1: &Tensor, x2: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    // Autocast's promote list (CUDA).
+    if let Some(r) =
+        pyrite_core::autocast::dispatch("bilinear", &[Some(x1), Some(x2), Some(weight), bias], |t| {
+            bilinear(t.at(0), t.at(1), t.at(2), t.opt(3))
+        })
+    {
+        return r;
+    }
     if weight.rank() != 3 {
         bail!(Shape, "bilinear(): weight must be 3-dimensional, got shape {}", weight.shape());
     }

@@ -113,6 +113,12 @@ pub fn rnn_tanh_cell(
     b_ih: Option<&Tensor>,
     b_hh: Option<&Tensor>,
 ) -> Result<Tensor> {
+    let inputs = [Some(input), Some(hx), Some(w_ih), Some(w_hh), b_ih, b_hh];
+    if let Some(r) = pyrite_core::autocast::dispatch("rnn_tanh_cell", &inputs, |t| {
+        rnn_tanh_cell(t.at(0), t.at(1), t.at(2), t.at(3), t.opt(4), t.opt(5))
+    }) {
+        return r;
+    }
     let w = StepWeights { w_hh, b_hh, w_hr: None };
     Ok(step(RnnMode::RnnTanh, &linear(input, w_ih, b_ih)?, hx, None, &w)?.0)
 }
@@ -126,6 +132,12 @@ pub fn rnn_relu_cell(
     b_ih: Option<&Tensor>,
     b_hh: Option<&Tensor>,
 ) -> Result<Tensor> {
+    let inputs = [Some(input), Some(hx), Some(w_ih), Some(w_hh), b_ih, b_hh];
+    if let Some(r) = pyrite_core::autocast::dispatch("rnn_relu_cell", &inputs, |t| {
+        rnn_relu_cell(t.at(0), t.at(1), t.at(2), t.at(3), t.opt(4), t.opt(5))
+    }) {
+        return r;
+    }
     let w = StepWeights { w_hh, b_hh, w_hr: None };
     Ok(step(RnnMode::RnnRelu, &linear(input, w_ih, b_ih)?, hx, None, &w)?.0)
 }
@@ -140,6 +152,12 @@ pub fn lstm_cell(
     b_ih: Option<&Tensor>,
     b_hh: Option<&Tensor>,
 ) -> Result<(Tensor, Tensor)> {
+    let inputs = [Some(input), Some(hx.0), Some(hx.1), Some(w_ih), Some(w_hh), b_ih, b_hh];
+    if let Some(r) = pyrite_core::autocast::dispatch("lstm_cell", &inputs, |t| {
+        lstm_cell(t.at(0), (t.at(1), t.at(2)), t.at(3), t.at(4), t.opt(5), t.opt(6))
+    }) {
+        return r;
+    }
     let w = StepWeights { w_hh, b_hh, w_hr: None };
     let (h, c) = step(RnnMode::Lstm, &linear(input, w_ih, b_ih)?, hx.0, Some(hx.1), &w)?;
     match c {
@@ -158,6 +176,12 @@ pub fn gru_cell(
     b_ih: Option<&Tensor>,
     b_hh: Option<&Tensor>,
 ) -> Result<Tensor> {
+    let inputs = [Some(input), Some(hx), Some(w_ih), Some(w_hh), b_ih, b_hh];
+    if let Some(r) = pyrite_core::autocast::dispatch("gru_cell", &inputs, |t| {
+        gru_cell(t.at(0), t.at(1), t.at(2), t.at(3), t.opt(4), t.opt(5))
+    }) {
+        return r;
+    }
     let w = StepWeights { w_hh, b_hh, w_hr: None };
     Ok(step(RnnMode::Gru, &linear(input, w_ih, b_ih)?, hx, None, &w)?.0)
 }

@@ -305,12 +305,14 @@ fn along(v: &[f64], dim: usize, rank: usize, dtype: DType) -> Result<Tensor> {
 fn apply_plan(y: &Tensor, dim: usize, plan: &DimPlan) -> Result<Tensor> {
     match plan {
         DimPlan::Identity => Ok(y.clone()),
-        DimPlan::Gather(idx) => y.index_select(dim as isize, &index_tensor(idx)?),
+        DimPlan::Gather(idx) => y.index_select(dim as isize, &index_tensor(idx)?.to_device(y.device())?),
         DimPlan::Weighted { taps, div } => {
+            // The plan's indices and weights join the input where it is (a GPU's input too).
+            let on = |t: Tensor| t.to_device(y.device());
             let mut acc: Option<Tensor> = None;
             for (idx, w) in taps {
-                let t = y.index_select(dim as isize, &index_tensor(idx)?)?;
-                let t = t.mul(&along(w, dim, y.rank(), y.dtype())?)?;
+                let t = y.index_select(dim as isize, &on(index_tensor(idx)?)?)?;
+                let t = t.mul(&on(along(w, dim, y.rank(), y.dtype())?)?)?;
                 acc = Some(match acc {
                     None => t,
                     Some(a) => a.add(&t)?,
@@ -318,7 +320,7 @@ fn apply_plan(y: &Tensor, dim: usize, plan: &DimPlan) -> Result<Tensor> {
             }
             let acc = acc.expect("at least one tap");
             match div {
-                Some(d) => acc.div(&along(d, dim, y.rank(), y.dtype())?),
+                Some(d) => acc.div(&on(along(d, dim, y.rank(), y.dtype())?)?),
                 None => Ok(acc),
             }
         }
@@ -368,6 +370,25 @@ pub struct InterpolateOptions {
 /// # Ok::<(), pyrite::Error>(())
 /// ```
 pub fn interpolate(x: &Tensor, opts: &InterpolateOptions) -> Result<Tensor> {
+    // Autocast's float32 list (CUDA): the upsample op of the mode and rank.
+    let aten = match (opts.mode, x.rank()) {
+        (InterpolateMode::Nearest, 3) => Some("upsample_nearest1d"),
+        (InterpolateMode::Nearest, 4) => Some("upsample_nearest2d"),
+        (InterpolateMode::Nearest, 5) => Some("upsample_nearest3d"),
+        (InterpolateMode::NearestExact, 3) => Some("_upsample_nearest_exact1d"),
+        (InterpolateMode::NearestExact, 4) => Some("_upsample_nearest_exact2d"),
+        (InterpolateMode::NearestExact, 5) => Some("_upsample_nearest_exact3d"),
+        (InterpolateMode::Linear, 3) => Some("upsample_linear1d"),
+        (InterpolateMode::Bilinear, 4) => Some("upsample_bilinear2d"),
+        (InterpolateMode::Bicubic, 4) => Some("upsample_bicubic2d"),
+        (InterpolateMode::Trilinear, 5) => Some("upsample_trilinear3d"),
+        _ => None,
+    };
+    if let Some(op) = aten
+        && let Some(r) = pyrite_core::autocast::dispatch(op, &[Some(x)], |t| interpolate(t.at(0), opts))
+    {
+        return r;
+    }
     let (size, scale_factor) = (opts.size.as_deref(), opts.scale_factor.as_deref());
     let (mode, align_corners, recompute_scale_factor) =
         (opts.mode, opts.align_corners, opts.recompute_scale_factor);
