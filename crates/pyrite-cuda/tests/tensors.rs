@@ -325,6 +325,22 @@ fn indexing_matches_the_cpu_values_and_gradients() -> Result<()> {
         Ok(v.grad().unwrap())
     };
     assert_close(&vgrad(dev)?, &vgrad(Device::Cpu)?, 1e-5, "index_put: the values' gradient");
+    // take and masked_select, with their gradients.
+    let flat_idx = Tensor::new([[0i64, -1], [7, 7]])?;
+    let m = Tensor::new([true, false, true, true, false, false])?; // broadcast over the rows
+                                                                   // (From a detached copy: `x.to_device(Cpu)` is `x` itself, which `grads` above made
+                                                                   // require grad.)
+    let picks = |d: Device| -> Result<(Tensor, Tensor, Tensor)> {
+        let w = x.detach().to_device(d)?.requires_grad_(true)?;
+        let a = w.take(&flat_idx.to_device(d)?)?;
+        let b = w.masked_select(&m.to_device(d)?)?;
+        a.square()?.sum()?.add(&b.mul_scalar(3.0)?.sum()?)?.backward()?;
+        Ok((a, b, w.grad().expect("a gradient")))
+    };
+    let (g, c) = (picks(dev)?, picks(Device::Cpu)?);
+    assert_close(&g.0, &c.0, 0.0, "take");
+    assert_close(&g.1, &c.1, 0.0, "masked_select");
+    assert_close(&g.2, &c.2, 1e-6, "take and masked_select: gradients");
     Ok(())
 }
 
@@ -840,6 +856,43 @@ fn every_op_on_cuda_tensors_returns_a_result_without_panicking() {
         ("reshape of a view", Box::new(|| x.t()?.reshape([12]))),
         ("dtype round trip", Box::new(|| x.to_dtype(DType::F16)?.to_dtype(DType::F32))),
         ("einsum", Box::new(|| pyrite_core::einsum("ij,jk->ik", &[&x, &m]))),
+        ("x[r, c]", Box::new(|| x.index_tensor(&[Some(idx.clone()), Some(idx.clone())]))),
+        (
+            "index_put",
+            Box::new(|| {
+                x.index_put(
+                    &[Some(idx.clone()), Some(idx.clone())],
+                    &y.flatten(0, -1)?.narrow(0, 0, 3)?,
+                    true,
+                )
+            }),
+        ),
+        ("unique", Box::new(|| Ok(idx.unique(true, false, false)?.0))),
+        (
+            "scatter_reduce amax",
+            Box::new(|| {
+                x.scatter_reduce(0, &idx.unsqueeze(1)?.expand([3, 4])?.contiguous()?, &y, "amax", true)
+            }),
+        ),
+        ("kthvalue", Box::new(|| Ok(x.kthvalue(2, 1, false)?.0))),
+        ("masked_select", Box::new(|| x.masked_select(&mask))),
+        ("cummax", Box::new(|| Ok(x.cummax(1)?.0))),
+        ("argsort", Box::new(|| x.argsort(1, false))),
+        ("repeat_interleave", Box::new(|| x.repeat_interleave(2, Some(0)))),
+        ("index_fill", Box::new(|| x.index_fill(0, &idx, 1.0))),
+        ("masked_scatter", Box::new(|| x.masked_scatter(&mask, &y))),
+        ("outer", Box::new(|| x.flatten(0, -1)?.outer(&y.flatten(0, -1)?))),
+        ("searchsorted", Box::new(|| x.sort(1, false)?.0.searchsorted(&y, false, false, None))),
+        ("take", Box::new(|| x.take(&idx))),
+        ("triu", Box::new(|| x.triu(0))),
+        (
+            "display",
+            Box::new(|| {
+                let text = format!("{x} {x:?}");
+                assert!(!text.is_empty());
+                Ok(x.clone())
+            }),
+        ),
     ];
     let (mut no_kernel, mut problems) = (Vec::new(), Vec::new());
     for (name, f) in &ops {

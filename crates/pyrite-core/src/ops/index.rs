@@ -521,6 +521,13 @@ impl Tensor {
                 bail!(Index, "out of range: tried to access index {v} on a tensor of {n} elements.");
             }
         }
+        if self.device().is_cuda() {
+            // On a GPU: an index_select of the flattened tensor (differentiable as it is).
+            let wrapped: Vec<i64> = idx.iter().map(|&v| if v < 0 { v + n } else { v }).collect();
+            let k = wrapped.len();
+            let pos = Tensor::from_vec(wrapped, [k])?.to_device(self.device())?;
+            return self.reshape([self.numel()])?.index_select(0, &pos)?.reshape(index.shape().dims());
+        }
         let y = dispatch_all!(self.dtype(), T => self.with_slice::<T, _>(|s| {
             Tensor::build::<T>(index.shape().clone(), |out| {
                 for (o, &v) in out.iter_mut().zip(&idx) {
@@ -558,6 +565,11 @@ impl Tensor {
             bail!(DType, "masked_select: expected BoolTensor for mask, got {}", mask.dtype());
         }
         let shape = broadcast_shapes(self.dims(), mask.dims(), "masked_select")?;
+        if self.device().is_cuda() || mask.device().is_cuda() {
+            // On a GPU: `x[mask]` over the broadcast pair (differentiable as it is).
+            let (x, m) = (self.broadcast_to(shape.dims())?, mask.broadcast_to(shape.dims())?);
+            return x.index_tensor(&[Some(m)]);
+        }
         let rec = needs_grad(&[self]);
         let y = {
             let _g = paused(rec);
@@ -1528,6 +1540,9 @@ impl Tensor {
     }
 
     fn masked_scatter_impl(&self, mask: &Tensor, source: &Tensor) -> Result<()> {
+        for t in [self, mask, source] {
+            t.device().check_cpu_kernel()?;
+        }
         if mask.dtype() != DType::Bool {
             bail!(
                 DType,

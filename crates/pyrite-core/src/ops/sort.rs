@@ -604,6 +604,8 @@ impl Tensor {
         right: bool,
         side: Option<&str>,
     ) -> Result<Tensor> {
+        self.device().check_cpu_kernel()?;
+        values.device().check_cpu_kernel()?;
         let right = match side {
             None => right,
             Some("right") => true,
