@@ -341,6 +341,16 @@ fn indexing_matches_the_cpu_values_and_gradients() -> Result<()> {
     assert_close(&g.0, &c.0, 0.0, "take");
     assert_close(&g.1, &c.1, 0.0, "masked_select");
     assert_close(&g.2, &c.2, 1e-6, "take and masked_select: gradients");
+    let cols = Tensor::new([4i64, -1, 0])?;
+    let filled = |d: Device| -> Result<(Tensor, Tensor)> {
+        let w = x.detach().to_device(d)?.requires_grad_(true)?;
+        let y = w.index_fill(1, &cols.to_device(d)?, -2.5)?;
+        y.mul_scalar(3.0)?.sum()?.backward()?;
+        Ok((y, w.grad().expect("a gradient")))
+    };
+    let (fg, fc) = (filled(dev)?, filled(Device::Cpu)?);
+    assert_close(&fg.0, &fc.0, 0.0, "index_fill");
+    assert_close(&fg.1, &fc.1, 0.0, "index_fill: gradient");
     Ok(())
 }
 

@@ -1338,6 +1338,16 @@ impl Tensor {
                 }
                 let (d, idx) =
                     self.index_family_check(dim, index, None, IndexDtypes::I64, true, "index_fill_")?;
+                if self.device().is_cuda() {
+                    // On a GPU: `t[:, ..., idx] = value` (an index_put along `d`).
+                    let wrapped: Vec<i64> =
+                        idx.iter().map(|&i| if i < 0 { i + self.dims()[d] as i64 } else { i }).collect();
+                    let n = wrapped.len();
+                    let mut list: Vec<Option<Tensor>> = vec![None; d];
+                    list.push(Some(Tensor::from_vec(wrapped, [n])?.to_device(self.device())?));
+                    let fill = Tensor::full([], v, self.dtype())?.to_device(self.device())?;
+                    return self.index_put_impl(&list, &fill, false);
+                }
                 dispatch_all!(self.dtype(), T => {
                     let fill = T::from_scalar(v);
                     self.index_slices::<T>(d, &idx, None, move |_, _| fill)?;
