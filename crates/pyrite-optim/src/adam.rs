@@ -152,11 +152,13 @@ fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
     }
 }
 
-/// [`kernel`] for CUDA tensors: the same arithmetic in the same order (`t0` the parameter,
-/// `t1`, `t2` the moments, `t3` the running maximum with amsgrad, `tg` the gradient).
-pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
-    name: "adam",
-    body: r#"
+/// The first lines of the device updates of Adam, NAdam and RAdam, as [`GradDecay::apply`]
+/// and [`crate::foreach::adam_moments`] on the CPU: the gradient negated under `maximize`
+/// (`c[0]`), weight decay `c[1]` (decoupled when `c[2]`, with the learning rate `c[3]`), the
+/// moments `m` and `v` with betas `c[4]`, `c[5]`, written back to `t1` and `t2`.
+macro_rules! adam_device_head {
+    () => {
+        r#"
       T g = tg[i], p = t0[i];
       if (c[0] != 0) g = -g;
       if (c[1] != 0) {
@@ -166,6 +168,19 @@ pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
       const double w = 1.0 - c[4];
       const T m = (w < 0 ? -w : w) < 0.5 ? t1[i] + (T)w * (g - t1[i]) : g - (g - t1[i]) * (T)(1.0 - w);
       const T v = t2[i] * (T)c[5] + (T)(1.0 - c[5]) * g * g;
+      t1[i] = m;
+      t2[i] = v;"#
+    };
+}
+pub(crate) use adam_device_head;
+
+/// [`kernel`] for CUDA tensors: the same arithmetic in the same order (`t0` the parameter,
+/// `t1`, `t2` the moments, `t3` the running maximum with amsgrad, `tg` the gradient).
+pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
+    name: "adam",
+    body: concat!(
+        adam_device_head!(),
+        r#"
       T vi = v;
       if (c[7] != 0) {
         // The running maximum (t3 exists only with amsgrad, where c[7] is 1).
@@ -173,9 +188,8 @@ pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
         vi = t3[i];
       }
       const T denom = sqrt{f}(vi) / (T)c[9] + (T)c[6];
-      t0[i] = p + (T)(-c[8]) * m / denom;
-      t1[i] = m;
-      t2[i] = v;"#,
+      t0[i] = p + (T)(-c[8]) * m / denom;"#
+    ),
 };
 
 fn device_coefs(c: &Coef) -> Vec<f64> {

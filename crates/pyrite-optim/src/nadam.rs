@@ -75,21 +75,13 @@ struct Coef {
 /// `t1`, `t2` the moments, `tg` the gradient).
 pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
     name: "nadam",
-    body: r#"
-      T g = tg[i], p = t0[i];
-      if (c[0] != 0) g = -g;
-      if (c[1] != 0) {
-        if (c[2] != 0) p = p * (T)(1.0 - c[3] * c[1]);
-        else g = g + (T)c[1] * p;
-      }
-      const double w = 1.0 - c[4];
-      const T m = (w < 0 ? -w : w) < 0.5 ? t1[i] + (T)w * (g - t1[i]) : g - (g - t1[i]) * (T)(1.0 - w);
-      const T v = t2[i] * (T)c[5] + (T)(1.0 - c[5]) * g * g;
-      t1[i] = m;
-      t2[i] = v;
+    body: concat!(
+        crate::adam::adam_device_head!(),
+        r#"
       const T denom = sqrt{f}(v / (T)c[7]) + (T)c[6];
       p = p + (T)c[8] * g / denom;
-      t0[i] = p + (T)c[9] * m / denom;"#,
+      t0[i] = p + (T)c[9] * m / denom;"#
+    ),
 };
 
 fn device_coefs(c: &Coef) -> Vec<f64> {

@@ -68,18 +68,9 @@ struct Coef {
 /// `t1`, `t2` the moments, `tg` the gradient).
 pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
     name: "radam",
-    body: r#"
-      T g = tg[i], p = t0[i];
-      if (c[0] != 0) g = -g;
-      if (c[1] != 0) {
-        if (c[2] != 0) p = p * (T)(1.0 - c[3] * c[1]);
-        else g = g + (T)c[1] * p;
-      }
-      const double w = 1.0 - c[4];
-      const T m = (w < 0 ? -w : w) < 0.5 ? t1[i] + (T)w * (g - t1[i]) : g - (g - t1[i]) * (T)(1.0 - w);
-      const T v = t2[i] * (T)c[5] + (T)(1.0 - c[5]) * g * g;
-      t1[i] = m;
-      t2[i] = v;
+    body: concat!(
+        crate::adam::adam_device_head!(),
+        r#"
       const T corrected = m / (T)c[7];
       T delta;
       if (c[10] != 0) {
@@ -88,7 +79,8 @@ pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
       } else {
         delta = corrected * (T)c[8];
       }
-      t0[i] = p + (T)(-1.0) * delta;"#,
+      t0[i] = p + (T)(-1.0) * delta;"#
+    ),
 };
 
 fn device_coefs(c: &Coef) -> Vec<f64> {

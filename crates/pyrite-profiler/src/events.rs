@@ -56,6 +56,34 @@ impl FunctionEvent {
         self.start_ns + self.duration_ns()
     }
 
+    /// An event with only its name, kind and id (every time, size and link zero or none), for
+    /// the builders to fill in.
+    fn blank(name: String, kind: EventKind, id: u64) -> FunctionEvent {
+        FunctionEvent {
+            name,
+            kind,
+            id,
+            parent: None,
+            depth: 0,
+            tid: 0,
+            start_ns: 0,
+            cpu_time_total_ns: 0,
+            self_cpu_time_total_ns: 0,
+            input_shapes: Vec::new(),
+            input_types: Vec::new(),
+            cpu_memory_usage: 0,
+            self_cpu_memory_usage: 0,
+            flow: None,
+            device_time_total_ns: 0,
+            self_device_time_total_ns: 0,
+            device: None,
+            correlation: None,
+            grid: 0,
+            block: 0,
+            bytes: 0,
+        }
+    }
+
     /// How long it ran: CPU time, or device time for GPU work.
     pub fn duration_ns(&self) -> u64 {
         if self.kind.on_device() {
@@ -75,11 +103,7 @@ pub(crate) fn build(raw: Vec<Event>, gpu: Vec<GpuEvent>) -> Vec<FunctionEvent> {
     let mut events: Vec<FunctionEvent> = raw
         .into_iter()
         .map(|e| FunctionEvent {
-            name: e.name.into_owned(),
-            kind: e.kind,
-            id: e.id,
             parent: e.parent,
-            depth: 0,
             tid: e.tid,
             start_ns: e.start_ns,
             cpu_time_total_ns: e.dur_ns,
@@ -89,13 +113,7 @@ pub(crate) fn build(raw: Vec<Event>, gpu: Vec<GpuEvent>) -> Vec<FunctionEvent> {
             cpu_memory_usage: e.self_memory,
             self_cpu_memory_usage: e.self_memory,
             flow: e.flow,
-            device_time_total_ns: 0,
-            self_device_time_total_ns: 0,
-            device: None,
-            correlation: None,
-            grid: 0,
-            block: 0,
-            bytes: 0,
+            ..FunctionEvent::blank(e.name.into_owned(), e.kind, e.id)
         })
         .chain(device_events)
         .collect();
@@ -158,29 +176,6 @@ const DEVICE_IDS: u64 = 1 << 62;
 /// The launch calls and the device events of `gpu`, the calls inside the op that made them.
 fn device_events(raw: &[Event], gpu: Vec<GpuEvent>) -> Vec<FunctionEvent> {
     let mut out = Vec::with_capacity(2 * gpu.len());
-    let blank = |name: String, kind: EventKind, id: u64| FunctionEvent {
-        name,
-        kind,
-        id,
-        parent: None,
-        depth: 0,
-        tid: 0,
-        start_ns: 0,
-        cpu_time_total_ns: 0,
-        self_cpu_time_total_ns: 0,
-        input_shapes: Vec::new(),
-        input_types: Vec::new(),
-        cpu_memory_usage: 0,
-        self_cpu_memory_usage: 0,
-        flow: None,
-        device_time_total_ns: 0,
-        self_device_time_total_ns: 0,
-        device: None,
-        correlation: None,
-        grid: 0,
-        block: 0,
-        bytes: 0,
-    };
     for (n, g) in gpu.into_iter().enumerate() {
         // The innermost range open on the thread when the call was made.
         let parent = raw
@@ -197,7 +192,7 @@ fn device_events(raw: &[Event], gpu: Vec<GpuEvent>) -> Vec<FunctionEvent> {
             cpu_time_total_ns: g.api_dur_ns,
             self_cpu_time_total_ns: g.api_dur_ns,
             correlation: Some(g.correlation),
-            ..blank(g.api.to_string(), EventKind::CudaRuntime, DEVICE_IDS + 2 * n as u64)
+            ..FunctionEvent::blank(g.api.to_string(), EventKind::CudaRuntime, DEVICE_IDS + 2 * n as u64)
         };
         let kind = match g.kind {
             GpuEventKind::Kernel => EventKind::Kernel,
@@ -214,7 +209,7 @@ fn device_events(raw: &[Event], gpu: Vec<GpuEvent>) -> Vec<FunctionEvent> {
             grid: g.grid,
             block: g.block,
             bytes: g.bytes,
-            ..blank(g.name, kind, DEVICE_IDS + 2 * n as u64 + 1)
+            ..FunctionEvent::blank(g.name, kind, DEVICE_IDS + 2 * n as u64 + 1)
         };
         out.push(call);
         out.push(work);
