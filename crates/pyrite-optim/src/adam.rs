@@ -174,6 +174,13 @@ macro_rules! adam_device_head {
 }
 pub(crate) use adam_device_head;
 
+/// The coefficients [`adam_device_head!`] reads, `c[0]` to `c[5]`, then `eps` as `c[6]`: the
+/// start of every Adam-family `device_coefs`.
+pub(crate) fn adam_device_coefs(d: &GradDecay, beta1: f64, beta2: f64, eps: f64) -> Vec<f64> {
+    let b = |v: bool| v as u8 as f64;
+    vec![b(d.maximize), d.weight_decay, b(d.decoupled), d.lr, beta1, beta2, eps]
+}
+
 /// [`kernel`] for CUDA tensors: the same arithmetic in the same order (`t0` the parameter,
 /// `t1`, `t2` the moments, `t3` the running maximum with amsgrad, `tg` the gradient).
 pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
@@ -193,20 +200,9 @@ pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
 };
 
 fn device_coefs(c: &Coef) -> Vec<f64> {
-    let d = &c.decay;
-    let b = |v: bool| v as u8 as f64;
-    vec![
-        b(d.maximize),
-        d.weight_decay,
-        b(d.decoupled),
-        d.lr,
-        c.beta1,
-        c.beta2,
-        c.eps,
-        b(c.amsgrad),
-        c.step_size,
-        c.bc2_sqrt,
-    ]
+    let mut v = adam_device_coefs(&c.decay, c.beta1, c.beta2, c.eps);
+    v.extend([c.amsgrad as u8 as f64, c.step_size, c.bc2_sqrt]);
+    v
 }
 
 /// The update shared by [`Adam`] and [`AdamW`].

@@ -84,22 +84,9 @@ pub(crate) const DEVICE: DeviceKernel<'static> = DeviceKernel {
 };
 
 fn device_coefs(c: &Coef) -> Vec<f64> {
-    let d = &c.decay;
-    let b = |v: bool| v as u8 as f64;
-    vec![
-        b(d.maximize),
-        d.weight_decay,
-        b(d.decoupled),
-        d.lr,
-        c.beta1,
-        c.beta2,
-        c.eps,
-        c.bc1,
-        c.lr,
-        c.bc2_sqrt,
-        b(c.rect.is_some()),
-        c.rect.unwrap_or(0.0),
-    ]
+    let mut v = crate::adam::adam_device_coefs(&c.decay, c.beta1, c.beta2, c.eps);
+    v.extend([c.bc1, c.lr, c.bc2_sqrt, c.rect.is_some() as u8 as f64, c.rect.unwrap_or(0.0)]);
+    v
 }
 
 fn kernel<T: Real>(c: &Coef, w: &mut [&mut [T]], r: &[&[T]]) {
